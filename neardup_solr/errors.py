@@ -1,0 +1,47 @@
+"""Exceptions raised by neardup-solr.
+
+Every message says what went wrong *and* what to do next, in the spirit of requests/pysolr.
+"""
+
+
+class NeardupError(Exception):
+    """Base class for all errors raised by this package."""
+
+
+class InvalidTextError(NeardupError, ValueError):
+    """A text cannot be turned into shingles (empty, only punctuation, ...)."""
+
+
+class InvalidRecordError(NeardupError, ValueError):
+    """An input record is malformed (no id, missing column, undecodable bytes...)."""
+
+    def __init__(self, reason, *, source=None, line=None, record_id=None):
+        self.reason = reason
+        self.source = source
+        self.line = line
+        self.record_id = record_id
+        where = []
+        if source is not None:
+            where.append(str(source))
+        if line is not None:
+            where.append(f"line {line}")
+        if record_id is not None:
+            where.append(f"id {record_id!r}")
+        prefix = ":".join(where[:2]) + (f" ({where[2]})" if len(where) > 2 else "")
+        super().__init__(f"{prefix}: {reason}" if prefix else reason)
+
+
+class SolrUnavailableError(NeardupError, ConnectionError):
+    """Solr did not answer (not started, wrong URL, or down after all retries)."""
+
+
+class SolrAuthError(NeardupError, PermissionError):
+    """Solr refused the credentials (HTTP 401/403)."""
+
+
+class SolrRequestError(NeardupError):
+    """Solr answered with an error for a request we built."""
+
+
+class LauncherError(NeardupError, RuntimeError):
+    """The local Solr launcher could not build, start or stop Solr."""

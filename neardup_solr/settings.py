@@ -1,0 +1,54 @@
+"""Where things are: the Solr to talk to, the repository's Solr config, the local data directory.
+
+One rule for every consumer (CLI, API, tests, benchmarks): ``SOLR_URL`` if it is set, otherwise the local
+launcher's Solr on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SOLR_VERSION = "9.10.1"
+CORE_NAME = "neardup"
+CONFIGSET_NAME = "neardup"
+DEFAULT_PORT = 8983
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_DIR = PACKAGE_DIR.parent
+
+
+def solr_config_dir() -> Path:
+    """The repository's ``solr_config/`` (override with ``NEARDUP_SOLR_CONFIG``)."""
+    override = os.environ.get("NEARDUP_SOLR_CONFIG")
+    return Path(override) if override else REPO_DIR / "solr_config"
+
+
+def configset_dir() -> Path:
+    return solr_config_dir() / "configsets" / CONFIGSET_NAME
+
+
+def local_port() -> int:
+    return int(os.environ.get("NEARDUP_SOLR_PORT", DEFAULT_PORT))
+
+
+def local_data_dir(port: int | None = None) -> Path:
+    """Solr home of the local launcher: ``NEARDUP_SOLR_HOME`` or ``~/.neardup-solr/solr-<port>``."""
+    override = os.environ.get("NEARDUP_SOLR_HOME")
+    if override:
+        return Path(override)
+    return Path.home() / ".neardup-solr" / f"solr-{port or local_port()}"
+
+
+def local_core_url(port: int | None = None, core: str = CORE_NAME) -> str:
+    return f"http://127.0.0.1:{port or local_port()}/solr/{core}"
+
+
+def solr_url() -> str:
+    """The core URL every consumer uses: ``SOLR_URL`` if set, else the local launcher's core."""
+    url = os.environ.get("SOLR_URL")
+    return url.rstrip("/") if url else local_core_url()
+
+
+def solr_url_is_local() -> bool:
+    return not os.environ.get("SOLR_URL")
