@@ -1,0 +1,313 @@
+"""``neardup-solr``: a thin command line over the library. Every command is also a Python call.
+
+Errors are printed as one line (no traceback) and set a non-zero exit code:
+2 for usage and input errors, 3 when Solr is unavailable, 1 when records were rejected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from . import settings
+from .errors import NeardupError, SolrUnavailableError
+
+log = logging.getLogger("neardup_solr")
+
+EXIT_REJECTED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+
+# ---------------------------------------------------------------------- helpers
+def _client(args):
+    from .solr_client import SolrClient
+
+    return SolrClient(args.solr_url or None, timeout=args.timeout)
+
+
+def _add_solr_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--solr-url", default=os.environ.get("SOLR_URL"),
+                   help="core URL (default: $SOLR_URL, else the local launcher's http://127.0.0.1:8983/solr/neardup)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP call (default 60)")
+
+
+def _add_search_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=["shingles", "minhash", "lsh"], default="shingles",
+                   help="candidate query: shared shingles, shared MinHash values, or shared LSH bands")
+    p.add_argument("--max-edit-distance", type=int, default=2,
+                   help="keep candidates within this word edit distance (default 2; -1 = no limit)")
+    p.add_argument("--min-jaccard", type=float, default=None, help="keep candidates with exact Jaccard >= this")
+    p.add_argument("--rows", type=int, default=10, help="candidates asked from Solr per lookup (default 10)")
+    p.add_argument("--first-word-filter", dest="first_word_filter", action="store_true", default=True,
+                   help="only candidates with the same first word (default)")
+    p.add_argument("--no-first-word-filter", dest="first_word_filter", action="store_false")
+    p.add_argument("--num-hashes", type=int, default=None,
+                   help="MinHash values to query with in minhash mode (default: all the index holds)")
+
+
+def _max_distance(args):
+    return None if args.max_edit_distance is not None and args.max_edit_distance < 0 else args.max_edit_distance
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_solr(args) -> int:
+    from .solr_local import LocalSolr
+
+    solr = LocalSolr(port=args.port, data_dir=args.data_dir, heap=args.heap)
+    if args.action == "build":
+        solr.build()
+        print(f"Solr {settings.SOLR_VERSION} launcher ready ({solr.launcher_dir})")
+    elif args.action == "start":
+        result = solr.start()
+        if result.already_running:
+            print(f"Solr is already running: {result.url}")
+        else:
+            print(f"Solr {settings.SOLR_VERSION} started in {result.seconds:.1f} s: {result.url}")
+            print(f"  data: {solr.data_dir}  (stop with: neardup-solr solr stop --port {args.port or solr.port})")
+    elif args.action == "stop":
+        if solr.stop():
+            print(f"Solr on port {solr.port} stopped")
+        else:
+            print(f"no Solr of ours is running on port {solr.port} (data dir {solr.data_dir}); nothing to stop")
+    else:
+        status = solr.status()
+        if args.json:
+            print(json.dumps(status, indent=2))
+        elif status["running"]:
+            print(f"running: pid {status['pid']}, {status['core_url']} (core {'OK' if status['core_ok'] else 'NOT answering'})")
+        else:
+            print(f"not running (port {solr.port}, data dir {solr.data_dir})")
+            return 1
+    return 0
+
+
+def cmd_index(args) -> int:
+    from .documents import IndexSettings
+    from .indexer import Indexer, IndexingInterrupted
+
+    client = _client(args)
+    client.check()
+    if args.clear:
+        client.delete_all()
+    index_settings = None
+    if any(v is not None for v in (args.ngram, args.unit, args.num_hashes, args.bands, args.rows_per_band, args.lsh_threshold)):
+        base = IndexSettings()
+        index_settings = IndexSettings(
+            ngram=args.ngram or base.ngram, unit=args.unit or base.unit,
+            num_hashes=args.num_hashes or base.num_hashes,
+            lsh_threshold=args.lsh_threshold or base.lsh_threshold,
+            bands=args.bands, rows=args.rows_per_band,
+        )
+    indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
+                      workers=args.workers, progress=not args.quiet, dataset=args.dataset)
+    rejects = args.rejects or f"{Path(args.file).name}.rejects.jsonl"
+    try:
+        summary = indexer.index_file(
+            args.file, args.format, id_field=args.id_column, text_field=args.text_column,
+            on_decode_error=args.on_decode_error, rejects_path=rejects, resume=args.resume,
+        )
+    except IndexingInterrupted as exc:
+        print(exc.summary.format(), file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    print(summary.format())
+    return EXIT_REJECTED if summary.rejected else 0
+
+
+def _print_matches(source_label: str, source_text: str, matches) -> None:
+    print(f"{source_label}: {source_text}")
+    for m in matches:
+        tag = "exact" if m.exact else f"distance {m.edit_distance}"
+        est = f", est. {m.estimated_jaccard:.2f}" if m.estimated_jaccard is not None else ""
+        print(f"  {m.id}: {m.content}  ({tag}, jaccard {m.jaccard:.3f}{est}, overlap {m.score:g})")
+
+
+def cmd_near_dups(args) -> int:
+    from .searcher import Searcher
+
+    searcher = Searcher(_client(args))
+    kw = dict(mode=args.mode, max_distance=_max_distance(args), rows=args.rows,
+              first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
+    if (args.id is None) == (args.text is None):
+        print("error: give a document id or --text", file=sys.stderr)
+        return EXIT_USAGE
+    if args.id is not None:
+        source = searcher.get_by_id(args.id)
+        matches = searcher.find_near_dups(args.id, **kw)
+        label, text = source.id, source.content
+    else:
+        matches = searcher.find_near_dups_of_text(args.text, **kw)
+        label, text = "text", args.text
+    if args.json:
+        print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
+    elif matches:
+        _print_matches(label, text, matches)
+    else:
+        print(f"no near duplicates of {label} within the limits")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import report_near_dups
+    from .searcher import Searcher
+
+    searcher = Searcher(_client(args))
+
+    def show(doc, matches):
+        print(f"{doc.id}: {doc.content}")
+        for m in matches:
+            print(f"{m.id}: {m.content} ({m.edit_distance})")
+        print("==")
+
+    summary, _ = report_near_dups(
+        searcher, args.out, args.start_id, args.end_id, _max_distance(args), args.mode,
+        rows=args.rows, first_word_filter=args.first_word_filter, num_hashes=args.num_hashes,
+        min_jaccard=args.min_jaccard, workers=args.workers, progress=not args.quiet,
+        on_group=None if args.quiet else show,
+    )
+    print(summary.format())
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .evaluate import evaluate_files
+
+    result = evaluate_files(args.pairs, args.gold)
+    print(result.format())
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(solr_url=args.solr_url, workdir=args.workdir, out=sys.stdout)
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from .lsh import collision_probability, curve_table, optimal_params, LSHParams
+
+    if args.bands and args.rows_per_band:
+        params = LSHParams(args.bands, args.rows_per_band)
+    else:
+        params = optimal_params(args.threshold, args.num_hashes, args.false_positive_weight,
+                                args.false_negative_weight)
+    print(f"threshold {args.threshold}, {args.num_hashes} hashes -> bands b={params.bands}, rows r={params.rows} "
+          f"(uses {params.bands * params.rows} values; curve midpoint ~{(1 / params.bands) ** (1 / params.rows):.3f})")
+    print("similarity  P(candidate) = 1-(1-s^r)^b")
+    for s, p in curve_table(params):
+        print(f"  {s:9.2f}  {p:.6f}")
+    if args.plot:
+        from .lsh import plot_s_curve
+
+        plot_s_curve(params, args.plot, threshold=args.threshold)
+        print(f"S-curve written to {args.plot}")
+    return 0
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("solr", help="run the local Solr (no Docker needed)")
+    p.add_argument("action", choices=["start", "stop", "status", "build"])
+    p.add_argument("--port", type=int, default=None, help=f"port (default $NEARDUP_SOLR_PORT or {settings.DEFAULT_PORT})")
+    p.add_argument("--data-dir", default=None, help="Solr home and index (default ~/.neardup-solr/solr-<port>)")
+    p.add_argument("--heap", default=None, help="Java heap, e.g. 2g (default $NEARDUP_SOLR_HEAP or 2g)")
+    p.add_argument("--json", action="store_true", help="status as JSON")
+    p.set_defaults(func=cmd_solr)
+
+    p = sub.add_parser("index", help="index a file of records")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None,
+                   help="input format (default: from the file name; 'lines' = '<id> <text>')")
+    p.add_argument("--id-column", default="id", help="id key/column for jsonl and csv (default id)")
+    p.add_argument("--text-column", default="text", help="text key/column for jsonl and csv (default text)")
+    p.add_argument("--on-decode-error", choices=["latin-1", "reject", "replace"], default="latin-1",
+                   help="lines that are not UTF-8: decode as Latin-1 (default), reject, or replace bad bytes")
+    p.add_argument("--batch-size", type=int, default=500)
+    p.add_argument("--commit-every", type=int, default=None, help="also commit every N documents")
+    p.add_argument("--workers", type=int, default=2, help="batches in flight to Solr at once (default 2)")
+    p.add_argument("--ngram", type=int, default=None, help="shingle size (default 3)")
+    p.add_argument("--unit", choices=["word", "char"], default=None, help="word (default) or char shingles")
+    p.add_argument("--num-hashes", type=int, default=None, help="MinHash signature length (default 128)")
+    p.add_argument("--lsh-threshold", type=float, default=None, help="choose LSH bands for this Jaccard (default 0.8)")
+    p.add_argument("--bands", type=int, default=None)
+    p.add_argument("--rows-per-band", type=int, default=None)
+    p.add_argument("--dataset", default=None, help="label the records (for joins of two data sets)")
+    p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint")
+    p.add_argument("--clear", action="store_true", help="delete everything in the collection first")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _add_solr_options(p)
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("near-dups", help="near duplicates of one document or of a new text")
+    p.add_argument("id", nargs="?", default=None)
+    p.add_argument("--text", default=None, help="a text that is not in the index")
+    p.add_argument("--json", action="store_true")
+    _add_search_options(p)
+    _add_solr_options(p)
+    p.set_defaults(func=cmd_near_dups)
+
+    p = sub.add_parser("report", help="all near-duplicate pairs of the collection as TSV")
+    p.add_argument("--out", required=True, help="TSV file to write")
+    p.add_argument("--start-id", default=None)
+    p.add_argument("--end-id", default=None)
+    p.add_argument("--workers", type=int, default=1, help="lookups in flight at once (default 1)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
+    _add_search_options(p)
+    _add_solr_options(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("evaluate", help="precision, recall and F1 of a pairs file against a gold file")
+    p.add_argument("pairs")
+    p.add_argument("gold")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("demo", help="the restaurant data set, end to end, every mode side by side")
+    p.add_argument("--workdir", default=None, help="where to write the prepared data and reports")
+    _add_solr_options(p)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("tune", help="choose LSH bands and rows for a Jaccard threshold")
+    p.add_argument("--threshold", type=float, default=0.8)
+    p.add_argument("--num-hashes", type=int, default=128)
+    p.add_argument("--false-positive-weight", type=float, default=0.5)
+    p.add_argument("--false-negative-weight", type=float, default=0.5)
+    p.add_argument("--bands", type=int, default=None, help="show this b instead of choosing")
+    p.add_argument("--rows-per-band", type=int, default=None, help="show this r instead of choosing")
+    p.add_argument("--plot", default=None, help="write the S-curve to this PNG")
+    p.set_defaults(func=cmd_tune)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if args.verbose == 0:
+        # Per-record warnings go to the rejects file and the summary; keep the terminal readable.
+        logging.getLogger("neardup_solr.indexer").setLevel(logging.ERROR)
+    try:
+        return args.func(args)
+    except SolrUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except (NeardupError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""``neardup-solr demo``: the restaurant data set end to end, each mode scored against the 112 gold pairs.
+
+Local Solr (no SOLR_URL): started if needed; the demo uses its own core ``neardup_demo`` so it never touches
+your data. With SOLR_URL set, the demo uses that core and replaces its contents.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from . import settings
+from .documents import IndexSettings
+from .evaluate import EvaluationResult, evaluate, read_pairs
+from .indexer import Indexer
+from .report import report_near_dups
+from .restaurants import gold_pairs_path, prepare_default
+from .searcher import Searcher
+from .solr_client import SolrClient
+
+log = logging.getLogger(__name__)
+
+DEMO_CORE = "neardup_demo"
+
+
+@dataclass
+class DemoRow:
+    name: str
+    settings: str
+    result: EvaluationResult
+    seconds: float
+
+
+# The write-up's settings: 3-word shingles, first-word filter, 10 rows, word edit distance <= 2, and 20 MinHash
+# values for the MinHash query.
+WRITEUP = dict(max_distance=2, rows=10, first_word_filter=True)
+
+
+def demo_modes():
+    """(name, settings text, report keyword arguments) of every mode the demo compares."""
+    return [
+        ("write-up: shingles", "3-shingles, first word, rows 10, dist<=2", dict(mode="shingles", **WRITEUP)),
+        ("write-up: MinHash", "20 values, first word, rows 10, dist<=2",
+         dict(mode="minhash", num_hashes=20, **WRITEUP)),
+    ]
+
+
+def _solr_client(solr_url: str | None, out: TextIO) -> SolrClient:
+    if solr_url:
+        return SolrClient(solr_url)
+    from .solr_local import LocalSolr
+
+    local = LocalSolr(core=DEMO_CORE)
+    result = local.start()
+    if not result.already_running:
+        print(f"started local Solr {settings.SOLR_VERSION} in {result.seconds:.1f} s ({local.data_dir})", file=out)
+    return SolrClient(local.core_url)
+
+
+def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out: TextIO | None = None) -> list[DemoRow]:
+    import sys
+
+    out = out or sys.stdout
+    workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="neardup-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    client = _solr_client(solr_url or os.environ.get("SOLR_URL"), out)
+
+    addresses = workdir / "addresses.txt"
+    count = prepare_default(addresses)
+    print(f"prepared {count} restaurant records -> {addresses}", file=out)
+    client.delete_all()
+    summary = Indexer(client, IndexSettings(ngram=3, num_hashes=128)).index_file(
+        addresses, "lines", rejects_path=workdir / "rejects.jsonl")
+    print(f"indexed: {summary.format()}", file=out)
+
+    gold = read_pairs(gold_pairs_path())
+    searcher = Searcher(client)
+    rows: list[DemoRow] = []
+    for name, text, kw in demo_modes():
+        started = time.monotonic()
+        out_path = workdir / f"pairs-{name.split(':')[-1].strip().lower().replace(' ', '-')}.tsv"
+        _, pairs = report_near_dups(searcher, out_path, **kw)
+        found = {_ordered(a, b) for a, b, *_ in pairs}
+        rows.append(DemoRow(name, text, evaluate(found, gold), time.monotonic() - started))
+    print(file=out)
+    print(format_table(rows, len(gold)), file=out)
+    print(f"\npair files and rejects: {workdir}", file=out)
+    return rows
+
+
+def _ordered(a: str, b: str) -> tuple[str, str]:
+    from .searcher import id_sort_key
+
+    return (a, b) if id_sort_key(a) <= id_sort_key(b) else (b, a)
+
+
+def format_table(rows: list[DemoRow], gold_count: int) -> str:
+    header = f"{'mode':<28} {'settings':<44} {'pairs':>5} {'true':>5} {'prec':>6} {'recall':>6} {'F1':>6} {'time':>7}"
+    lines = [f"against {gold_count} gold pairs", header, "-" * len(header)]
+    for r in rows:
+        res = r.result
+        lines.append(
+            f"{r.name:<28} {r.settings:<44} {res.found:>5} {res.true_positives:>5} {res.precision:>6.3f} "
+            f"{res.recall:>6.3f} {res.f1:>6.3f} {r.seconds:>6.1f}s"
+        )
+    return "\n".join(lines)

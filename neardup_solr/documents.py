@@ -1,0 +1,163 @@
+"""From a record to the Solr document, and the token forms the searcher must use to match it.
+
+The indexer and the searcher both go through this module, so a query token is always spelled the way the
+indexed token was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import InvalidTextError
+from .lsh import LSHParams, band_keys, band_tokens, optimal_params
+from .text import MinHash, ProcessedText, Shingler
+
+log = logging.getLogger(__name__)
+
+SETTINGS_DOC_ID = "__neardup_settings__"
+META_DATASET = "__meta__"
+# Lucene refuses terms over 32,766 bytes; long "words" (base64 blobs, URLs) are stored as a digest instead.
+MAX_TOKEN_BYTES = 256
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How a collection was indexed. Stored in the index itself, so searches always use the same settings."""
+
+    ngram: int = 3
+    unit: str = "word"
+    num_hashes: int = 128
+    seed: int = 42
+    lsh_threshold: float = 0.8
+    bands: int | None = None
+    rows: int | None = None
+
+    def __post_init__(self):
+        if self.ngram < 1:
+            raise ValueError("ngram must be at least 1")
+        if self.unit not in ("word", "char"):
+            raise ValueError("unit must be 'word' or 'char'")
+        if self.num_hashes < 1:
+            raise ValueError("num_hashes must be at least 1")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("give both bands and rows, or neither (then they are chosen for lsh_threshold)")
+        if self.bands is not None and self.bands * self.rows > self.num_hashes:
+            raise ValueError(f"bands*rows = {self.bands * self.rows} exceeds num_hashes = {self.num_hashes}")
+
+    def lsh_params(self) -> LSHParams:
+        if self.bands is not None:
+            return LSHParams(self.bands, self.rows)
+        return optimal_params(self.lsh_threshold, self.num_hashes)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "IndexSettings":
+        data = json.loads(text)
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def settings_document(self) -> dict:
+        return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": self.to_json()}
+
+
+def text_token(value: str) -> str:
+    """A shingle or word as a Solr token; over-long ones become a stable digest (never a real shingle: the
+    normaliser removes '~')."""
+    if len(value) * 4 <= MAX_TOKEN_BYTES or len(value.encode("utf-8")) <= MAX_TOKEN_BYTES:
+        return value
+    return "~" + hashlib.blake2b(value.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def signature_tokens(signature: np.ndarray, count: int | None = None) -> list[str]:
+    """MinHash values as ``position_value`` tokens: a match means the *same* hash function agreed (the write-up
+    stored bare values, so equal values from different positions counted as matches)."""
+    values = signature if count is None else signature[:count]
+    return [f"{i}_{int(v):x}" for i, v in enumerate(values)]
+
+
+def md5_hex(normalized: str) -> str:
+    return hashlib.md5(normalized.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class BuiltBatch:
+    documents: list[dict] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # (index in the input batch, reason)
+
+
+class DocumentBuilder:
+    """Computes every field of the Solr documents of a batch, signing the batch in one vectorised pass."""
+
+    def __init__(self, settings: IndexSettings):
+        self.settings = settings
+        self.shingler = Shingler(ngram=settings.ngram, unit=settings.unit, seed=settings.seed)
+        self.minhash = MinHash(num_hashes=settings.num_hashes, seed=settings.seed, shingler=self.shingler)
+        self.lsh = settings.lsh_params()
+
+    def process(self, text: str) -> ProcessedText:
+        """Raises InvalidTextError when nothing is left to shingle."""
+        processed = self.shingler.process(text)
+        if not processed.shingles:
+            raise InvalidTextError("no words left after normalisation (empty, blank or punctuation-only text)")
+        return processed
+
+    def build(self, items: Sequence[tuple[str, str]], dataset: str | None = None) -> BuiltBatch:
+        """``items`` are (id, text) pairs; records that cannot be indexed are returned in ``rejected``."""
+        out = BuiltBatch()
+        processed: list[tuple[int, str, str, ProcessedText]] = []
+        for index, (doc_id, text) in enumerate(items):
+            if not doc_id or doc_id == SETTINGS_DOC_ID:
+                out.rejected.append((index, f"id {doc_id!r} is empty or reserved"))
+                continue
+            try:
+                processed.append((index, doc_id, text, self.process(text)))
+            except InvalidTextError as exc:
+                out.rejected.append((index, str(exc)))
+        if not processed:
+            return out
+        signatures = self.minhash.signatures_from_hashes([p.shingle_hashes for *_, p in processed])
+        keys = band_keys(signatures, self.lsh)
+        for row, (_, doc_id, text, p) in enumerate(processed):
+            doc = {
+                "id": doc_id,
+                "content": text,
+                "md5_hash": md5_hex(p.normalized),
+                "num_words": len(p.words),
+                "first_word": text_token(p.words[0]) if p.words else "",
+                "num_shingles": len(p.shingles),
+                "content_ng": [text_token(s) for s in p.shingles],
+                "content_sg": signature_tokens(signatures[row]),
+                "content_lsh": band_tokens(keys[row]),
+            }
+            if dataset is not None:
+                doc["dataset"] = dataset
+            out.documents.append(doc)
+        return out
+
+
+def read_index_settings(client) -> IndexSettings | None:
+    docs = client.get_by_ids([SETTINGS_DOC_ID], "content")
+    return IndexSettings.from_json(docs[0]["content"]) if docs else None
+
+
+def ensure_index_settings(client, settings: IndexSettings | None) -> IndexSettings:
+    """The settings the collection was indexed with; writes ``settings`` (or defaults) into an empty collection
+    and refuses to mix documents indexed with different settings."""
+    stored = read_index_settings(client)
+    if stored is None:
+        chosen = settings or IndexSettings()
+        client.add([chosen.settings_document()])
+        return chosen
+    if settings is not None and settings != stored:
+        raise ValueError(
+            f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
+            "shingles/signatures. Use the same settings, or clear the collection first (--clear)."
+        )
+    return stored

@@ -1,0 +1,325 @@
+"""Files in, Solr documents out: in batches, with progress, rejects, retries and resumable checkpoints.
+
+Guarantees:
+  * one bad record never sinks a batch: it goes to the rejects file (JSONL, with the reason) and the rest is
+    indexed; a batch Solr refuses is split until the refusing document is found;
+  * duplicate ids in one input: the last one wins (as Solr's overwrite does), and they are counted;
+  * Solr going away: every request is retried with backoff (see :mod:`neardup_solr.solr_client`); if it stays
+    away, the run stops with a checkpoint, and ``resume=True`` indexes only what was not acknowledged yet;
+  * re-indexing the same file is idempotent (documents are keyed by id).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .documents import DocumentBuilder, IndexSettings, ensure_index_settings
+from .errors import InvalidRecordError, SolrRequestError, SolrUnavailableError
+from .readers import Record, RecordReader
+from .solr_client import SolrClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexSummary:
+    source: str
+    read: int = 0
+    indexed: int = 0
+    rejected: int = 0
+    duplicate_ids: int = 0
+    skipped_by_resume: int = 0
+    recoded_lines: int = 0
+    blank_lines: int = 0
+    seconds: float = 0.0
+    rejects_path: str | None = None
+    checkpoint_path: str | None = None
+    interrupted: str | None = None
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.indexed / self.seconds if self.seconds > 0 else 0.0
+
+    def format(self) -> str:
+        parts = [
+            f"read {self.read}",
+            f"indexed {self.indexed}",
+            f"rejected {self.rejected}",
+        ]
+        if self.duplicate_ids:
+            parts.append(f"duplicate ids {self.duplicate_ids} (last one kept)")
+        if self.recoded_lines:
+            parts.append(f"non-UTF-8 lines decoded as Latin-1 {self.recoded_lines}")
+        if self.skipped_by_resume:
+            parts.append(f"skipped (already indexed) {self.skipped_by_resume}")
+        text = ", ".join(parts) + f" in {self.seconds:.1f} s ({self.docs_per_second:,.0f} docs/s)"
+        if self.rejected and self.rejects_path:
+            text += f"\nrejected records with reasons: {self.rejects_path}"
+        if self.interrupted:
+            text += f"\nSTOPPED: {self.interrupted}\nre-run the same command with --resume to index the rest"
+        return text
+
+
+class _Checkpoint:
+    """The last input line whose batch (and every batch before it) Solr acknowledged."""
+
+    def __init__(self, path: Path, source: Path):
+        self.path = path
+        self.source = source
+
+    def _identity(self) -> dict:
+        stat = self.source.stat()
+        return {"source": str(self.source.resolve()), "size": stat.st_size, "mtime": stat.st_mtime}
+
+    def load(self) -> int:
+        try:
+            data = json.loads(self.path.read_text())
+        except (FileNotFoundError, ValueError):
+            return 0
+        if {k: data.get(k) for k in ("source", "size", "mtime")} != self._identity():
+            log.warning("checkpoint %s belongs to another version of the input; starting from the top", self.path)
+            return 0
+        return int(data.get("line", 0))
+
+    def save(self, line: int) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({**self._identity(), "line": line}))
+        os.replace(tmp, self.path)
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class _Rejects:
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._fh = None
+        self.count = 0
+
+    def write(self, *, source: str, line: int | None, record_id: str | None, reason: str, text: str | None = None):
+        self.count += 1
+        log.warning("rejected %s line %s (id %r): %s", source, line, record_id, reason)
+        if self.path is None:
+            return
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh.write(
+            json.dumps({"source": source, "line": line, "id": record_id, "reason": reason, "text": text},
+                       ensure_ascii=False) + "\n"
+        )
+        self._fh.flush()
+
+    def close(self):
+        if self._fh:
+            self._fh.close()
+
+
+class Indexer:
+    """Index files or records into one collection.
+
+    >>> indexer = Indexer(SolrClient(), IndexSettings(ngram=3, num_hashes=128))
+    >>> print(indexer.index_file("addresses.txt").format())
+    """
+
+    def __init__(
+        self,
+        client: SolrClient | None = None,
+        settings: IndexSettings | None = None,
+        *,
+        batch_size: int = 500,
+        commit_every: int | None = None,
+        workers: int = 2,
+        progress: bool = False,
+        dataset: str | None = None,
+    ):
+        self.client = client or SolrClient()
+        self.requested_settings = settings
+        self.batch_size = max(1, batch_size)
+        self.commit_every = commit_every
+        self.workers = max(1, workers)
+        self.progress = progress
+        self.dataset = dataset
+
+    # ------------------------------------------------------------------ public API
+    def index_file(
+        self,
+        path: str | Path,
+        fmt: str | None = None,
+        *,
+        id_field: str = "id",
+        text_field: str = "text",
+        on_decode_error: str = "latin-1",
+        rejects_path: str | Path | None = None,
+        resume: bool = False,
+        checkpoint_path: str | Path | None = None,
+    ) -> IndexSummary:
+        path = Path(path)
+        reader = RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
+        checkpoint = _Checkpoint(Path(checkpoint_path or f"{path}.neardup-checkpoint.json"), path)
+        if checkpoint_path is None and not os.access(path.parent, os.W_OK):
+            checkpoint = _Checkpoint(Path.cwd() / f"{path.name}.neardup-checkpoint.json", path)
+        start_line = checkpoint.load() if resume else 0
+        if not resume:
+            checkpoint.clear()
+        summary = IndexSummary(source=str(path), checkpoint_path=str(checkpoint.path))
+        rejects = _Rejects(Path(rejects_path) if rejects_path else None)
+        summary.rejects_path = str(rejects_path) if rejects_path else None
+        try:
+            self._run(reader, summary, rejects, checkpoint, start_line)
+        finally:
+            rejects.close()
+        summary.recoded_lines = reader.stats.recoded_lines
+        summary.blank_lines = reader.stats.blank_lines
+        return summary
+
+    def index_records(self, records: Iterable[tuple[str, str]], rejects_path: str | Path | None = None) -> IndexSummary:
+        """Index (id, text) pairs from memory."""
+        items = (Record(str(i), t, "<records>", n) for n, (i, t) in enumerate(records, start=1))
+        summary = IndexSummary(source="<records>")
+        rejects = _Rejects(Path(rejects_path) if rejects_path else None)
+        try:
+            self._run(items, summary, rejects, None, 0)
+        finally:
+            rejects.close()
+        return summary
+
+    # ------------------------------------------------------------------ the pipeline
+    def _run(self, items, summary: IndexSummary, rejects: _Rejects, checkpoint: _Checkpoint | None, start_line: int):
+        started = time.monotonic()
+        self.client.check()
+        settings = ensure_index_settings(self.client, self.requested_settings)
+        builder = DocumentBuilder(settings)
+        bar = _progress_bar(self.progress, summary.source)
+        seen_ids: set[str] = set()
+        in_flight: deque[tuple[Future, int, int]] = deque()  # (future, last line, docs)
+        since_commit = 0
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="solr-send")
+        batch: dict[str, Record] = {}
+        batch_has_repeat = False
+
+        def drain(block_until: int) -> None:
+            nonlocal since_commit
+            while len(in_flight) > block_until:
+                future, line, ndocs = in_flight.popleft()
+                indexed, refused = future.result()
+                summary.indexed += indexed
+                for doc_id, record, reason in refused:
+                    rejects.write(source=record.source, line=record.line, record_id=doc_id, reason=reason,
+                                  text=record.text)
+                since_commit += indexed
+                if checkpoint is not None:
+                    checkpoint.save(line)
+                bar.update(ndocs)
+            if self.commit_every and since_commit >= self.commit_every:
+                self.client.commit()
+                since_commit = 0
+
+        def submit(force_serial: bool) -> None:
+            nonlocal batch
+            if not batch:
+                return
+            records = list(batch.values())
+            batch = {}
+            built = builder.build([(r.id, r.text) for r in records], dataset=self.dataset)
+            for index, reason in built.rejected:
+                r = records[index]
+                rejects.write(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)
+            by_id = {r.id: r for r in records}
+            if force_serial:
+                drain(0)  # an earlier version of a repeated id may still be in flight: keep "last one wins"
+            in_flight.append((pool.submit(self._send, built.documents, by_id), records[-1].line,
+                              len(records)))
+            drain(self.workers)
+
+        try:
+            for item in items:
+                if isinstance(item, InvalidRecordError):
+                    summary.read += 1
+                    rejects.write(source=str(item.source), line=item.line, record_id=item.record_id,
+                                  reason=item.reason)
+                    bar.update(1)
+                    continue
+                if item.line <= start_line:
+                    summary.skipped_by_resume += 1
+                    seen_ids.add(item.id)
+                    continue
+                summary.read += 1
+                repeated = item.id in seen_ids
+                if repeated:
+                    summary.duplicate_ids += 1
+                    if item.id in batch:
+                        bar.update(1)  # the earlier copy in this batch is replaced, never sent
+                        del batch[item.id]
+                seen_ids.add(item.id)
+                batch[item.id] = item
+                batch_has_repeat = batch_has_repeat or repeated
+                if len(batch) >= self.batch_size:
+                    submit(force_serial=batch_has_repeat)
+                    batch_has_repeat = False
+            submit(force_serial=batch_has_repeat)
+            drain(0)
+            self.client.commit()
+            if checkpoint is not None:
+                checkpoint.clear()
+        except SolrUnavailableError as exc:
+            summary.interrupted = str(exc)
+            for future, _, _ in in_flight:
+                future.cancel()
+            log.error("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+            summary.rejected = rejects.count
+            summary.seconds = time.monotonic() - started
+        if summary.interrupted:
+            raise IndexingInterrupted(summary)
+        return summary
+
+    def _send(self, docs: list[dict], records: dict[str, Record]) -> tuple[int, list]:
+        """Send one batch; a batch Solr refuses is bisected so only the offending documents are rejected."""
+        if not docs:
+            return 0, []
+        try:
+            self.client.add(docs)
+            return len(docs), []
+        except SolrRequestError as exc:
+            if len(docs) == 1:
+                doc_id = docs[0]["id"]
+                return 0, [(doc_id, records[doc_id], f"Solr refused the document: {exc}")]
+        mid = len(docs) // 2
+        ok_a, bad_a = self._send(docs[:mid], records)
+        ok_b, bad_b = self._send(docs[mid:], records)
+        return ok_a + ok_b, bad_a + bad_b
+
+
+class IndexingInterrupted(SolrUnavailableError):
+    """Solr stayed away; ``summary`` says how far the run got and where its checkpoint is."""
+
+    def __init__(self, summary: IndexSummary):
+        self.summary = summary
+        super().__init__(summary.interrupted)
+
+
+class _NoBar:
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress_bar(enabled: bool, source: str):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(desc=f"indexing {Path(source).name}", unit=" docs", unit_scale=True, dynamic_ncols=True)

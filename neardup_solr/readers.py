@@ -1,0 +1,206 @@
+"""Read records (id, text) from input files, streaming, without ever dropping one silently.
+
+Formats:
+  ``lines``  the write-up's format: ``<id> <text>`` per line (the id is everything before the first space)
+  ``tsv``    ``<id>\\t<text>`` per line
+  ``jsonl``  one JSON object per line with ``id`` and ``text`` keys (names configurable)
+  ``csv``    a header row; ``--id-column`` and ``--text-column`` name the columns
+
+Each item yielded is a :class:`Record` or an :class:`~neardup_solr.errors.InvalidRecordError` naming the file,
+the line and the reason, so the caller can reject that one record and carry on with the rest.
+
+Bytes that are not valid UTF-8: by default (``on_decode_error="latin-1"``) such a line is decoded as
+Windows-1252/Latin-1 (every byte maps to a character, so nothing is lost) and counted in
+:attr:`ReadStats.recoded_lines`; ``"reject"`` rejects the record instead; ``"replace"`` substitutes U+FFFD.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Union
+
+from .errors import InvalidRecordError
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("lines", "tsv", "jsonl", "csv")
+DECODE_POLICIES = ("latin-1", "reject", "replace")
+
+
+@dataclass
+class Record:
+    id: str
+    text: str
+    source: str
+    line: int
+
+
+@dataclass
+class ReadStats:
+    lines: int = 0
+    records: int = 0
+    blank_lines: int = 0
+    recoded_lines: int = 0
+    invalid: int = 0
+
+
+ReadItem = Union[Record, InvalidRecordError]
+
+
+def guess_format(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    return {".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}.get(suffix, "lines")
+
+
+class RecordReader:
+    """Iterate over the records of one file; ``stats`` is filled in as it goes."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        fmt: str | None = None,
+        *,
+        id_field: str = "id",
+        text_field: str = "text",
+        on_decode_error: str = "latin-1",
+    ):
+        self.path = Path(path)
+        self.fmt = fmt or guess_format(path)
+        if self.fmt not in FORMATS:
+            raise ValueError(f"unknown input format {self.fmt!r}; choose one of {', '.join(FORMATS)}")
+        if on_decode_error not in DECODE_POLICIES:
+            raise ValueError(f"on_decode_error must be one of {', '.join(DECODE_POLICIES)}")
+        self.id_field = id_field
+        self.text_field = text_field
+        self.on_decode_error = on_decode_error
+        self.stats = ReadStats()
+
+    def __iter__(self) -> Iterator[ReadItem]:
+        if not self.path.exists():
+            raise FileNotFoundError(f"input file not found: {self.path}")
+        if self.fmt == "csv":
+            yield from self._read_csv()
+            return
+        parse = {"lines": self._parse_lines, "tsv": self._parse_tsv, "jsonl": self._parse_jsonl}[self.fmt]
+        for lineno, text in self._decoded_lines():
+            if isinstance(text, InvalidRecordError):
+                yield text
+                continue
+            if not text.strip():
+                self.stats.blank_lines += 1
+                continue
+            item = parse(text, lineno)
+            self._count(item)
+            yield item
+
+    # ------------------------------------------------------------------ decoding
+    def _decode(self, raw: bytes, lineno: int) -> str | InvalidRecordError:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if self.on_decode_error == "reject":
+                self.stats.invalid += 1
+                return InvalidRecordError(
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                    source=self.path, line=lineno,
+                )
+            self.stats.recoded_lines += 1
+            if self.on_decode_error == "replace":
+                return raw.decode("utf-8", errors="replace")
+            return raw.decode("cp1252", errors="strict") if _cp1252_ok(raw) else raw.decode("latin-1")
+
+    def _decoded_lines(self) -> Iterator[tuple[int, str | InvalidRecordError]]:
+        with open(self.path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                self.stats.lines += 1
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                yield lineno, self._decode(raw.rstrip(b"\r\n"), lineno)
+
+    def _count(self, item: ReadItem) -> None:
+        if isinstance(item, Record):
+            self.stats.records += 1
+        else:
+            self.stats.invalid += 1
+
+    # ------------------------------------------------------------------ formats
+    def _parse_lines(self, text: str, lineno: int) -> ReadItem:
+        stripped = text.strip()
+        doc_id, sep, body = stripped.partition(" ")
+        if not sep:
+            return InvalidRecordError(
+                "expected '<id> <text>' but the line has no space after the id (a text without an id?)",
+                source=self.path, line=lineno,
+            )
+        return Record(doc_id, body, str(self.path), lineno)
+
+    def _parse_tsv(self, text: str, lineno: int) -> ReadItem:
+        doc_id, sep, body = text.partition("\t")
+        if not sep:
+            return InvalidRecordError("expected '<id><TAB><text>' but the line has no tab", source=self.path, line=lineno)
+        if not doc_id.strip():
+            return InvalidRecordError("empty id", source=self.path, line=lineno)
+        return Record(doc_id.strip(), body, str(self.path), lineno)
+
+    def _parse_jsonl(self, text: str, lineno: int) -> ReadItem:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return InvalidRecordError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=self.path, line=lineno)
+        if not isinstance(obj, dict):
+            return InvalidRecordError("a JSON object was expected", source=self.path, line=lineno)
+        return self._from_mapping(obj, lineno, what="key")
+
+    def _from_mapping(self, obj: dict, lineno: int, what: str) -> ReadItem:
+        doc_id, text = obj.get(self.id_field), obj.get(self.text_field)
+        if doc_id is None or str(doc_id).strip() == "":
+            return InvalidRecordError(f"missing or empty {what} {self.id_field!r}", source=self.path, line=lineno)
+        if text is None:
+            return InvalidRecordError(
+                f"missing {what} {self.text_field!r}", source=self.path, line=lineno, record_id=str(doc_id)
+            )
+        if not isinstance(text, str):
+            return InvalidRecordError(
+                f"{what} {self.text_field!r} is not a string", source=self.path, line=lineno, record_id=str(doc_id)
+            )
+        return Record(str(doc_id).strip(), text, str(self.path), lineno)
+
+    def _read_csv(self) -> Iterator[ReadItem]:
+        lines = (text if isinstance(text, str) else "" for _, text in self._decoded_lines())
+        # csv needs the raw line structure back (quoted fields may span lines).
+        reader = csv.DictReader(io.StringIO("\n".join(lines)))
+        header = reader.fieldnames or []
+        missing = [c for c in (self.id_field, self.text_field) if c not in header]
+        if missing:
+            raise InvalidRecordError(
+                f"CSV header has no column {', '.join(map(repr, missing))} (columns: {', '.join(header) or 'none'}); "
+                "choose them with --id-column / --text-column",
+                source=self.path, line=1,
+            )
+        for row in reader:
+            lineno = reader.line_num
+            if None in row:
+                item: ReadItem = InvalidRecordError(
+                    f"{len(header) + len(row[None])} fields where the header has {len(header)}",
+                    source=self.path, line=lineno,
+                )
+            elif not any((v or "").strip() for v in row.values()):
+                self.stats.blank_lines += 1
+                continue
+            else:
+                item = self._from_mapping(row, lineno, what="column")
+            self._count(item)
+            yield item
+
+
+def _cp1252_ok(raw: bytes) -> bool:
+    try:
+        raw.decode("cp1252")
+        return True
+    except UnicodeDecodeError:
+        return False

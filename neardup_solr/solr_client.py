@@ -1,0 +1,285 @@
+"""A small, careful HTTP client for one Solr core.
+
+Why not pysolr: we need JSON update bodies (several times faster to build than pysolr's XML), the /export
+stream, the Schema API, per-call timeouts, and one retry policy for every call. ``requests`` gives all of
+that in a few lines; pysolr remains a fine choice for users' own scripts against the same core.
+
+Every call has a timeout. Connection failures, timeouts and 502/503/504 answers are retried with
+exponential backoff and full jitter; after the last attempt the call raises
+:class:`~neardup_solr.errors.SolrUnavailableError`, whose message says where we looked and how to start Solr.
+Credentials (HTTP basic auth) come from arguments, ``SOLR_USERNAME``/``SOLR_PASSWORD``, or a config file, and
+never appear in messages or logs.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import logging
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+from . import settings
+from .errors import SolrAuthError, SolrRequestError, SolrUnavailableError
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUS = {502, 503, 504}
+DEFAULT_CONFIG_FILE = Path.home() / ".config" / "neardup-solr" / "config.ini"
+
+
+def redact_url(url: str) -> str:
+    """The URL without any ``user:password@`` part, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def load_credentials(config_file: str | Path | None = None) -> tuple[str, str] | None:
+    """Basic-auth credentials: ``SOLR_USERNAME``/``SOLR_PASSWORD``, else the ``[solr]`` section of the config
+    file (``NEARDUP_CONFIG`` or ``~/.config/neardup-solr/config.ini``: keys ``username`` and ``password``)."""
+    user, password = os.environ.get("SOLR_USERNAME"), os.environ.get("SOLR_PASSWORD")
+    if user and password is not None:
+        return user, password
+    path = Path(config_file or os.environ.get("NEARDUP_CONFIG") or DEFAULT_CONFIG_FILE)
+    if path.is_file():
+        parser = configparser.ConfigParser()
+        parser.read(path)
+        if parser.has_option("solr", "username") and parser.has_option("solr", "password"):
+            return parser.get("solr", "username"), parser.get("solr", "password")
+    return None
+
+
+class RetryPolicy:
+    """Exponential backoff with full jitter: attempt k waits uniform(0, min(cap, base * 2**k))."""
+
+    def __init__(self, attempts: int = 6, base: float = 0.5, cap: float = 20.0, seed: int | None = None):
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.attempts = attempts
+        self.base = base
+        self.cap = cap
+        self._random = random.Random(seed)
+
+    def delay(self, attempt: int) -> float:
+        return self._random.uniform(0, min(self.cap, self.base * (2**attempt)))
+
+
+class SolrClient:
+    """One Solr core. ``url`` is the core URL, e.g. ``http://127.0.0.1:8983/solr/neardup``."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        verify: bool | str = True,
+        pool_size: int = 4,
+    ):
+        raw_url = (url or settings.solr_url()).rstrip("/")
+        parts = urlsplit(raw_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not a Solr core URL: {redact_url(raw_url)!r} (expected http(s)://host:port/solr/core)")
+        if parts.username and username is None:
+            username, password = parts.username, parts.password or ""
+        self.url = redact_url(raw_url)
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.session = requests.Session()
+        # https certificates are verified unless the caller passes verify=False or a CA bundle path.
+        self.session.verify = verify
+        adapter = requests.adapters.HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        if username is None:
+            creds = load_credentials()
+            if creds:
+                username, password = creds
+        if username is not None:
+            self.session.auth = (username, password or "")
+
+    def __repr__(self) -> str:
+        return f"SolrClient({self.url!r})"
+
+    # ------------------------------------------------------------------ transport
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict | list | None = None,
+        data: Any = None,
+        json_body: Any = None,
+        timeout: float | None = None,
+        stream: bool = False,
+        retry: bool = True,
+        headers: dict | None = None,
+    ) -> requests.Response:
+        url = f"{self.url}/{path.lstrip('/')}" if path else self.url
+        attempts = self.retry.attempts if retry else 1
+        last_error = "no attempt made"
+        started = time.monotonic()
+        for attempt in range(attempts):
+            try:
+                resp = self.session.request(
+                    method,
+                    url,
+                    params=params,
+                    data=data,
+                    json=json_body,
+                    headers=headers,
+                    timeout=timeout or self.timeout,
+                    stream=stream,
+                )
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                last_error = _short_reason(exc)
+            else:
+                if resp.status_code in (401, 403):
+                    raise SolrAuthError(
+                        f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
+                        "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
+                    )
+                if resp.status_code not in _RETRY_STATUS:
+                    if resp.status_code >= 400:
+                        raise SolrRequestError(_solr_error_message(resp, self.url))
+                    return resp
+                last_error = f"HTTP {resp.status_code}"
+            if attempt + 1 < attempts:
+                wait = self.retry.delay(attempt)
+                log.warning(
+                    "Solr at %s: %s; retry %d/%d in %.1f s", self.url, last_error, attempt + 1, attempts - 1, wait
+                )
+                time.sleep(wait)
+        raise SolrUnavailableError(self._unavailable_message(last_error, attempts, time.monotonic() - started))
+
+    def _unavailable_message(self, reason: str, attempts: int, seconds: float) -> str:
+        hint = (
+            "Start the local one with 'neardup-solr solr start'"
+            if settings.solr_url_is_local()
+            else "Check that the Solr named by SOLR_URL is up"
+        )
+        return (
+            f"Solr is not answering at {self.url} ({reason}; {attempts} attempt(s) over {seconds:.1f} s). "
+            f"{hint}, or set SOLR_URL to your Solr core's URL."
+        )
+
+    def get_json(self, path: str, params: dict | list | None = None, **kw) -> dict:
+        params = _with_json(params)
+        return self.request("GET", path, params=params, **kw).json()
+
+    def post_form(self, path: str, params: dict | list, **kw) -> dict:
+        """POST parameters as a form body: shingle queries of long documents outgrow any URL."""
+        return self.request("POST", path, data=_with_json(params), **kw).json()
+
+    # ------------------------------------------------------------------ core operations
+    def ping(self, retry: bool = False) -> bool:
+        try:
+            return self.get_json("admin/ping", retry=retry, timeout=10).get("status") == "OK"
+        except SolrUnavailableError:
+            return False
+
+    def check(self) -> None:
+        """Raise SolrUnavailableError (one clear line) unless the core answers a ping."""
+        self.get_json("admin/ping", retry=False, timeout=10)
+
+    def add(self, docs: list[dict], *, commit_within_ms: int | None = None, timeout: float | None = None) -> None:
+        params = {"commitWithin": commit_within_ms} if commit_within_ms else None
+        body = json.dumps(docs, ensure_ascii=False).encode("utf-8")
+        self.request(
+            "POST",
+            "update",
+            params=_with_json(params),
+            data=body,
+            timeout=timeout,
+            headers={"Content-Type": "application/json"},
+        )
+
+    def commit(self, *, open_searcher: bool = True) -> None:
+        self.get_json("update", {"commit": "true", "openSearcher": str(open_searcher).lower()}, timeout=600)
+
+    def delete_all(self) -> None:
+        self.request("POST", "update", params={"commit": "true", "wt": "json"}, json_body={"delete": {"query": "*:*"}})
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        self.request("POST", "update", params={"wt": "json"}, json_body={"delete": list(ids)})
+
+    def select(self, params: dict | list) -> dict:
+        return self.post_form("select", params)
+
+    def get_by_ids(self, ids: list[str], fields: str = "*") -> list[dict]:
+        """Real-time get: exact id lookup with no query parsing, so any id (quotes, colons...) is safe."""
+        if not ids:
+            return []
+        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", fields)])
+        return data.get("response", {}).get("docs", [])
+
+    def count(self, query: str = "*:*", filters: Iterable[str] = ()) -> int:
+        params = [("q", query), ("rows", 0), *[("fq", f) for f in filters]]
+        return int(self.select(params)["response"]["numFound"])
+
+    def export(self, fields: list[str], query: str = "*:*", filters: Iterable[str] = (), sort: str = "id asc") -> Iterator[dict]:
+        """Stream every matching document through /export (needs docValues on every field)."""
+        params = _with_json([("q", query), ("fl", ",".join(fields)), ("sort", sort), *[("fq", f) for f in filters]])
+        resp = self.request("POST", "export", data=params, stream=True, timeout=max(self.timeout, 600))
+        try:
+            payload = resp.json()
+        finally:
+            resp.close()
+        yield from payload.get("response", {}).get("docs", [])
+
+    def schema_fields(self) -> dict[str, dict]:
+        data = self.get_json("schema/fields", {"showDefaults": "true"})
+        return {f["name"]: f for f in data["fields"]}
+
+    def schema_field_types(self) -> dict[str, dict]:
+        data = self.get_json("schema/fieldtypes")
+        return {t["name"]: t for t in data["fieldTypes"]}
+
+
+def _with_json(params: dict | list | None) -> list:
+    if params is None:
+        items: list = []
+    elif isinstance(params, dict):
+        items = list(params.items())
+    else:
+        items = list(params)
+    if not any(k == "wt" for k, _ in items):
+        items.append(("wt", "json"))
+    return items
+
+
+def _escape_get_id(doc_id: str) -> str:
+    # /get splits the ids parameter on commas; Solr's StrUtils.splitSmart honours backslash escapes.
+    return str(doc_id).replace("\\", "\\\\").replace(",", "\\,")
+
+
+def _short_reason(exc: Exception) -> str:
+    text = str(exc)
+    if "Connection refused" in text:
+        return "connection refused"
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    return type(exc).__name__
+
+
+def _solr_error_message(resp: requests.Response, url: str) -> str:
+    try:
+        msg = resp.json().get("error", {}).get("msg")
+    except ValueError:
+        msg = None
+    if not msg:
+        msg = resp.text.strip().splitlines()[0][:300] if resp.text.strip() else resp.reason
+    return f"Solr at {url} answered HTTP {resp.status_code}: {msg}"

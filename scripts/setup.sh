@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Idempotent set-up used by scripts/test.sh and scripts/demo.sh: a virtualenv in .venv with the project
+# (editable) and its test/benchmark extras, plus the Solr launcher built from Maven Central jars.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PYTHON --version 2>&1)"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.neardup-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing neardup-solr and its dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test,bench]'
+  touch "$stamp"
+fi
+
+for tool in java mvn; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "setup: installing $tool with apt-get"
+      apt-get update -qq && apt-get install -y -qq maven openjdk-17-jdk-headless >/dev/null
+    else
+      echo "setup: '$tool' is missing; install Java 17 and Maven (or set SOLR_URL to a running Solr)" >&2
+      exit 1
+    fi
+  fi
+done
+
+if [ -z "${SOLR_URL:-}" ]; then
+  # Resolves Solr's jars into ~/.m2 on the first run (about 120 MB), then is a no-op.
+  .venv/bin/neardup-solr solr build
+fi
