@@ -133,6 +133,7 @@ class DocumentBuilder:
                 "first_word": text_token(p.words[0]) if p.words else "",
                 "num_shingles": len(p.shingles),
                 "content_ng": [text_token(s) for s in p.shingles],
+                "content_words": list(dict.fromkeys(text_token(w) for w in p.words)),
                 "content_sg": signature_tokens(signatures[row]),
                 "content_lsh": band_tokens(keys[row]),
             }

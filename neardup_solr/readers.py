@@ -130,13 +130,15 @@ class RecordReader:
 
     # ------------------------------------------------------------------ formats
     def _parse_lines(self, text: str, lineno: int) -> ReadItem:
-        stripped = text.strip()
-        doc_id, sep, body = stripped.partition(" ")
+        if text[:1].isspace():
+            return InvalidRecordError("the line starts with white space, so it has no id ('<id> <text>' expected)",
+                                      source=self.path, line=lineno)
+        doc_id, sep, body = text.rstrip().partition(" ")
         if not sep:
-            return InvalidRecordError(
-                "expected '<id> <text>' but the line has no space after the id (a text without an id?)",
-                source=self.path, line=lineno,
-            )
+            head, tab, rest = doc_id.partition("\t")
+            if tab:  # '<id>\t<text>' in a lines file is still unambiguous
+                return Record(head, rest, str(self.path), lineno)
+            return Record(doc_id, "", str(self.path), lineno)  # an id without text: rejected as empty text
         return Record(doc_id, body, str(self.path), lineno)
 
     def _parse_tsv(self, text: str, lineno: int) -> ReadItem:

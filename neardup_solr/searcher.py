@@ -34,6 +34,7 @@ from .documents import (
     text_token,
 )
 from .errors import NeardupError
+from .groups import id_key
 from .lsh import band_keys, band_tokens
 from .solr_client import SolrClient
 from .text import ProcessedText
@@ -97,9 +98,8 @@ class Query:
     hash_set: np.ndarray = field(repr=False)
 
 
-def id_sort_key(doc_id: str):
-    """Numeric ids compare as numbers ("9" < "10"), others as strings, numbers first."""
-    return (0, int(doc_id), "") if doc_id.isdigit() else (1, 0, doc_id)
+# Numeric ids compare as numbers ("9" < "10"), others as strings, numbers first.
+id_sort_key = id_key
 
 
 class Searcher:

@@ -1,0 +1,245 @@
+"""Signing throughput: raw text -> MinHash signature, end to end, on one core.
+
+Compares our batch API (``MinHash.signatures``) with datasketch and rensa. The peers are fed the shingles our
+``Shingler`` produces from our ``normalize`` (as bytes for datasketch, as str for rensa), and that time is
+counted in their totals, so all three do the same job on the same shingle sets and only the hashing/min-ing
+machinery differs.
+
+    python benchmarks/signing.py --docs 5000 --words 300 --num-hashes 128 [--json results.json]
+
+``run_signing_benchmark(texts, num_hashes)`` is the importable entry point for a larger benchmark runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+# rensa parallelises its batch functions with a rayon pool sized on first use; one core means one thread.
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from neardup_solr.text import MinHash, Shingler  # noqa: E402
+
+_SYLLABLES = [
+    "ka", "lo", "mi", "ne", "ru", "ta", "vo", "ze", "shi", "pra", "gu", "del", "mon", "ti", "bar", "qu",
+    "sel", "ar", "on", "in", "ex", "or", "ul", "fa", "ber", "cos", "dri", "ven", "lu", "pa",
+]
+
+
+def make_texts(docs: int, words: int, vocab: int = 50_000, seed: int = 7) -> list[str]:
+    """Random documents over a Zipf-like vocabulary of made-up words, with capitals and punctuation.
+
+    Real prose has a Zipfian word distribution (which is what makes the word-hash cache pay off) and needs
+    the punctuation and case handling of ``normalize``; both are part of what we want to time.
+    """
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 5, size=vocab)
+    parts = rng.integers(0, len(_SYLLABLES), size=(vocab, 4))
+    vocabulary = ["".join(_SYLLABLES[p] for p in parts[i, : lengths[i]]) for i in range(vocab)]
+    ranks = np.arange(1, vocab + 1, dtype=np.float64)
+    probs = 1.0 / ranks**1.05
+    probs /= probs.sum()
+    texts = []
+    for _ in range(docs):
+        ids = rng.choice(vocab, size=words, p=probs)
+        tokens = [vocabulary[i] for i in ids]
+        # A sentence break every ~12 words: capitalised start, full stop or comma at the end.
+        for j in range(0, words, 12):
+            tokens[j] = tokens[j].capitalize()
+            tokens[min(j + 11, words - 1)] += "." if rng.random() < 0.7 else ","
+        texts.append(" ".join(tokens))
+    return texts
+
+
+@contextmanager
+def one_core():
+    """Pin this thread (and threads it starts) to a single CPU, where the OS allows it."""
+    if not hasattr(os, "sched_getaffinity"):
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _best_time(fn: Callable[[], object], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _ours(texts: Sequence[str], num_hashes: int) -> Callable[[], object]:
+    minhash = MinHash(num_hashes=num_hashes)
+    minhash.signatures(texts[: min(len(texts), 50)])  # warm the word-hash cache a little, as a running indexer would
+    return lambda: minhash.signatures(texts)
+
+
+def _datasketch_update_batch(texts: Sequence[str], num_hashes: int) -> Callable[[], object] | None:
+    try:
+        from datasketch import MinHash as DSMinHash
+    except ImportError:
+        return None
+    shingler = Shingler()
+    # The permutations are generated once and shared, which is how datasketch recommends signing many sets.
+    template = DSMinHash(num_perm=num_hashes, seed=1)
+
+    def run():
+        out = []
+        for text in texts:
+            m = DSMinHash(num_perm=num_hashes, permutations=template.permutations, scheme=template.scheme)
+            m.update_batch([s.encode("utf-8") for s in shingler.shingles(text)])
+            out.append(m.hashvalues)
+        return out
+
+    return run
+
+
+def _datasketch_bulk(texts: Sequence[str], num_hashes: int) -> Callable[[], object] | None:
+    try:
+        from datasketch import MinHash as DSMinHash
+    except ImportError:
+        return None
+    shingler = Shingler()
+
+    def run():
+        sets = [[s.encode("utf-8") for s in shingler.shingles(text)] for text in texts]
+        return DSMinHash.bulk(sets, num_perm=num_hashes, seed=1)
+
+    return run
+
+
+def _rensa_update(texts: Sequence[str], num_hashes: int) -> Callable[[], object] | None:
+    try:
+        from rensa import RMinHash
+    except ImportError:
+        return None
+    shingler = Shingler()
+
+    def run():
+        out = []
+        for text in texts:
+            m = RMinHash(num_perm=num_hashes, seed=42)
+            m.update(shingler.shingles(text))
+            out.append(m.digest())
+        return out
+
+    return run
+
+
+def _rensa_matrix(texts: Sequence[str], num_hashes: int) -> Callable[[], object] | None:
+    try:
+        from rensa import RMinHash
+    except ImportError:
+        return None
+    if not hasattr(RMinHash, "digest_matrix_from_token_sets"):
+        return None
+    shingler = Shingler()
+
+    def run():
+        sets = [shingler.shingles(text) for text in texts]
+        return RMinHash.digest_matrix_from_token_sets(sets, num_hashes, 42)
+
+    return run
+
+
+METHODS: dict[str, Callable[[Sequence[str], int], Callable[[], object] | None]] = {
+    "neardup_solr (batch)": _ours,
+    "datasketch update_batch": _datasketch_update_batch,
+    "datasketch bulk": _datasketch_bulk,
+    "rensa RMinHash.update": _rensa_update,
+    "rensa digest_matrix": _rensa_matrix,
+}
+
+
+def run_signing_benchmark(
+    texts: Sequence[str], num_hashes: int = 128, repeats: int = 3, methods: Sequence[str] | None = None
+) -> dict:
+    """Time every available method on ``texts`` (best of ``repeats``) on one core.
+
+    Returns ``{"docs", "mb", "num_hashes", "cpu", "results": {name: {"seconds", "docs_per_s", "mb_per_s",
+    "speedup_vs_ours"}}, "skipped": [names whose package is not installed]}``.
+    """
+    texts = list(texts)
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    results: dict[str, dict] = {}
+    skipped = []
+    with one_core() as cpu:
+        for name in methods or METHODS:
+            fn = METHODS[name](texts, num_hashes)
+            if fn is None:
+                skipped.append(name)
+                continue
+            seconds = _best_time(fn, repeats)
+            results[name] = {
+                "seconds": seconds,
+                "docs_per_s": len(texts) / seconds,
+                "mb_per_s": mb / seconds,
+            }
+    ours = results.get("neardup_solr (batch)")
+    for r in results.values():
+        r["ours_speedup"] = (r["seconds"] / ours["seconds"]) if ours else None
+    return {
+        "docs": len(texts),
+        "mb": mb,
+        "num_hashes": num_hashes,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "results": results,
+        "skipped": skipped,
+    }
+
+
+def format_table(report: dict) -> str:
+    lines = [
+        f"{report['docs']} docs, {report['mb']:.1f} MB, {report['num_hashes']} hashes, one core",
+        f"{'method':<26}{'seconds':>9}{'docs/s':>10}{'MB/s':>8}{'ours x':>8}",
+    ]
+    for name, r in report["results"].items():
+        lines.append(
+            f"{name:<26}{r['seconds']:>9.3f}{r['docs_per_s']:>10.0f}{r['mb_per_s']:>8.2f}{r['ours_speedup']:>8.2f}"
+        )
+    if report["skipped"]:
+        lines.append("not installed: " + ", ".join(report["skipped"]))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=5000)
+    parser.add_argument("--words", type=int, default=300)
+    parser.add_argument("--num-hashes", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to this path")
+    args = parser.parse_args(argv)
+    texts = make_texts(args.docs, args.words, seed=args.seed)
+    report = run_signing_benchmark(texts, args.num_hashes, repeats=args.repeats)
+    report["words_per_doc"] = args.words
+    print(format_table(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

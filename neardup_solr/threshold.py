@@ -1,0 +1,204 @@
+"""Threshold mode: every pair with similarity >= t, verified exactly, with no candidate silently cut off.
+
+Why nothing is lost: if ``J(A, B) >= t`` then ``|A & B| >= t * |A|`` (the union is at least ``|A|``). So one
+OR-query over A's tokens, filtered with ``{!frange l=ceil(t*|A|)}query($q)`` (the overlap score, which the
+schema's BooleanSimilarity makes an exact count), returns *every* document that can reach t, and nothing
+else needs a row cap: results are paged through with a cursor. The same bound holds for weighted Jaccard with
+IDF weights (the OR-query carries each token's weight as its boost, so the score is the weighted overlap).
+Candidates are then verified with the exact (weighted) Jaccard on the client; no estimate is reported.
+
+``similarity="jaccard"`` works on the index's shingles (``content_ng``); ``similarity="idf"`` on the words
+(``content_words``) weighted by IDF from the index (see :mod:`neardup_solr.weights`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .documents import META_DATASET, SETTINGS_DOC_ID, text_token
+from .readers import Record, RecordReader
+from .report import iter_documents
+from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, id_sort_key
+from .weights import IdfWeights, weighted_jaccard
+
+log = logging.getLogger(__name__)
+
+SIMILARITIES = ("jaccard", "idf")
+PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
+
+
+@dataclass(frozen=True)
+class SimilarPair:
+    id: str
+    neighbor_id: str
+    similarity: float
+
+
+class ThresholdFinder:
+    """Finds every indexed document whose (weighted) Jaccard with a query text is >= threshold.
+
+    >>> finder = ThresholdFinder(Searcher(SolrClient()), threshold=0.8)
+    >>> finder.similar_to_text("Art's Deli 12224 Ventura Blvd. Studio City")
+    [('536', 1.0), ...]
+    """
+
+    def __init__(self, searcher: Searcher, threshold: float = 0.8, similarity: str = "jaccard", page_size: int = 500):
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError("threshold must be in (0, 1]")
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}")
+        self.searcher = searcher
+        self.client = searcher.client
+        self.threshold = threshold
+        self.similarity = similarity
+        self.page_size = page_size
+        self.idf = IdfWeights(self.client) if similarity == "idf" else None
+
+    def _query(self, text: str) -> tuple[list[tuple[str, float]], float, object]:
+        """(token, boost) pairs, the lower bound on the score, and what verification needs."""
+        processed = self.searcher.builder.process(text)
+        if self.similarity == "jaccard":
+            tokens = [text_token(s) for s in processed.shingles]
+            bound = math.ceil(self.threshold * len(set(processed.shingle_hashes.tolist())) - 1e-9)
+            return [(t, 1.0) for t in tokens], float(bound), np.unique(processed.shingle_hashes)
+        words = list(dict.fromkeys(text_token(w) for w in processed.words))
+        weights = self.idf.weights(words)
+        total = sum(weights.values())
+        boosted = [(w, weights[w]) for w in words if weights[w] > 0]
+        return boosted, self.threshold * total * (1 - 1e-9), (set(words), weights)
+
+    def _verify(self, basis, content: str) -> float:
+        processed = self.searcher.builder.shingler.process(content)
+        if self.similarity == "jaccard":
+            return _sorted_jaccard(basis, np.unique(processed.shingle_hashes))
+        words, weights = basis
+        other = {text_token(w) for w in processed.words}
+        weights = dict(weights)
+        missing = [w for w in other if w not in weights]
+        if missing:
+            weights.update(self.idf.weights(missing))
+        return weighted_jaccard(words, other, weights)
+
+    def similar_to_text(
+        self, text: str, *, exclude_id: str | None = None, only_greater_than: str | None = None,
+        dataset: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, similarity) of every indexed document with similarity >= threshold, best first.
+        ``dataset`` restricts the candidates to that data set (similarity joins)."""
+        tokens, bound, basis = self._query(text)
+        if not tokens:
+            return []
+        field = "content_ng" if self.similarity == "jaccard" else "content_words"
+        q = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
+        params: list[tuple[str, object]] = [
+            ("q", q), ("defType", "lucene"), ("df", field), ("q.op", "OR"),
+            ("fq", f"{{!frange l={bound:.9g}}}query($q)"),
+            ("fq", f"-dataset:{META_DATASET}"),
+            ("fl", "id,content,md5_hash"), ("sort", "score desc,id asc"), ("rows", self.page_size),
+        ]
+        if dataset is not None:
+            params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+        low_key = id_sort_key(only_greater_than) if only_greater_than is not None else None
+        results = []
+        cursor = "*"
+        while True:
+            data = self.client.select(params + [("cursorMark", cursor)])
+            for doc in data["response"]["docs"]:
+                doc_id = doc["id"]
+                if doc_id in (exclude_id, SETTINGS_DOC_ID):
+                    continue
+                if low_key is not None and id_sort_key(doc_id) <= low_key:
+                    continue
+                sim = self._verify(basis, doc.get("content", ""))
+                if sim >= self.threshold - 1e-12:
+                    results.append((doc_id, sim))
+            next_cursor = data.get("nextCursorMark", cursor)
+            if next_cursor == cursor:
+                break
+            cursor = next_cursor
+        results.sort(key=lambda r: (-r[1], id_sort_key(r[0])))
+        return results
+
+
+def threshold_pairs(
+    finder: ThresholdFinder, *, workers: int = 1, progress: bool = False, dataset: str | None = None
+) -> list[SimilarPair]:
+    """All pairs of the collection (or of one data set) with similarity >= threshold, each pair once."""
+    docs = [d for d in iter_documents(finder.searcher) if d.num_shingles and (dataset is None or d.dataset == dataset)]
+    docs.sort(key=lambda d: id_sort_key(d.id))
+
+    def lookup(doc: StoredDocument):
+        return finder.similar_to_text(doc.content, exclude_id=doc.id, only_greater_than=doc.id, dataset=dataset)
+
+    pairs = []
+    for doc, found in zip(docs, _mapped(lookup, docs, workers, progress, f"threshold {finder.threshold}")):
+        pairs.extend(SimilarPair(doc.id, other, sim) for other, sim in found)
+    return pairs
+
+
+def join_pairs(
+    finder: ThresholdFinder,
+    records: Iterable[Record] | Iterable[tuple[str, str]],
+    indexed_dataset: str | None = None,
+    *,
+    workers: int = 1,
+    progress: bool = False,
+) -> list[SimilarPair]:
+    """Similarity join: every streamed record against the indexed data set (``indexed_dataset``, or the whole
+    collection). Pairs are (streamed id, indexed id); records of the same side are never paired."""
+    items = [(r.id, r.text) if isinstance(r, Record) else (str(r[0]), r[1]) for r in records]
+
+    def lookup(item):
+        try:
+            return finder.similar_to_text(item[1], dataset=indexed_dataset)
+        except ValueError as exc:  # a streamed text without words: nothing can match it
+            log.warning("join: record %r skipped: %s", item[0], exc)
+            return []
+
+    pairs = []
+    for (rid, _), found in zip(items, _mapped(lookup, items, workers, progress, "join")):
+        pairs.extend(SimilarPair(rid, other, sim) for other, sim in found)
+    return pairs
+
+
+def one_to_one(pairs: Iterable[SimilarPair]) -> list[SimilarPair]:
+    """Greedy one-to-one matching: best pairs first, each id used once. Right when each source lists an
+    entity at most once (two deduplicated catalogues, two restaurant guides)."""
+    used: set[str] = set()
+    kept = []
+    for p in sorted(pairs, key=lambda p: (-p.similarity, id_sort_key(p.id), id_sort_key(p.neighbor_id))):
+        if p.id in used or p.neighbor_id in used:
+            continue
+        used.update((p.id, p.neighbor_id))
+        kept.append(p)
+    return kept
+
+
+def write_pairs(pairs: Sequence[SimilarPair], out: str | Path) -> None:
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write(PAIR_HEADER)
+        for p in pairs:
+            fh.write(f"{p.id}\t{p.neighbor_id}\t{p.similarity:.6f}\n")
+
+
+def _mapped(fn, items, workers: int, progress: bool, label: str) -> Iterator:
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items), desc=label, unit=" docs", dynamic_ncols=True)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for result in pool.map(fn, items):
+            if bar:
+                bar.update(1)
+            yield result
+    if bar:
+        bar.close()

@@ -1,0 +1,72 @@
+"""IDF token weights taken from the index itself, and weighted Jaccard.
+
+Solr keeps a document frequency for every indexed term; the ``/terms`` handler (TermsComponent with
+``terms.list``) reads them for the words of a query. ``idf(w) = ln(N / df(w))``: a word found in every record
+(``los``, ``angeles``, ``blvd``) weighs nothing, a rare one (a street number, a name) weighs most. Weighted
+Jaccard is then ``sum(w in A & B) / sum(w in A | B)`` (write-up 001's token boosts, made exact).
+
+Document frequencies include documents deleted but not yet merged away; after heavy deletion, an optimize
+makes them exact again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Iterable, Mapping, Sequence
+
+from .documents import META_DATASET
+from .solr_client import SolrClient
+
+log = logging.getLogger(__name__)
+
+WORDS_FIELD = "content_words"
+
+
+class IdfWeights:
+    """Document-frequency-based weights for the tokens of one field, cached per instance."""
+
+    def __init__(self, client: SolrClient, field: str = WORDS_FIELD, batch: int = 500):
+        self.client = client
+        self.field = field
+        self.batch = batch
+        self.num_docs = max(1, client.count(filters=[f"-dataset:{META_DATASET}"]))
+        self._df: dict[str, int] = {}
+
+    def document_frequencies(self, tokens: Iterable[str]) -> dict[str, int]:
+        missing = [t for t in dict.fromkeys(tokens) if t not in self._df]
+        for start in range(0, len(missing), self.batch):
+            chunk = missing[start : start + self.batch]
+            # terms.list is split on commas; normalised words never contain one (punctuation is removed).
+            safe = [t for t in chunk if "," not in t]
+            data = self.client.post_form("terms", [
+                ("terms.fl", self.field), ("terms.list", ",".join(safe)), ("terms.limit", -1),
+                ("terms.sort", "index"), ("json.nl", "flat"),
+            ])
+            counts = data.get("terms", {}).get(self.field, [])
+            found = dict(zip(counts[::2], counts[1::2]))
+            for t in chunk:
+                self._df[t] = int(found.get(t, 0))
+        return {t: self._df[t] for t in tokens}
+
+    def idf(self, token: str) -> float:
+        df = self.document_frequencies([token])[token]
+        return self._idf(df)
+
+    def _idf(self, df: int) -> float:
+        # A token the index has never seen is as rare as can be (df = 1).
+        df = min(max(df, 1), self.num_docs)
+        return math.log(self.num_docs / df)
+
+    def weights(self, tokens: Sequence[str]) -> dict[str, float]:
+        dfs = self.document_frequencies(tokens)
+        return {t: self._idf(df) for t, df in dfs.items()}
+
+
+def weighted_jaccard(a: Iterable[str], b: Iterable[str], weight: Mapping[str, float]) -> float:
+    """Weighted Jaccard of two token sets; 1.0 for two sets of zero total weight that are equal."""
+    sa, sb = set(a), set(b)
+    union = sum(weight.get(t, 0.0) for t in sa | sb)
+    if union <= 0.0:
+        return 1.0 if sa == sb else 0.0
+    return sum(weight.get(t, 0.0) for t in sa & sb) / union

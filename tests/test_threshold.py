@@ -1,0 +1,106 @@
+"""Threshold mode, IDF weighting, joins and LSH lookups against a real Solr."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from neardup_solr.documents import IndexSettings
+from neardup_solr.indexer import Indexer
+from neardup_solr.searcher import Searcher
+from neardup_solr.text import Shingler
+from neardup_solr.threshold import SimilarPair, ThresholdFinder, join_pairs, one_to_one, threshold_pairs
+from neardup_solr.weights import IdfWeights, weighted_jaccard
+
+pytestmark = pytest.mark.solr
+
+
+def _corpus(n_sources=40, copies=3, seed=7):
+    """Random documents plus edited copies, so pair similarities spread over (0, 1]."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(3000)]
+    docs = {}
+    for s in range(n_sources):
+        words = [rng.choice(vocab) for _ in range(rng.randint(30, 80))]
+        docs[f"s{s}"] = words
+        for c in range(rng.randint(0, copies)):
+            edited = list(words)
+            for _ in range(rng.randint(0, 6)):
+                edited[rng.randrange(len(edited))] = rng.choice(vocab)
+            docs[f"s{s}c{c}"] = edited
+    return {k: " ".join(v) for k, v in docs.items()}
+
+
+def _brute_force(docs, threshold):
+    sh = Shingler(ngram=3)
+    sets = {k: set(sh.shingle_hashes(t).tolist()) for k, t in docs.items()}
+    out = {}
+    for a, b in itertools.combinations(sorted(docs), 2):
+        j = len(sets[a] & sets[b]) / len(sets[a] | sets[b])
+        if j >= threshold:
+            out[tuple(sorted((a, b)))] = j
+    return out
+
+
+def test_threshold_pairs_equal_brute_force(solr):
+    docs = _corpus()
+    Indexer(solr, IndexSettings(ngram=3, num_hashes=64)).index_records(docs.items())
+    for threshold in (0.5, 0.8):
+        truth = _brute_force(docs, threshold)
+        finder = ThresholdFinder(Searcher(solr), threshold=threshold)
+        found = {tuple(sorted((p.id, p.neighbor_id))): p.similarity for p in threshold_pairs(finder, workers=2)}
+        assert set(found) == set(truth)
+        for pair, sim in found.items():
+            assert sim == pytest.approx(truth[pair])
+        assert len(truth) > 5
+
+
+def test_lsh_lookup_finds_close_copies(solr):
+    docs = _corpus(seed=11)
+    Indexer(solr, IndexSettings(ngram=3, num_hashes=128, lsh_threshold=0.5)).index_records(docs.items())
+    truth = _brute_force(docs, 0.8)
+    searcher = Searcher(solr)
+    hits = 0
+    for a, b in truth:
+        found = {m.id for m in searcher.find_near_dups(a, mode="lsh", max_distance=None, first_word_filter=False,
+                                                        rows=100)}
+        hits += b in found
+    assert hits / len(truth) >= 0.95
+
+
+def test_idf_weights_come_from_the_index(solr):
+    Indexer(solr).index_records([
+        ("1", "common rare1 words here"), ("2", "common other words"), ("3", "common third text"),
+    ])
+    idf = IdfWeights(solr)
+    w = idf.weights(["common", "rare1", "words", "unseen"])
+    assert idf.num_docs == 3
+    assert w["common"] == pytest.approx(0.0)
+    assert w["rare1"] == pytest.approx(np.log(3))
+    assert w["words"] == pytest.approx(np.log(3 / 2))
+    assert w["unseen"] == pytest.approx(np.log(3))
+    assert weighted_jaccard({"common", "rare1"}, {"common", "words"}, w) == 0.0
+
+
+def test_idf_threshold_join_pairs_only_across_data_sets(solr):
+    left = [("L1", "Art's Delicatessen 12224 Ventura Blvd. Studio City"),
+            ("L2", "Arnie Morton's of Chicago 435 S. La Cienega Blvd. Los Angeles"),
+            ("L3", "Cafe Bizou 14016 Ventura Blvd. Sherman Oaks")]
+    right = [("R1", "Art's Deli 12224 Ventura Blvd. Studio City"),
+             ("R2", "Arnie Morton's of Chicago 435 S. La Cienega Blvd. Los Angeles"),
+             ("R3", "Campanile 624 S. La Brea Ave. Los Angeles")]
+    Indexer(solr, dataset="left").index_records(left)
+    Indexer(solr, dataset="right").index_records(right)
+    finder = ThresholdFinder(Searcher(solr), threshold=0.4, similarity="idf")
+    pairs = join_pairs(finder, left, indexed_dataset="right")
+    assert {(p.id, p.neighbor_id) for p in pairs} == {("L1", "R1"), ("L2", "R2")}
+    assert all(p.neighbor_id.startswith("R") for p in pairs)
+
+
+def test_one_to_one_keeps_the_best_pair_per_id():
+    pairs = [SimilarPair("a", "x", 0.9), SimilarPair("a", "y", 0.8), SimilarPair("b", "x", 0.85),
+             SimilarPair("b", "y", 0.5)]
+    assert one_to_one(pairs) == [SimilarPair("a", "x", 0.9), SimilarPair("b", "y", 0.5)]
