@@ -19,8 +19,9 @@ from .documents import IndexSettings
 from .evaluate import EvaluationResult, evaluate, read_pairs
 from .indexer import Indexer
 from .report import report_near_dups
-from .restaurants import gold_pairs_path, prepare_default
+from .restaurants import FODORS_COUNT, gold_pairs_path, prepare_default, read_addresses
 from .searcher import Searcher
+from .threshold import ThresholdFinder, join_pairs, one_to_one, threshold_pairs, write_pairs
 from .solr_client import SolrClient
 
 log = logging.getLogger(__name__)
@@ -39,14 +40,27 @@ class DemoRow:
 # The write-up's settings: 3-word shingles, first-word filter, 10 rows, word edit distance <= 2, and 20 MinHash
 # values for the MinHash query.
 WRITEUP = dict(max_distance=2, rows=10, first_word_filter=True)
+# What the README recommends for matching two sources (not tuned per run on the gold file): IDF-weighted word
+# Jaccard >= 0.4 between the two guides; one-to-one when each source lists an entity once.
+RECOMMENDED_THRESHOLD = 0.4
 
 
 def demo_modes():
-    """(name, settings text, report keyword arguments) of every mode the demo compares."""
+    """(name, settings text, kind, keyword arguments) of every mode the demo compares."""
     return [
-        ("write-up: shingles", "3-shingles, first word, rows 10, dist<=2", dict(mode="shingles", **WRITEUP)),
-        ("write-up: MinHash", "20 values, first word, rows 10, dist<=2",
+        ("write-up: shingles", "3-shingles, first word, rows 10, dist<=2", "report", dict(mode="shingles", **WRITEUP)),
+        ("write-up: MinHash", "20 values, first word, rows 10, dist<=2", "report",
          dict(mode="minhash", num_hashes=20, **WRITEUP)),
+        ("LSH bands", "128 values, b x r for J>=0.5, dist<=2", "report",
+         dict(mode="lsh", max_distance=2, rows=50, first_word_filter=False)),
+        ("threshold: Jaccard", "3-shingle Jaccard >= 0.5, all pairs", "threshold",
+         dict(threshold=0.5, similarity="jaccard")),
+        ("threshold: IDF", f"IDF word Jaccard >= {RECOMMENDED_THRESHOLD}, all pairs", "threshold",
+         dict(threshold=RECOMMENDED_THRESHOLD, similarity="idf")),
+        ("join: IDF", f"fodors x zagats, IDF >= {RECOMMENDED_THRESHOLD}", "join",
+         dict(threshold=RECOMMENDED_THRESHOLD, similarity="idf", one_to_one=False)),
+        ("join: IDF, one-to-one", f"as above, each record matched once", "join",
+         dict(threshold=RECOMMENDED_THRESHOLD, similarity="idf", one_to_one=True)),
     ]
 
 
@@ -73,19 +87,41 @@ def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out
     addresses = workdir / "addresses.txt"
     count = prepare_default(addresses)
     print(f"prepared {count} restaurant records -> {addresses}", file=out)
+    records = read_addresses(addresses)
+    guides = {"fodors": workdir / "fodors-numbered.txt", "zagats": workdir / "zagats-numbered.txt"}
+    for name, path in guides.items():
+        with open(path, "w", encoding="utf-8") as fh:
+            for doc_id, text in records.items():
+                if (int(doc_id) <= FODORS_COUNT) == (name == "fodors"):
+                    fh.write(f"{doc_id} {text}\n")
     client.delete_all()
-    summary = Indexer(client, IndexSettings(ngram=3, num_hashes=128)).index_file(
-        addresses, "lines", rejects_path=workdir / "rejects.jsonl")
-    print(f"indexed: {summary.format()}", file=out)
+    index_settings = IndexSettings(ngram=3, num_hashes=128, lsh_threshold=0.5)
+    for name, path in guides.items():
+        summary = Indexer(client, index_settings, dataset=name).index_file(
+            path, "lines", rejects_path=workdir / "rejects.jsonl")
+        print(f"indexed {name}: {summary.format()}", file=out)
 
     gold = read_pairs(gold_pairs_path())
     searcher = Searcher(client)
     rows: list[DemoRow] = []
-    for name, text, kw in demo_modes():
+    for name, text, kind, kw in demo_modes():
         started = time.monotonic()
-        out_path = workdir / f"pairs-{name.split(':')[-1].strip().lower().replace(' ', '-')}.tsv"
-        _, pairs = report_near_dups(searcher, out_path, **kw)
-        found = {_ordered(a, b) for a, b, *_ in pairs}
+        slug = name.replace(":", "").replace(",", "").replace(" ", "-").lower()
+        out_path = workdir / f"pairs-{slug}.tsv"
+        if kind == "report":
+            _, pairs = report_near_dups(searcher, out_path, **kw)
+            found = {_ordered(a, b) for a, b, *_ in pairs}
+        else:
+            finder = ThresholdFinder(searcher, threshold=kw["threshold"], similarity=kw["similarity"])
+            if kind == "threshold":
+                similar = threshold_pairs(finder)
+            else:
+                fodors = [(i, t) for i, t in records.items() if int(i) <= FODORS_COUNT]
+                similar = join_pairs(finder, fodors, indexed_dataset="zagats")
+                if kw["one_to_one"]:
+                    similar = one_to_one(similar)
+            write_pairs(similar, out_path)
+            found = {_ordered(p.id, p.neighbor_id) for p in similar}
         rows.append(DemoRow(name, text, evaluate(found, gold), time.monotonic() - started))
     print(file=out)
     print(format_table(rows, len(gold)), file=out)
@@ -100,12 +136,12 @@ def _ordered(a: str, b: str) -> tuple[str, str]:
 
 
 def format_table(rows: list[DemoRow], gold_count: int) -> str:
-    header = f"{'mode':<28} {'settings':<44} {'pairs':>5} {'true':>5} {'prec':>6} {'recall':>6} {'F1':>6} {'time':>7}"
+    header = f"{'mode':<24} {'settings':<40} {'pairs':>5} {'true':>5} {'prec':>6} {'recall':>6} {'F1':>6} {'time':>7}"
     lines = [f"against {gold_count} gold pairs", header, "-" * len(header)]
     for r in rows:
         res = r.result
         lines.append(
-            f"{r.name:<28} {r.settings:<44} {res.found:>5} {res.true_positives:>5} {res.precision:>6.3f} "
+            f"{r.name:<24} {r.settings:<40} {res.found:>5} {res.true_positives:>5} {res.precision:>6.3f} "
             f"{res.recall:>6.3f} {res.f1:>6.3f} {r.seconds:>6.1f}s"
         )
     return "\n".join(lines)

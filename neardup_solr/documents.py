@@ -6,6 +6,7 @@ indexed token was.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -82,6 +83,17 @@ def signature_tokens(signature: np.ndarray, count: int | None = None) -> list[st
     return [f"{i}_{int(v):x}" for i, v in enumerate(values)]
 
 
+def encode_signature(signature: np.ndarray) -> str:
+    """A signature as one compact string (base64 of little-endian uint32s) for the ``minhash_sig`` field."""
+    return base64.b64encode(np.ascontiguousarray(signature, dtype="<u4").tobytes()).decode("ascii")
+
+
+def decode_signatures(values: Sequence[str], num_hashes: int) -> np.ndarray:
+    """The inverse of :func:`encode_signature` for many documents at once: an (n, num_hashes) uint32 array."""
+    raw = b"".join(base64.b64decode(v) for v in values)
+    return np.frombuffer(raw, dtype="<u4").reshape(len(values), num_hashes).astype(np.uint32)
+
+
 def md5_hex(normalized: str) -> str:
     return hashlib.md5(normalized.encode("utf-8")).hexdigest()
 
@@ -136,6 +148,7 @@ class DocumentBuilder:
                 "content_words": list(dict.fromkeys(text_token(w) for w in p.words)),
                 "content_sg": signature_tokens(signatures[row]),
                 "content_lsh": band_tokens(keys[row]),
+                "minhash_sig": encode_signature(signatures[row]),
             }
             if dataset is not None:
                 doc["dataset"] = dataset

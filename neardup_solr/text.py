@@ -9,24 +9,31 @@ Pipeline::
     text --normalize--> "art s deli 12224 ..." --Shingler--> shingles --> 32-bit hashes --MinHash--> signature
 
 Shingle hashes
-    Character shingles are hashed as strings with ``mmh3.hash(shingle, seed)``. Word shingles are hashed in two
-    steps so that each distinct word goes through mmh3 only once: every word gets ``mmh3.hash(word, seed)``, and
-    the shingle hash is MurmurHash3_x86_32 (same seed) of the little-endian bytes of its word hashes, which
-    NumPy computes for all shingles of a batch at once. ``Shingler.hash_shingle`` gives the same value for one
-    shingle string through plain ``mmh3`` calls, so the two paths check each other.
+    Every value is a MurmurHash3_x86_32 (``mmh3``) hash with the shingler's seed. A character shingle is
+    ``mmh3.hash(shingle)``. A word shingle is hashed in two steps so that each word is hashed once rather than
+    once per shingle it is part of: each word gets ``mmh3.hash(word)``, and the shingle gets ``mmh3.hash`` of
+    the little-endian bytes of its words' hashes (position-sensitive, since Murmur folds its blocks in order).
+    ``Shingler.hash_shingle`` computes exactly that with plain ``mmh3`` calls, for one shingle string.
+
+    Batches do not call ``mmh3`` per word: Python-level work per word (a function call or a dict lookup
+    on a fresh string, ~70 ns) would cost more than all the rest of the pipeline. Instead the texts are
+    encoded into one UTF-8 buffer, word (or character shingle) boundaries are found with NumPy, and the same
+    MurmurHash3_x86_32 is evaluated for all spans at once in uint32 arithmetic. Single texts use ``mmh3``
+    through a bounded cache (cheaper than ~100 NumPy calls on small arrays). The tests check that both paths
+    give ``mmh3``'s values.
 
 MinHash
-    Value ``i`` of a signature is ``min over shingle hashes h of fmix32(h XOR mask_i)``. The reference write-up
-    XORs each hash with a random mask and keeps the *maximum* (while calling it the minimum); we keep the
-    minimum, which is what the MinHash argument is about. Either works, but saying one and doing the other
-    would make our signatures incompatible with anybody who reads the docs.
+    Value ``i`` of a signature is ``min over shingle hashes h of fmix32(h XOR mask_i)``, with ``fmix32``
+    MurmurHash3's 32-bit finaliser and ``mask_i`` the i-th of ``num_hashes`` uint32 drawn from
+    ``numpy.random.default_rng(seed)``. The reference write-up XORs each hash with a random mask and keeps the
+    *maximum* while calling it the minimum; we keep the minimum and say so.
 
-    Why the ``fmix32`` (MurmurHash3's finaliser) after the XOR: XOR with a mask alone is a poor permutation
-    family. The minimum of ``h XOR m`` is decided by the highest bits of ``m`` (it walks the binary trie of the
-    hashes), so masks that share their top bits pick the same shingle and, for a fixed set of hashes, each
-    shingle "owns" a dyadic share of all masks instead of 1/n. More masks then do not shrink the error.
-    Measured on 2,000 random pairs per row, Jaccard uniform in [0, 1], 256-value signatures, share of pairs
-    whose estimate is within 0.1 of the exact Jaccard (and the RMS error):
+    Why ``fmix32`` after the XOR: XOR with a mask alone is a poor permutation family. The minimum of
+    ``h XOR m`` is decided by the highest bits of ``m`` (it walks the binary trie of the hashes), so masks that
+    share their top bits pick the same shingle, and for a fixed set of hashes each shingle "owns" a dyadic
+    share of all masks instead of 1/n; more masks do not shrink that error. Measured on 2,000 random set
+    pairs per row, Jaccard uniform in [0, 1], 256-value signatures: share of pairs whose estimate is within
+    0.1 of the exact Jaccard (RMS error in brackets):
 
     ==================  ===============  ===============
     union of shingles   XOR only         fmix32(h XOR m)
@@ -37,16 +44,18 @@ MinHash
     400 - 3000          99.9% (0.027)    100.0% (0.025)
     ==================  ===============  ===============
 
-    Neither is biased on average, but XOR alone fails the 95% acceptance bar on short texts (restaurant
-    addresses have 5-10 shingles), while ``fmix32`` reaches the binomial optimum sqrt(J(1-J)/256) ~= 0.025 at
-    every size. It costs about eight more passes over the (shingles x num_hashes) block, which the batch API
-    amortises.
+    On the acceptance test's 600 text pairs (4 to 400 words, Jaccard spread over [0, 1]) XOR alone gets 93.3%
+    within 0.1 (RMS 0.048) and fails the 95% bar; with ``fmix32`` 100% (RMS 0.020, the binomial
+    sqrt(J(1-J)/256) being 0.020). Neither is biased on average, but XOR alone is far too noisy on short texts
+    such as restaurant addresses (5-10 shingles).
 
 Speed
-    ``MinHash.signatures`` signs a whole batch with a handful of NumPy calls per chunk of shingles rather than
-    per document: hashes of all documents are concatenated, XORed against the masks in L2-sized chunks laid
-    out as (num_hashes, chunk) so every ufunc runs over contiguous memory, then reduced per document with
+    ``MinHash.signatures`` signs a whole batch with a fixed number of NumPy calls per chunk of shingles, not
+    per document: the hashes of all documents are concatenated, combined with the masks in chunks laid out
+    as (num_hashes, chunk) so every ufunc runs over contiguous memory, and reduced per document with
     ``np.minimum.reduceat``. Duplicate shingles need no removal for signing since the minimum ignores them.
+    The first step of ``fmix32`` (``v ^= v >> 16``) distributes over XOR, so it is applied to hashes and masks
+    beforehand, which leaves six passes over each block. ``benchmarks/signing.py`` measures the whole path.
 """
 
 from __future__ import annotations
@@ -103,6 +112,9 @@ def _ascii_table() -> dict[int, str]:
 _ASCII_TRANS = str.maketrans(_ascii_table())
 
 
+_UNICODE_TABLE_LIMIT = 50_000
+
+
 class _UnicodeTable(dict):
     """``str.translate`` mapping for non-ASCII text, filled lazily.
 
@@ -116,7 +128,8 @@ class _UnicodeTable(dict):
         # Cs: a lone surrogate cannot be encoded to UTF-8, so it could not be hashed; treat it as a separator.
         if category in ("Cc", "Cf", "Cs") or (category[0] == "P" and ch not in _KEPT_PUNCTUATION):
             ch = " "
-        self[code] = ch
+        if len(self) < _UNICODE_TABLE_LIMIT:  # bounded even if someone feeds every code point
+            self[code] = ch
         return ch
 
 
@@ -400,8 +413,9 @@ class Shingler:
     text, so short texts (names, addresses) stay comparable. A text with nothing left after normalisation has
     no shingles.
 
-    Hashes are computed batch-wise from the UTF-8 bytes of the texts (see the module docstring); the values are
-    those of ``mmh3``, which ``hash_shingle`` uses directly.
+    Hash values are ``mmh3``'s with ``seed`` (see the module docstring for how word shingles are hashed).
+    ``batch_hashes`` hashes many texts at once in NumPy; single-text methods call ``mmh3`` through a cache of
+    at most ``cache_size`` words (or character shingles), emptied when full.
     """
 
     UNITS = ("word", "char")
@@ -497,8 +511,8 @@ class Shingler:
         edges = np.flatnonzero(solid[1:] != solid[:-1])
         word_starts = edges[0::2]
         word_lengths = edges[1::2] - word_starts
-        # Texts start on word boundaries (separator before them), so each text's first word is found by a
-        # binary search of the text starts among the word starts, cheaper than locating every word's text.
+        # Every word lies inside its text's byte range, so text d's first word is the first one starting at or
+        # after doc_starts[d]: one binary search per text instead of one per word.
         first_word = np.searchsorted(word_starts, doc_starts)
         lengths = np.diff(np.append(first_word, len(word_starts)))
         word_hashes = _murmur3_spans(data, word_starts, word_lengths, self.seed)
@@ -622,7 +636,7 @@ class Shingler:
 # ---------------------------------------------------------------------------------------------------------------
 
 # Bytes of one (num_hashes x chunk) block; the loop allocates two. Each chunk costs ~10 NumPy calls of fixed
-# overhead, which dominates below ~1 MiB; measured flat from 2 to 8 MiB (39-40 us per 300-word document).
+# overhead, which dominated below ~1 MiB on the development machine; 2 to 8 MiB measured the same.
 _CHUNK_BYTES = 4 << 20
 
 
@@ -630,7 +644,8 @@ class MinHash:
     """MinHash signatures of texts: ``num_hashes`` values, each ``min_h fmix32(h XOR mask_i)``.
 
     Parameters mirror the math: ``num_hashes`` is the signature length (the number of simulated permutations),
-    ``seed`` fixes the masks, and ``shingler`` decides what the sets are (default: word 3-shingles).
+    ``seed`` fixes the masks, and ``shingler`` decides what the sets are (default: ``Shingler()``, word
+    3-shingles hashed with its own seed 42). Indexer and searcher must use equal parameters.
     """
 
     def __init__(self, num_hashes: int = 128, seed: int = 42, shingler: Shingler | None = None):
@@ -715,7 +730,9 @@ class MinHash:
     def signatures(self, texts: Sequence[str]) -> np.ndarray:
         """Signatures (len(texts), num_hashes) of many texts, computed batch-wise (the fast path).
 
-        Raises InvalidTextError naming the index of the first text without shingles.
+        Raises InvalidTextError naming the index of the first text without shingles. Working memory is about
+        twice the texts' size plus ~40 bytes per shingle; batches of a few thousand documents are plenty
+        to reach full speed.
         """
         if isinstance(texts, str):
             raise TypeError("signatures() takes a sequence of texts; use signature() for a single text")
