@@ -95,13 +95,15 @@ def cmd_index(args) -> int:
     if args.clear:
         client.delete_all()
     index_settings = None
-    if any(v is not None for v in (args.ngram, args.unit, args.num_hashes, args.bands, args.rows_per_band, args.lsh_threshold)):
+    if any(v is not None for v in (args.ngram, args.unit, args.num_hashes, args.bands, args.rows_per_band,
+                                   args.lsh_threshold, args.fields)):
         base = IndexSettings()
         index_settings = IndexSettings(
             ngram=args.ngram or base.ngram, unit=args.unit or base.unit,
             num_hashes=args.num_hashes or base.num_hashes,
             lsh_threshold=args.lsh_threshold or base.lsh_threshold,
             bands=args.bands, rows=args.rows_per_band,
+            fields=tuple(f.strip() for f in args.fields.split(",") if f.strip()) if args.fields else base.fields,
         )
     indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
                       workers=args.workers, progress=not args.quiet, dataset=args.dataset)
@@ -240,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lsh-threshold", type=float, default=None, help="choose LSH bands for this Jaccard (default 0.8)")
     p.add_argument("--bands", type=int, default=None)
     p.add_argument("--rows-per-band", type=int, default=None)
+    p.add_argument("--fields", default=None,
+                   help="token fields to index, comma-separated from shingles,minhash,lsh,words (default all; "
+                        "'lsh' alone is fastest and enough for LSH lookups and whole-collection dedup)")
     p.add_argument("--dataset", default=None, help="label the records (for joins of two data sets)")
     p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint")

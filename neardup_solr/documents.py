@@ -27,6 +27,10 @@ META_DATASET = "__meta__"
 MAX_TOKEN_BYTES = 256
 
 
+# Token field of each kind of token, in the schema.
+TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh", "words": "content_words"}
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     """How a collection was indexed. Stored in the index itself, so searches always use the same settings."""
@@ -38,8 +42,17 @@ class IndexSettings:
     lsh_threshold: float = 0.8
     bands: int | None = None
     rows: int | None = None
+    # Which token fields to index. Each costs indexing time (Solr's work grows with the number of distinct
+    # terms): "shingles" (content_ng: shingle mode, threshold mode), "minhash" (content_sg: MinHash mode),
+    # "lsh" (content_lsh: LSH lookups), "words" (content_words: IDF weighting). The signature itself
+    # (minhash_sig) is always stored; whole-collection dedup needs nothing else.
+    fields: tuple[str, ...] = ("shingles", "minhash", "lsh", "words")
 
     def __post_init__(self):
+        object.__setattr__(self, "fields", tuple(self.fields))
+        unknown = set(self.fields) - set(TOKEN_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown token field(s) {sorted(unknown)}; choose from {', '.join(TOKEN_FIELDS)}")
         if self.ngram < 1:
             raise ValueError("ngram must be at least 1")
         if self.unit not in ("word", "char"):
@@ -50,6 +63,14 @@ class IndexSettings:
             raise ValueError("give both bands and rows, or neither (then they are chosen for lsh_threshold)")
         if self.bands is not None and self.bands * self.rows > self.num_hashes:
             raise ValueError(f"bands*rows = {self.bands * self.rows} exceeds num_hashes = {self.num_hashes}")
+
+    def require(self, kind: str) -> None:
+        """Raise a clear error when a query needs a token field this collection was indexed without."""
+        if kind not in self.fields:
+            raise ValueError(
+                f"this collection was indexed without {kind!r} tokens ({TOKEN_FIELDS[kind]}); re-index with "
+                f"--fields including {kind} to use this mode (indexed: {', '.join(self.fields) or 'none'})"
+            )
 
     def lsh_params(self) -> LSHParams:
         if self.bands is not None:
@@ -62,6 +83,8 @@ class IndexSettings:
     @classmethod
     def from_json(cls, text: str) -> "IndexSettings":
         data = json.loads(text)
+        if "fields" in data:
+            data["fields"] = tuple(data["fields"])
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def settings_document(self) -> dict:
@@ -79,8 +102,8 @@ def text_token(value: str) -> str:
 def signature_tokens(signature: np.ndarray, count: int | None = None) -> list[str]:
     """MinHash values as ``position_value`` tokens: a match means the *same* hash function agreed (the write-up
     stored bare values, so equal values from different positions counted as matches)."""
-    values = signature if count is None else signature[:count]
-    return [f"{i}_{int(v):x}" for i, v in enumerate(values)]
+    values = (signature if count is None else signature[:count]).tolist()  # Python ints format ~5x faster
+    return list(map(_SIG_FORMAT, range(len(values)), values))
 
 
 def encode_signature(signature: np.ndarray) -> str:
@@ -92,6 +115,16 @@ def decode_signatures(values: Sequence[str], num_hashes: int) -> np.ndarray:
     """The inverse of :func:`encode_signature` for many documents at once: an (n, num_hashes) uint32 array."""
     raw = b"".join(base64.b64decode(v) for v in values)
     return np.frombuffer(raw, dtype="<u4").reshape(len(values), num_hashes).astype(np.uint32)
+
+
+_SIG_FORMAT = "{}_{:x}".format
+# Below this many characters a token cannot exceed MAX_TOKEN_BYTES (UTF-8 uses at most 4 bytes a character).
+_SAFE_CHARS = MAX_TOKEN_BYTES // 4
+
+
+def text_tokens(values: Iterable[str]) -> list[str]:
+    """:func:`text_token` over many values, with the common short case kept out of a function call."""
+    return [v if len(v) <= _SAFE_CHARS else text_token(v) for v in values]
 
 
 def md5_hex(normalized: str) -> str:
@@ -135,7 +168,10 @@ class DocumentBuilder:
         if not processed:
             return out
         signatures = self.minhash.signatures_from_hashes([p.shingle_hashes for *_, p in processed])
-        keys = band_keys(signatures, self.lsh)
+        keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
+        want_shingles = "shingles" in self.settings.fields
+        want_words = "words" in self.settings.fields
+        want_minhash = "minhash" in self.settings.fields
         for row, (_, doc_id, text, p) in enumerate(processed):
             doc = {
                 "id": doc_id,
@@ -144,12 +180,16 @@ class DocumentBuilder:
                 "num_words": len(p.words),
                 "first_word": text_token(p.words[0]) if p.words else "",
                 "num_shingles": len(p.shingles),
-                "content_ng": [text_token(s) for s in p.shingles],
-                "content_words": list(dict.fromkeys(text_token(w) for w in p.words)),
-                "content_sg": signature_tokens(signatures[row]),
-                "content_lsh": band_tokens(keys[row]),
                 "minhash_sig": encode_signature(signatures[row]),
             }
+            if want_shingles:
+                doc["content_ng"] = text_tokens(p.shingles)
+            if want_words:
+                doc["content_words"] = text_tokens(dict.fromkeys(p.words))
+            if want_minhash:
+                doc["content_sg"] = signature_tokens(signatures[row])
+            if keys is not None:
+                doc["content_lsh"] = band_tokens(keys[row])
             if dataset is not None:
                 doc["dataset"] = dataset
             out.documents.append(doc)

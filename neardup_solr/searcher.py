@@ -32,6 +32,7 @@ from .documents import (
     read_index_settings,
     signature_tokens,
     text_token,
+    text_tokens,
 )
 from .errors import NeardupError
 from .groups import id_key
@@ -175,8 +176,11 @@ class Searcher:
 
     # ------------------------------------------------------------------ the query
     def query_tokens(self, query: Query, mode: str, num_hashes: int | None = None) -> list[str]:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        self.settings.require(mode)
         if mode == "shingles":
-            return [text_token(s) for s in query.processed.shingles]
+            return text_tokens(query.processed.shingles)
         if mode == "minhash":
             count = num_hashes or self.settings.num_hashes
             if count > self.settings.num_hashes:

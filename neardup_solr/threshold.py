@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .documents import META_DATASET, SETTINGS_DOC_ID, text_token
+from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
 from .readers import Record, RecordReader
 from .report import iter_documents
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, id_sort_key
@@ -60,16 +60,17 @@ class ThresholdFinder:
         self.threshold = threshold
         self.similarity = similarity
         self.page_size = page_size
+        searcher.settings.require("shingles" if similarity == "jaccard" else "words")
         self.idf = IdfWeights(self.client) if similarity == "idf" else None
 
     def _query(self, text: str) -> tuple[list[tuple[str, float]], float, object]:
         """(token, boost) pairs, the lower bound on the score, and what verification needs."""
         processed = self.searcher.builder.process(text)
         if self.similarity == "jaccard":
-            tokens = [text_token(s) for s in processed.shingles]
+            tokens = text_tokens(processed.shingles)
             bound = math.ceil(self.threshold * len(set(processed.shingle_hashes.tolist())) - 1e-9)
             return [(t, 1.0) for t in tokens], float(bound), np.unique(processed.shingle_hashes)
-        words = list(dict.fromkeys(text_token(w) for w in processed.words))
+        words = text_tokens(dict.fromkeys(processed.words))
         weights = self.idf.weights(words)
         total = sum(weights.values())
         boosted = [(w, weights[w]) for w in words if weights[w] > 0]
@@ -80,7 +81,7 @@ class ThresholdFinder:
         if self.similarity == "jaccard":
             return _sorted_jaccard(basis, np.unique(processed.shingle_hashes))
         words, weights = basis
-        other = {text_token(w) for w in processed.words}
+        other = set(text_tokens(processed.words))
         weights = dict(weights)
         missing = [w for w in other if w not in weights]
         if missing:
