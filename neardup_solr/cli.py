@@ -158,6 +158,8 @@ def cmd_report(args) -> int:
     from .searcher import Searcher
 
     searcher = Searcher(_client(args))
+    if args.threshold is not None:
+        return _threshold_report(args, searcher)
 
     def show(doc, matches):
         print(f"{doc.id}: {doc.content}")
@@ -172,6 +174,78 @@ def cmd_report(args) -> int:
         on_group=None if args.quiet else show,
     )
     print(summary.format())
+    return 0
+
+
+def _threshold_report(args, searcher) -> int:
+    import time
+
+    from .threshold import ThresholdFinder, threshold_pairs, write_pairs
+
+    started = time.monotonic()
+    if args.method == "lsh":
+        from .collection import dedupe_collection
+
+        if args.similarity != "jaccard":
+            raise ValueError("--method lsh verifies plain Jaccard; use --method exact for --similarity idf")
+        result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
+        pairs = result.pairs
+    else:
+        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity)
+        pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset)
+    write_pairs(pairs, args.out)
+    print(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} "
+          f"in {time.monotonic() - started:.1f} s -> {args.out}")
+    return 0
+
+
+def cmd_join(args) -> int:
+    from .readers import Record, RecordReader
+    from .searcher import Searcher
+    from .threshold import ThresholdFinder, join_pairs, one_to_one, write_pairs
+
+    searcher = Searcher(_client(args))
+    reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
+    records = [r for r in reader if isinstance(r, Record)]
+    if reader.stats.invalid:
+        print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
+    finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity)
+    pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
+                       progress=not args.quiet)
+    if args.one_to_one:
+        pairs = one_to_one(pairs)
+    write_pairs(pairs, args.out)
+    print(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity >= "
+          f"{args.threshold} -> {args.out}")
+    return 0
+
+
+def cmd_groups(args) -> int:
+    from .groups import group_pairs, keep_list, read_distance_pairs, write_groups_jsonl, write_keep_list
+
+    pairs = read_distance_pairs(args.pairs)
+    with open(args.pairs, encoding="utf-8") as fh:
+        header = fh.readline()
+    if "similarity" in header:
+        # Threshold reports carry a similarity; groups record the largest Jaccard *distance* inside them.
+        pairs = [(a, b, None if s is None else round(1.0 - s, 6)) for a, b, s in pairs]
+    texts = None
+    all_ids = None
+    if args.representative == "longest" or args.with_singletons:
+        from .report import iter_documents
+        from .searcher import Searcher
+
+        docs = list(iter_documents(Searcher(_client(args))))
+        texts = {d.id: d.content for d in docs}
+        all_ids = list(texts) if args.with_singletons else None
+    groups = group_pairs(pairs, representative=args.representative, texts=texts)
+    write_groups_jsonl(groups, args.out)
+    kept = keep_list(groups, all_ids)
+    if args.keep:
+        write_keep_list(kept, args.keep)
+    members = sum(len(g.members) for g in groups)
+    print(f"{len(groups)} groups holding {members} documents -> {args.out}"
+          + (f"; keep list of {len(kept)} ids -> {args.keep}" if args.keep else ""))
     return 0
 
 
@@ -191,10 +265,12 @@ def cmd_demo(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from .lsh import collision_probability, curve_table, optimal_params, LSHParams
+    from .lsh import LSHParams, curve_table, optimal_params, recall_params
 
     if args.bands and args.rows_per_band:
         params = LSHParams(args.bands, args.rows_per_band)
+    elif args.min_recall is not None:
+        params = recall_params(args.threshold, args.num_hashes, args.min_recall)
     else:
         params = optimal_params(args.threshold, args.num_hashes, args.false_positive_weight,
                                 args.false_negative_weight)
@@ -266,10 +342,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-id", default=None)
     p.add_argument("--end-id", default=None)
     p.add_argument("--workers", type=int, default=1, help="lookups in flight at once (default 1)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="threshold mode: every pair with similarity >= this, verified exactly (no row cap, no "
+                        "first-word filter); writes id, neighbor_id, similarity")
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+                   help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard")
+    p.add_argument("--method", choices=["exact", "lsh"], default="exact",
+                   help="threshold mode candidates: 'exact' = one bounded query per document (complete), "
+                        "'lsh' = LSH bands over exported signatures (fast on large collections)")
+    p.add_argument("--dataset", default=None, help="threshold mode: only pairs within this data set")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
     _add_search_options(p)
     _add_solr_options(p)
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("join", help="similarity join: stream a file against the indexed data set")
+    p.add_argument("file")
+    p.add_argument("--out", required=True, help="TSV of (streamed id, indexed id, similarity)")
+    p.add_argument("--threshold", type=float, default=0.8)
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
+    p.add_argument("--indexed-dataset", default=None, help="match only indexed records of this data set")
+    p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
+    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None)
+    p.add_argument("--id-column", default="id")
+    p.add_argument("--text-column", default="text")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("-q", "--quiet", action="store_true")
+    _add_solr_options(p)
+    p.set_defaults(func=cmd_join)
+
+    p = sub.add_parser("groups", help="turn a pairs file into groups of near duplicates and a keep list")
+    p.add_argument("pairs", help="a report or threshold TSV")
+    p.add_argument("--out", required=True, help="JSONL: group_id, representative, members, max_distance")
+    p.add_argument("--keep", default=None, help="write the ids to keep (one representative per group)")
+    p.add_argument("--representative", choices=["earliest", "longest"], default="earliest")
+    p.add_argument("--with-singletons", action="store_true",
+                   help="keep list also holds every indexed id that is in no group (reads ids from Solr)")
+    _add_solr_options(p)
+    p.set_defaults(func=cmd_groups)
 
     p = sub.add_parser("evaluate", help="precision, recall and F1 of a pairs file against a gold file")
     p.add_argument("pairs")
@@ -286,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-hashes", type=int, default=128)
     p.add_argument("--false-positive-weight", type=float, default=0.5)
     p.add_argument("--false-negative-weight", type=float, default=0.5)
+    p.add_argument("--min-recall", type=float, default=None,
+                   help="instead of minimising error areas, find pairs at the threshold with at least this "
+                        "probability (how indexes choose their bands: 0.95)")
     p.add_argument("--bands", type=int, default=None, help="show this b instead of choosing")
     p.add_argument("--rows-per-band", type=int, default=None, help="show this r instead of choosing")
     p.add_argument("--plot", default=None, help="write the S-curve to this PNG")

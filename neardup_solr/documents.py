@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import InvalidTextError
-from .lsh import LSHParams, band_keys, band_tokens, optimal_params
+from .lsh import LSHParams, band_keys, band_tokens, recall_params
 from .text import MinHash, ProcessedText, Shingler
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class IndexSettings:
     def lsh_params(self) -> LSHParams:
         if self.bands is not None:
             return LSHParams(self.bands, self.rows)
-        return optimal_params(self.lsh_threshold, self.num_hashes)
+        return recall_params(self.lsh_threshold, self.num_hashes)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
