@@ -21,7 +21,7 @@ import random
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
 
@@ -94,7 +94,7 @@ class SolrClient:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not a Solr core URL: {redact_url(raw_url)!r} (expected http(s)://host:port/solr/core)")
         if parts.username and username is None:
-            username, password = parts.username, parts.password or ""
+            username, password = unquote(parts.username), unquote(parts.password or "")
         self.url = redact_url(raw_url)
         self.timeout = timeout
         self.retry = retry or RetryPolicy()

@@ -48,11 +48,16 @@ class LocalSolr:
         data_dir: str | Path | None = None,
         heap: str | None = None,
         core: str = settings.CORE_NAME,
+        auth: tuple[str, str] | None = None,
+        security_json: str | Path | None = None,
     ):
         self.port = settings.local_port() if port is None else int(port)
         self.data_dir = Path(data_dir) if data_dir else settings.local_data_dir(self.port)
         self.heap = heap or os.environ.get("NEARDUP_SOLR_HEAP", "2g")
         self.core = core
+        # Credentials for our own admin calls (ping, core creation) when security.json enables BasicAuth.
+        self.auth = auth
+        self.security_json = Path(security_json) if security_json else None
         self.config_dir = settings.solr_config_dir()
         self.launcher_dir = self.config_dir / "launcher"
 
@@ -133,7 +138,8 @@ class LocalSolr:
 
     def ping(self, timeout: float = 2.0) -> bool:
         try:
-            resp = requests.get(f"{self.core_url}/admin/ping", params={"wt": "json"}, timeout=timeout)
+            resp = requests.get(f"{self.core_url}/admin/ping", params={"wt": "json"}, timeout=timeout,
+                                auth=self.auth)
             return resp.status_code == 200 and resp.json().get("status") == "OK"
         except (requests.RequestException, ValueError):
             return False
@@ -155,6 +161,9 @@ class LocalSolr:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "logs").mkdir(exist_ok=True)
         shutil.copyfile(self.config_dir / "solr_home" / "solr.xml", self.data_dir / "solr.xml")
+        if self.security_json is not None:
+            # Standalone Solr reads security.json from its home at start-up (authentication, authorization).
+            shutil.copyfile(self.security_json, self.data_dir / "security.json")
         # Refreshed on every start so that schema changes in the repository reach the core on restart.
         target = self.data_dir / "configsets"
         if target.exists():
@@ -217,7 +226,8 @@ class LocalSolr:
     def ensure_core(self) -> None:
         """Create the core from our configset unless it exists already."""
         admin = f"{self.base_url}/admin/cores"
-        resp = requests.get(admin, params={"action": "STATUS", "core": self.core, "wt": "json"}, timeout=30)
+        resp = requests.get(admin, params={"action": "STATUS", "core": self.core, "wt": "json"}, timeout=30,
+                            auth=self.auth)
         resp.raise_for_status()
         if resp.json().get("status", {}).get(self.core, {}).get("name"):
             return
@@ -232,6 +242,7 @@ class LocalSolr:
                 "wt": "json",
             },
             timeout=120,
+            auth=self.auth,
         )
         if resp.status_code != 200:
             raise LauncherError(f"could not create core {self.core!r}: {resp.text[:500]}")
