@@ -12,8 +12,12 @@ fi
 stamp=.venv/.neardup-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing neardup-solr and its dependencies into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[test,bench]'
+  log=.venv/pip-install.log
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench]'; } >"$log" 2>&1; then
+    tail -30 "$log" >&2
+    echo "setup: pip install failed (full log: $log)" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
 
