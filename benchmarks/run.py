@@ -633,7 +633,7 @@ def sec_collection_datasketch(*, deadline, corpus_dir: str, batch: int = 5000) -
     for i in range(n):
         if i % 10_000 == 0 and time.time() > deadline:
             raise TimeoutError(f"time box reached after querying {i:,} of {n:,} documents")
-        for j in lsh.query(LeanMinHash(seed=1, hashvalues=sigs[i])):
+        for j in lsh.query(LeanMinHash(seed=1, hashvalues=sigs[i], scheme=template.scheme)):
             if j != i:
                 cand.add((i, j) if i < j else (j, i))
     t_query = time.perf_counter() - t0

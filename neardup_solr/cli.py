@@ -48,6 +48,19 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-first-word-filter", dest="first_word_filter", action="store_false")
     p.add_argument("--num-hashes", type=int, default=None,
                    help="MinHash values to query with in minhash mode (default: all the index holds)")
+    p.add_argument("--ngram", type=int, default=None,
+                   help="expected shingle size; the index's own setting is used, this only checks it")
+
+
+def _searcher(args):
+    from .searcher import Searcher
+
+    searcher = Searcher(_client(args))
+    ngram = getattr(args, "ngram", None)
+    if ngram is not None and ngram != searcher.settings.ngram:
+        raise ValueError(f"this collection was indexed with {searcher.settings.ngram}-shingles, not {ngram}; "
+                         f"re-index with --ngram {ngram} to search with it")
+    return searcher
 
 
 def _max_distance(args):
@@ -129,9 +142,7 @@ def _print_matches(source_label: str, source_text: str, matches) -> None:
 
 
 def cmd_near_dups(args) -> int:
-    from .searcher import Searcher
-
-    searcher = Searcher(_client(args))
+    searcher = _searcher(args)
     kw = dict(mode=args.mode, max_distance=_max_distance(args), rows=args.rows,
               first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
     if (args.id is None) == (args.text is None):
@@ -155,9 +166,8 @@ def cmd_near_dups(args) -> int:
 
 def cmd_report(args) -> int:
     from .report import report_near_dups
-    from .searcher import Searcher
 
-    searcher = Searcher(_client(args))
+    searcher = _searcher(args)
     if args.threshold is not None:
         return _threshold_report(args, searcher)
 

@@ -145,3 +145,19 @@ def test_reindexing_the_same_file_is_idempotent(solr, tmp_path):
     second = solr.select({"q": "*:*", "fl": "id,md5_hash,content_sg", "rows": 100, "sort": "id asc"})
     assert first["response"]["docs"] == second["response"]["docs"]
     assert second["response"]["numFound"] == 51  # 50 records and the settings document
+
+
+def test_several_indexing_workers_give_the_same_index_as_one(solr, tmp_path):
+    path = tmp_path / "many.txt"
+    path.write_text("".join(f"{i} document {i} says w{i % 11} w{i % 17} w{i % 23} again\n" for i in range(3000)))
+    fields = "id,content,md5_hash,num_shingles,minhash_sig"
+
+    def snapshot():
+        return solr.select({"q": "*:*", "sort": "id asc", "rows": 5000, "fl": fields})["response"]["docs"]
+
+    Indexer(solr, batch_size=100, workers=1).index_file(path)
+    one = snapshot()
+    solr.delete_all()
+    summary = Indexer(solr, batch_size=100, workers=4).index_file(path)
+    assert summary.indexed == 3000
+    assert snapshot() == one
