@@ -63,6 +63,21 @@ def _searcher(args):
     return searcher
 
 
+def _field_weights(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    weights = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--field-weights wants column=weight pairs like name=2,city=0.5; got {part!r}")
+        if not sep or not name.strip():
+            raise ValueError(f"--field-weights wants column=weight pairs like name=2,city=0.5; got {part!r}")
+    return weights
+
+
 def _max_distance(args):
     return None if args.max_edit_distance is not None and args.max_edit_distance < 0 else args.max_edit_distance
 
@@ -201,7 +216,8 @@ def _threshold_report(args, searcher) -> int:
         result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
         pairs = result.pairs
     else:
-        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity)
+        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
+                                 field_weights=_field_weights(args.field_weights))
         pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset)
     write_pairs(pairs, args.out)
     print(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} "
@@ -219,7 +235,8 @@ def cmd_join(args) -> int:
     records = [r for r in reader if isinstance(r, Record)]
     if reader.stats.invalid:
         print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
-    finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity)
+    finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
+                             field_weights=_field_weights(args.field_weights))
     pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
                        progress=not args.quiet)
     if args.one_to_one:
@@ -316,7 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None,
                    help="input format (default: from the file name; 'lines' = '<id> <text>')")
     p.add_argument("--id-column", default="id", help="id key/column for jsonl and csv (default id)")
-    p.add_argument("--text-column", default="text", help="text key/column for jsonl and csv (default text)")
+    p.add_argument("--text-column", default="text",
+                   help="text key/column for jsonl and csv (default text); several, comma-separated, are joined "
+                        "and also indexed per column for --field-weights")
     p.add_argument("--on-decode-error", choices=["latin-1", "reject", "replace"], default="latin-1",
                    help="lines that are not UTF-8: decode as Latin-1 (default), reject, or replace bad bytes")
     p.add_argument("--batch-size", type=int, default=500)
@@ -361,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="threshold mode candidates: 'exact' = one bounded query per document (complete), "
                         "'lsh' = LSH bands over exported signatures (fast on large collections)")
     p.add_argument("--dataset", default=None, help="threshold mode: only pairs within this data set")
+    p.add_argument("--field-weights", default=None,
+                   help="with --similarity idf on records indexed from several text columns: column=weight,... "
+                        "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
     _add_search_options(p)
     _add_solr_options(p)
@@ -373,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
     p.add_argument("--indexed-dataset", default=None, help="match only indexed records of this data set")
     p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
+    p.add_argument("--field-weights", default=None,
+                   help="with --similarity idf on records indexed from several text columns: column=weight,... "
+                        "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None)
     p.add_argument("--id-column", default="id")
     p.add_argument("--text-column", default="text")

@@ -153,11 +153,20 @@ class DocumentBuilder:
             raise InvalidTextError("no words left after normalisation (empty, blank or punctuation-only text)")
         return processed
 
-    def build(self, items: Sequence[tuple[str, str]], dataset: str | None = None) -> BuiltBatch:
-        """``items`` are (id, text) pairs; records that cannot be indexed are returned in ``rejected``."""
+    def field_tokens(self, fields: dict) -> list[str]:
+        """Distinct ``column:word`` tokens of a multi-column record."""
+        tokens: dict[str, None] = {}
+        for name, value in fields.items():
+            for word in self.shingler.process(value).words:
+                tokens[f"{name}:{text_token(word)}"] = None
+        return list(tokens)
+
+    def build(self, items: Sequence[tuple], dataset: str | None = None) -> BuiltBatch:
+        """``items`` are (id, text) or (id, text, fields) tuples; records that cannot be indexed are returned in
+        ``rejected``."""
         out = BuiltBatch()
         processed: list[tuple[int, str, str, ProcessedText]] = []
-        for index, (doc_id, text) in enumerate(items):
+        for index, (doc_id, text, *_) in enumerate(items):
             if not doc_id or doc_id == SETTINGS_DOC_ID:
                 out.rejected.append((index, f"id {doc_id!r} is empty or reserved"))
                 continue
@@ -172,7 +181,7 @@ class DocumentBuilder:
         want_shingles = "shingles" in self.settings.fields
         want_words = "words" in self.settings.fields
         want_minhash = "minhash" in self.settings.fields
-        for row, (_, doc_id, text, p) in enumerate(processed):
+        for row, (index, doc_id, text, p) in enumerate(processed):
             doc = {
                 "id": doc_id,
                 "content": text,
@@ -192,6 +201,10 @@ class DocumentBuilder:
                 doc["content_lsh"] = band_tokens(keys[row])
             if dataset is not None:
                 doc["dataset"] = dataset
+            fields = items[index][2] if len(items[index]) > 2 else None
+            if fields:
+                doc["content_fwords"] = self.field_tokens(fields)
+                doc["fields_json"] = json.dumps(fields, ensure_ascii=False)
             out.documents.append(doc)
         return out
 

@@ -229,7 +229,7 @@ class Indexer:
                 return
             records = list(batch.values())
             batch = {}
-            built = builder.build([(r.id, r.text) for r in records], dataset=self.dataset)
+            built = builder.build([(r.id, r.text, r.fields) for r in records], dataset=self.dataset)
             for index, reason in built.rejected:
                 r = records[index]
                 rejects.write(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)

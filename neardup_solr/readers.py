@@ -38,6 +38,8 @@ class Record:
     text: str
     source: str
     line: int
+    # Set when the record was read from several text columns: {column: text}, for per-field weights.
+    fields: dict | None = None
 
 
 @dataclass
@@ -77,6 +79,9 @@ class RecordReader:
             raise ValueError(f"on_decode_error must be one of {', '.join(DECODE_POLICIES)}")
         self.id_field = id_field
         self.text_field = text_field
+        # "name,city" reads several text columns: the text is their concatenation, and each column's words
+        # are also indexed per field (weighted separately by IdfWeights / ThresholdFinder field_weights).
+        self.text_fields = [f.strip() for f in text_field.split(",") if f.strip()] or [text_field]
         self.on_decode_error = on_decode_error
         self.stats = ReadStats()
 
@@ -159,6 +164,8 @@ class RecordReader:
         return self._from_mapping(obj, lineno, what="key")
 
     def _from_mapping(self, obj: dict, lineno: int, what: str) -> ReadItem:
+        if len(self.text_fields) > 1:
+            return self._from_mapping_fields(obj, lineno, what)
         doc_id, text = obj.get(self.id_field), obj.get(self.text_field)
         if doc_id is None or str(doc_id).strip() == "":
             return InvalidRecordError(f"missing or empty {what} {self.id_field!r}", source=self.path, line=lineno)
@@ -172,12 +179,31 @@ class RecordReader:
             )
         return Record(str(doc_id).strip(), text, str(self.path), lineno)
 
+    def _from_mapping_fields(self, obj: dict, lineno: int, what: str) -> ReadItem:
+        doc_id = obj.get(self.id_field)
+        if doc_id is None or str(doc_id).strip() == "":
+            return InvalidRecordError(f"missing or empty {what} {self.id_field!r}", source=self.path, line=lineno)
+        fields = {}
+        for name in self.text_fields:
+            value = obj.get(name)
+            if value is not None and not isinstance(value, str):
+                return InvalidRecordError(f"{what} {name!r} is not a string", source=self.path, line=lineno,
+                                          record_id=str(doc_id))
+            fields[name] = value or ""
+        if not any(v.strip() for v in fields.values()):
+            return InvalidRecordError(
+                f"none of the {what}s {', '.join(map(repr, self.text_fields))} has text",
+                source=self.path, line=lineno, record_id=str(doc_id),
+            )
+        text = " ".join(v for v in fields.values() if v.strip())
+        return Record(str(doc_id).strip(), text, str(self.path), lineno, fields)
+
     def _read_csv(self) -> Iterator[ReadItem]:
         lines = (text if isinstance(text, str) else "" for _, text in self._decoded_lines())
         # csv needs the raw line structure back (quoted fields may span lines).
         reader = csv.DictReader(io.StringIO("\n".join(lines)))
         header = reader.fieldnames or []
-        missing = [c for c in (self.id_field, self.text_field) if c not in header]
+        missing = [c for c in (self.id_field, *self.text_fields) if c not in header]
         if missing:
             raise InvalidRecordError(
                 f"CSV header has no column {', '.join(map(repr, missing))} (columns: {', '.join(header) or 'none'}); "

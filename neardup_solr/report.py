@@ -48,7 +48,7 @@ def iter_documents(searcher: Searcher, page_size: int = 1000) -> Iterator[Stored
             ("sort", "id asc"),
             ("rows", page_size),
             ("cursorMark", cursor),
-            ("fl", "id,content,md5_hash,num_words,first_word,num_shingles,dataset"),
+            ("fl", "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json"),
         ])
         for doc in data["response"]["docs"]:
             if doc["id"] != SETTINGS_DOC_ID:

@@ -17,6 +17,7 @@ their position.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 
 MODES = ("shingles", "minhash", "lsh")
 _FIELD_OF_MODE = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh"}
-_FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,score"
+_FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json,score"
 
 
 class DocumentNotFoundError(NeardupError, KeyError):
@@ -61,6 +62,7 @@ class StoredDocument:
     first_word: str = ""
     num_shingles: int = 0
     dataset: str | None = None
+    fields: dict | None = None
 
     @classmethod
     def from_solr(cls, doc: dict) -> "StoredDocument":
@@ -72,6 +74,7 @@ class StoredDocument:
             first_word=doc.get("first_word", ""),
             num_shingles=doc.get("num_shingles", 0),
             dataset=doc.get("dataset"),
+            fields=json.loads(doc["fields_json"]) if doc.get("fields_json") else None,
         )
 
 

@@ -13,6 +13,7 @@ Candidates are then verified with the exact (weighted) Jaccard on the client; no
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -50,7 +51,8 @@ class ThresholdFinder:
     [('536', 1.0), ...]
     """
 
-    def __init__(self, searcher: Searcher, threshold: float = 0.8, similarity: str = "jaccard", page_size: int = 500):
+    def __init__(self, searcher: Searcher, threshold: float = 0.8, similarity: str = "jaccard", page_size: int = 500,
+                 field_weights: dict[str, float] | None = None):
         if not 0.0 < threshold <= 1.0:
             raise ValueError("threshold must be in (0, 1]")
         if similarity not in SIMILARITIES:
@@ -60,50 +62,76 @@ class ThresholdFinder:
         self.threshold = threshold
         self.similarity = similarity
         self.page_size = page_size
-        searcher.settings.require("shingles" if similarity == "jaccard" else "words")
-        self.idf = IdfWeights(self.client) if similarity == "idf" else None
+        if field_weights is not None:
+            if similarity != "idf":
+                raise ValueError("field weights scale IDF weights: use similarity='idf' with field_weights")
+            if any(w < 0 for w in field_weights.values()):
+                raise ValueError("field weights must be >= 0")
+        else:
+            searcher.settings.require("shingles" if similarity == "jaccard" else "words")
+        # Per-field weighting reads document frequencies of "column:word" tokens (records indexed from
+        # several text columns); a column missing from field_weights weighs 1.
+        self.field_weights = field_weights
+        self.token_field = ("content_ng" if similarity == "jaccard"
+                            else "content_fwords" if field_weights is not None else "content_words")
+        self.idf = IdfWeights(self.client, field=self.token_field) if similarity == "idf" else None
 
-    def _query(self, text: str) -> tuple[list[tuple[str, float]], float, object]:
+    def _weights(self, tokens) -> dict[str, float]:
+        weights = self.idf.weights(tokens)
+        if self.field_weights:
+            for token in weights:
+                weights[token] *= self.field_weights.get(token.split(":", 1)[0], 1.0)
+        return weights
+
+    def _word_tokens(self, text: str, fields: dict | None) -> list[str]:
+        if self.field_weights is None:
+            return text_tokens(dict.fromkeys(self.searcher.builder.shingler.process(text).words))
+        if not fields:
+            raise ValueError("per-field weights need the record's columns (read it with several text columns)")
+        return self.searcher.builder.field_tokens(fields)
+
+    def _query(self, text: str, fields: dict | None = None) -> tuple[list[tuple[str, float]], float, object]:
         """(token, boost) pairs, the lower bound on the score, and what verification needs."""
         processed = self.searcher.builder.process(text)
         if self.similarity == "jaccard":
             tokens = text_tokens(processed.shingles)
             bound = math.ceil(self.threshold * len(set(processed.shingle_hashes.tolist())) - 1e-9)
             return [(t, 1.0) for t in tokens], float(bound), np.unique(processed.shingle_hashes)
-        words = text_tokens(dict.fromkeys(processed.words))
-        weights = self.idf.weights(words)
+        words = self._word_tokens(text, fields)
+        weights = self._weights(words)
         total = sum(weights.values())
         boosted = [(w, weights[w]) for w in words if weights[w] > 0]
         return boosted, self.threshold * total * (1 - 1e-9), (set(words), weights)
 
-    def _verify(self, basis, content: str) -> float:
-        processed = self.searcher.builder.shingler.process(content)
+    def _verify(self, basis, content: str, fields: dict | None = None) -> float:
         if self.similarity == "jaccard":
+            processed = self.searcher.builder.shingler.process(content)
             return _sorted_jaccard(basis, np.unique(processed.shingle_hashes))
         words, weights = basis
-        other = set(text_tokens(processed.words))
+        other = set(self._word_tokens(content, fields))
         weights = dict(weights)
         missing = [w for w in other if w not in weights]
         if missing:
-            weights.update(self.idf.weights(missing))
+            weights.update(self._weights(missing))
         return weighted_jaccard(words, other, weights)
 
     def similar_to_text(
         self, text: str, *, exclude_id: str | None = None, only_greater_than: str | None = None,
-        dataset: str | None = None,
+        dataset: str | None = None, fields: dict | None = None,
     ) -> list[tuple[str, float]]:
         """(id, similarity) of every indexed document with similarity >= threshold, best first.
-        ``dataset`` restricts the candidates to that data set (similarity joins)."""
-        tokens, bound, basis = self._query(text)
+        ``dataset`` restricts the candidates to that data set (similarity joins); ``fields`` are the record's
+        columns, needed with per-field weights."""
+        tokens, bound, basis = self._query(text, fields)
         if not tokens:
             return []
-        field = "content_ng" if self.similarity == "jaccard" else "content_words"
+        field = self.token_field
         q = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
         params: list[tuple[str, object]] = [
             ("q", q), ("defType", "lucene"), ("df", field), ("q.op", "OR"),
             ("fq", f"{{!frange l={bound:.9g}}}query($q)"),
             ("fq", f"-dataset:{META_DATASET}"),
-            ("fl", "id,content,md5_hash"), ("sort", "score desc,id asc"), ("rows", self.page_size),
+            ("fl", "id,content,md5_hash,fields_json"), ("sort", "score desc,id asc"), ("rows", self.page_size),
         ]
         if dataset is not None:
             params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
@@ -118,7 +146,8 @@ class ThresholdFinder:
                     continue
                 if low_key is not None and id_sort_key(doc_id) <= low_key:
                     continue
-                sim = self._verify(basis, doc.get("content", ""))
+                doc_fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
+                sim = self._verify(basis, doc.get("content", ""), doc_fields)
                 if sim >= self.threshold - 1e-12:
                     results.append((doc_id, sim))
             next_cursor = data.get("nextCursorMark", cursor)
@@ -137,7 +166,8 @@ def threshold_pairs(
     docs.sort(key=lambda d: id_sort_key(d.id))
 
     def lookup(doc: StoredDocument):
-        return finder.similar_to_text(doc.content, exclude_id=doc.id, only_greater_than=doc.id, dataset=dataset)
+        return finder.similar_to_text(doc.content, exclude_id=doc.id, only_greater_than=doc.id, dataset=dataset,
+                                      fields=doc.fields)
 
     pairs = []
     for doc, found in zip(docs, _mapped(lookup, docs, workers, progress, f"threshold {finder.threshold}")):
@@ -155,17 +185,17 @@ def join_pairs(
 ) -> list[SimilarPair]:
     """Similarity join: every streamed record against the indexed data set (``indexed_dataset``, or the whole
     collection). Pairs are (streamed id, indexed id); records of the same side are never paired."""
-    items = [(r.id, r.text) if isinstance(r, Record) else (str(r[0]), r[1]) for r in records]
+    items = [(r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None) for r in records]
 
     def lookup(item):
         try:
-            return finder.similar_to_text(item[1], dataset=indexed_dataset)
+            return finder.similar_to_text(item[1], dataset=indexed_dataset, fields=item[2])
         except ValueError as exc:  # a streamed text without words: nothing can match it
             log.warning("join: record %r skipped: %s", item[0], exc)
             return []
 
     pairs = []
-    for (rid, _), found in zip(items, _mapped(lookup, items, workers, progress, "join")):
+    for (rid, _, _), found in zip(items, _mapped(lookup, items, workers, progress, "join")):
         pairs.extend(SimilarPair(rid, other, sim) for other, sim in found)
     return pairs
 

@@ -104,3 +104,33 @@ def test_one_to_one_keeps_the_best_pair_per_id():
     pairs = [SimilarPair("a", "x", 0.9), SimilarPair("a", "y", 0.8), SimilarPair("b", "x", 0.85),
              SimilarPair("b", "y", 0.5)]
     assert one_to_one(pairs) == [SimilarPair("a", "x", 0.9), SimilarPair("b", "y", 0.5)]
+
+
+def test_per_field_weights_make_the_name_count_more_than_the_city(solr, tmp_path):
+    rows = [
+        {"id": "a1", "name": "Golden Dragon Palace", "city": "San Francisco"},
+        {"id": "a2", "name": "Golden Dragon Palace", "city": "Oakland"},
+        {"id": "b1", "name": "Blue Bayou Grill", "city": "San Francisco"},
+        {"id": "b2", "name": "Red Rooster Cafe", "city": "San Francisco"},
+        {"id": "c1", "name": "Quiet Corner Bistro", "city": "Los Angeles"},
+        {"id": "c2", "name": "Sunny Side Diner", "city": "Los Angeles"},
+    ]
+    import json as _json
+
+    path = tmp_path / "places.jsonl"
+    path.write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
+    summary = Indexer(solr).index_file(path, text_field="name,city")
+    assert summary.indexed == 6
+    searcher = Searcher(solr)
+    assert searcher.get_by_id("a2").fields == {"name": "Golden Dragon Palace", "city": "Oakland"}
+
+    def pairs(weights):
+        finder = ThresholdFinder(searcher, threshold=0.5, similarity="idf", field_weights=weights)
+        return {(p.id, p.neighbor_id) for p in threshold_pairs(finder)}
+
+    # Same name, different city: kept when the name weighs most, lost when the city does.
+    assert ("a1", "a2") in pairs({"name": 3.0, "city": 0.3})
+    assert ("a1", "a2") not in pairs({"name": 0.1, "city": 5.0})
+    # Same city, different names: never similar once the name dominates.
+    assert not {("b1", "b2"), ("c1", "c2")} & pairs({"name": 3.0, "city": 0.3})
+    assert {("b1", "b2"), ("c1", "c2")} <= pairs({"name": 0.1, "city": 5.0})
