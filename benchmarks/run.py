@@ -246,6 +246,7 @@ def run_section(name: str, fn, budget: float, log, **kwargs) -> dict:
     t0 = time.perf_counter()
     proc = ctx.Process(target=_section_child, args=(fn.__name__, kwargs, send, time.time() + budget),
                        name=f"bench-{name}")
+    load_start = os.getloadavg()
     proc.start()
     send.close()
     hard = budget * 1.2 + 30
@@ -269,6 +270,8 @@ def run_section(name: str, fn, budget: float, log, **kwargs) -> dict:
         else:
             result = {"status": "error", "error": f"section process died (exit code {proc.exitcode})"}
         result["section_seconds"] = round(time.perf_counter() - t0, 3)
+    # The machine may be shared: the load average says whether a section had the CPUs to itself.
+    result["loadavg_1m_start_end"] = [round(load_start[0], 2), round(os.getloadavg()[0], 2)]
     log(f"[{name}] {result['status']} in {result['section_seconds']:.1f} s"
         + (f": {result.get('error')}" if result["status"] not in ("ok", "partial") else ""))
     return result
@@ -349,14 +352,34 @@ def sec_signing(*, deadline, corpus_dir: str, docs: int, repeats: int) -> dict:
     return report
 
 
-def sec_indexing(*, deadline, core_url: str, docs_path: str, batch_size: int, workers: int) -> dict:
+def _client_build_rate(docs_path: str, settings, docs: int = 10_000) -> dict:
+    """Documents/s the client alone turns into JSON update bodies (one thread): the Indexer's ceiling on the
+    Python side, to tell client cost from Solr cost."""
+    from benchmarks.corpus import iter_documents
+    from neardup_solr.documents import DocumentBuilder
+
+    items = []
+    for item in iter_documents(docs_path):
+        items.append(item)
+        if len(items) >= docs:
+            break
+    builder = DocumentBuilder(settings)
+    t0 = time.perf_counter()
+    for lo in range(0, len(items), 500):
+        json.dumps(builder.build(items[lo : lo + 500]).documents, ensure_ascii=False).encode("utf-8")
+    wall = time.perf_counter() - t0
+    return {"docs": len(items), "seconds": round(wall, 3), "docs_per_s": round(len(items) / wall, 1)}
+
+
+def sec_indexing(*, deadline, core_url: str, docs_path: str, batch_size: int, workers: int,
+                 fields: list | None = None) -> dict:
     from neardup_solr.documents import IndexSettings
     from neardup_solr.indexer import Indexer
     from neardup_solr.solr_client import SolrClient
 
     client = SolrClient(core_url, timeout=600)
     client.delete_all()
-    settings = IndexSettings()
+    settings = IndexSettings(fields=tuple(fields)) if fields else IndexSettings()
     indexer = Indexer(client, settings, batch_size=batch_size, workers=workers)
     t0 = time.perf_counter()
     summary = indexer.index_file(docs_path, "jsonl", checkpoint_path=str(Path(docs_path).parent / "bench.ckpt"))
@@ -366,7 +389,7 @@ def sec_indexing(*, deadline, core_url: str, docs_path: str, batch_size: int, wo
         "docs": summary.indexed, "rejected": summary.rejected, "seconds": round(wall, 3),
         "docs_per_s": round(summary.indexed / wall, 1), "mb_per_s": round(mb / wall, 3),
         "batch_size": batch_size, "workers": workers, "settings": json.loads(settings.to_json()),
-        "num_found": client.count(),
+        "num_found": client.count(), "client_build_one_thread": _client_build_rate(docs_path, settings),
     }
 
 
@@ -596,7 +619,7 @@ def sec_collection_ours(*, deadline, core_url: str, corpus_dir: str) -> dict:
             "memory_note": "client process only; Solr's JVM (which does the export) is not counted"}
 
 
-def sec_collection_datasketch(*, deadline, corpus_dir: str, batch: int = 5000) -> dict:
+def sec_collection_datasketch(*, deadline, corpus_dir: str, params: list | None = None) -> dict:
     from datasketch import LeanMinHash, MinHash, MinHashLSH
 
     from benchmarks.corpus import iter_documents
@@ -608,7 +631,7 @@ def sec_collection_datasketch(*, deadline, corpus_dir: str, batch: int = 5000) -
     mem = PeakRSS()
     shingler = Shingler(ngram=3)
     template = MinHash(num_perm=NUM_HASHES, seed=1)
-    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_HASHES)
+    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_HASHES, params=tuple(params) if params else None)
     # Signatures kept as one uint64 matrix (datasketch's own dtype), not as n MinHash objects.
     sigs = np.empty((n, NUM_HASHES), dtype=np.uint64)
     ids: list[str] = []
@@ -776,6 +799,12 @@ def render_markdown(report: dict) -> str:
         row("indexing, our Indexer (docs/s, file -> committed)",
             lambda z: _f(z["indexing"]["docs_per_s"]) if _ok(z.get("indexing")) else _status_note(z.get("indexing")))
         row("indexing (MB/s)", lambda z: _f(z["indexing"]["mb_per_s"], "{:.2f}"))
+        row("client only: build + JSON-encode, one thread (docs/s)",
+            lambda z: _f(z["indexing"]["client_build_one_thread"]["docs_per_s"]))
+        row("indexing with only the LSH + signature fields (docs/s)",
+            lambda z: _f(z["indexing_lsh_only"]["docs_per_s"]))
+        row("Solr min_hash core: id, content, content_mh (docs/s)",
+            lambda z: _f(z["solr_minhash"]["solr_minhash_indexing"]["docs_per_s"]))
         row("index size (MB)", lambda z: _f(z["index_size"]["size_in_bytes"] / 1e6, "{:,.1f}"))
         row("index bytes per doc", lambda z: _f(z["index_size"]["bytes_per_doc"]))
         for mode in MODES:
@@ -811,8 +840,13 @@ def render_markdown(report: dict) -> str:
         for s in order:
             col = sizes[s].get("collection") or {}
             for name, key in (("ours (dedupe_collection, exact verify)", "ours"),
-                              ("datasketch MinHashLSH in memory + exact verify", "datasketch")):
+                              ("datasketch MinHashLSH in memory + exact verify", "datasketch"),
+                              ("datasketch, our bands x rows, + exact verify", "datasketch_our_bands")):
                 r = col.get(key)
+                if r is None and key != "ours":
+                    continue
+                if r and _ok(r) and r.get("bands_rows"):
+                    name += f" ({r['bands_rows'][0]}x{r['bands_rows'][1]})"
                 if not _ok(r):
                     L.append(f"| {int(s):,} | {name} | {_status_note(r)} | | | | |")
                     continue
@@ -915,6 +949,10 @@ def parse_args(argv=None):
     ap.add_argument("--min-hash-tp", default="0.95,1.0", help="tp values of the {!min_hash} peer")
     ap.add_argument("--batch-size", type=int, default=500)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--variant-max-docs", type=int, default=200_000,
+                    help="also time indexing with only the LSH fields up to this corpus size (default 200,000)")
+    ap.add_argument("--no-datasketch-our-bands", dest="datasketch_our_bands", action="store_false",
+                    help="skip the second datasketch run that uses our (bands, rows) instead of its own choice")
     ap.add_argument("--budget-scale", type=float, default=1.0, help="multiply every time box by this")
     return ap.parse_args(argv)
 
@@ -971,7 +1009,8 @@ def main(argv=None) -> int:
     json_path = stem.with_suffix(".json")
     if args.merge and json_path.exists():
         old = json.loads(json_path.read_text())
-        report["sizes"] = {k: v for k, v in old.get("sizes", {}).items() if int(k) not in sizes}
+        # Section-level: a size re-run with some sections keeps the others from the earlier run.
+        report["sizes"] = old.get("sizes", {})
         if "signing" not in sections and "signing" in old:
             report["signing"] = old["signing"]
         report["meta"]["merged_from"] = old.get("meta", {}).get("command")
@@ -1000,7 +1039,7 @@ def main(argv=None) -> int:
             b = budgets(n, args.budget_scale)
             corpus_dir = str(work / f"corpus-{n}-s{args.seed}")
             docs_path = str(Path(corpus_dir) / "docs.jsonl")
-            per: dict = {}
+            per: dict = report["sizes"].get(str(n), {})
             report["sizes"][str(n)] = per
             per["corpus"] = run_section(f"{n}/corpus", sec_corpus, b["corpus"], log, corpus_dir=corpus_dir,
                                         docs=n, seed=args.seed)
@@ -1013,6 +1052,10 @@ def main(argv=None) -> int:
                     "signing", sec_signing, b["signing"], log, corpus_dir=corpus_dir,
                     docs=min(n, args.signing_docs or (300 if quick else 20_000)), repeats=signing_repeats)
                 _write(report, stem, log)
+            if "indexing" in sections and n <= args.variant_max_docs:
+                per["indexing_lsh_only"] = run_section(
+                    f"{n}/indexing lsh only", sec_indexing, b["indexing"], log, core_url=core_url,
+                    docs_path=docs_path, batch_size=args.batch_size, workers=args.workers, fields=["lsh"])
             if "indexing" in sections:
                 per["indexing"] = run_section(f"{n}/indexing", sec_indexing, b["indexing"], log, core_url=core_url,
                                               docs_path=docs_path, batch_size=args.batch_size, workers=args.workers)
@@ -1044,6 +1087,13 @@ def main(argv=None) -> int:
                                if indexed else {"status": "skipped", "error": "indexing did not succeed"})
                 col["datasketch"] = run_section(f"{n}/collection datasketch", sec_collection_datasketch,
                                                 b["collection_datasketch"], log, corpus_dir=corpus_dir)
+                if args.datasketch_our_bands:
+                    from neardup_solr.documents import IndexSettings
+
+                    lp = IndexSettings().lsh_params()
+                    col["datasketch_our_bands"] = run_section(
+                        f"{n}/collection datasketch {lp.bands}x{lp.rows}", sec_collection_datasketch,
+                        b["collection_datasketch"], log, corpus_dir=corpus_dir, params=[lp.bands, lp.rows])
                 per["collection"] = col
                 _write(report, stem, log)
     finally:
