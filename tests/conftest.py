@@ -16,9 +16,26 @@ from neardup_solr.solr_local import LocalSolr
 
 @pytest.fixture(scope="session")
 def local_solr():
-    """The LocalSolr this session started, or None when SOLR_URL points elsewhere."""
+    """The LocalSolr this session started, or None when SOLR_URL points elsewhere.
+
+    ``NEARDUP_TEST_BACKEND=docker`` runs the suite against a Solr container instead (machines with an engine).
+    """
     if os.environ.get("SOLR_URL"):
         yield None
+        return
+    if os.environ.get("NEARDUP_TEST_BACKEND") == "docker":
+        from neardup_solr.solr_docker import DockerSolr, docker_available
+
+        if not docker_available():
+            pytest.skip("NEARDUP_TEST_BACKEND=docker but no Docker engine answers here")
+        container = DockerSolr(port=int(os.environ.get("NEARDUP_DOCKER_PORT", "8983")), name="neardup-solr-test")
+        container.start()
+        os.environ["SOLR_URL"] = container.core_url
+        try:
+            yield None
+        finally:
+            os.environ.pop("SOLR_URL", None)
+            container.stop()
         return
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-test-solr-"))
     solr = LocalSolr(port=0, data_dir=data_dir)
