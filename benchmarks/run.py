@@ -371,8 +371,20 @@ def _client_build_rate(docs_path: str, settings, docs: int = 10_000) -> dict:
     return {"docs": len(items), "seconds": round(wall, 3), "docs_per_s": round(len(items) / wall, 1)}
 
 
+def _cpu_seconds(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        import psutil
+
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except Exception:  # noqa: BLE001 - Solr elsewhere, or gone: the split is simply not reported
+        return None
+
+
 def sec_indexing(*, deadline, core_url: str, docs_path: str, batch_size: int, workers: int,
-                 fields: list | None = None) -> dict:
+                 fields: list | None = None, solr_pid: int | None = None) -> dict:
     from neardup_solr.documents import IndexSettings
     from neardup_solr.indexer import Indexer
     from neardup_solr.solr_client import SolrClient
@@ -381,11 +393,19 @@ def sec_indexing(*, deadline, core_url: str, docs_path: str, batch_size: int, wo
     client.delete_all()
     settings = IndexSettings(fields=tuple(fields)) if fields else IndexSettings()
     indexer = Indexer(client, settings, batch_size=batch_size, workers=workers)
+    solr_cpu0 = _cpu_seconds(solr_pid)
+    own0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     summary = indexer.index_file(docs_path, "jsonl", checkpoint_path=str(Path(docs_path).parent / "bench.ckpt"))
     wall = time.perf_counter() - t0
+    own1 = resource.getrusage(resource.RUSAGE_SELF)
+    solr_cpu1 = _cpu_seconds(solr_pid)
     mb = Path(docs_path).stat().st_size / 1e6
-    return {
+    # Where the CPU went: on 2 cores, client + Solr CPU seconds per wall second shows which side is the limit.
+    cpu = {"client_cpu_s": round(own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime, 1),
+           "solr_cpu_s": round(solr_cpu1 - solr_cpu0, 1) if solr_cpu0 is not None and solr_cpu1 is not None
+           else None}
+    return {"cpu": cpu,
         "docs": summary.indexed, "rejected": summary.rejected, "seconds": round(wall, 3),
         "docs_per_s": round(summary.indexed / wall, 1), "mb_per_s": round(mb / wall, 3),
         "batch_size": batch_size, "workers": workers, "settings": json.loads(settings.to_json()),
@@ -760,7 +780,9 @@ def evaluate_goals(report: dict) -> list[dict]:
 def render_markdown(report: dict) -> str:
     m = report["meta"]
     L = [f"# neardup-solr benchmark, {m['date']} ({m['machine']})", "",
-         f"Command: `{m['command']}`  ", f"Solr {m['solr_version']} ({m['solr']}), Python {m['python']}, "
+         "Command" + ("s (merged runs, oldest first)" if m.get("earlier_runs") else "") + ": "
+         + "; ".join(f"`{c}`" for c in [e.get("command") for e in m.get("earlier_runs", [])] + [m["command"]] if c)
+         + "  ", f"Solr {m['solr_version']} ({m['solr']}), Python {m['python']}, "
          f"NumPy {m['numpy']}, {m['cpus']} CPUs, {m['memory_gib']} GiB RAM. Threshold J >= {THRESHOLD}, "
          f"{NUM_HASHES} hashes, word 3-shingles.", ""]
     sizes = report.get("sizes", {})
@@ -799,6 +821,8 @@ def render_markdown(report: dict) -> str:
         row("indexing, our Indexer (docs/s, file -> committed)",
             lambda z: _f(z["indexing"]["docs_per_s"]) if _ok(z.get("indexing")) else _status_note(z.get("indexing")))
         row("indexing (MB/s)", lambda z: _f(z["indexing"]["mb_per_s"], "{:.2f}"))
+        row("CPU seconds during indexing: client / Solr",
+            lambda z: f"{_f(z['indexing']['cpu']['client_cpu_s'])} / {_f(z['indexing']['cpu']['solr_cpu_s'])}")
         row("client only: build + JSON-encode, one thread (docs/s)",
             lambda z: _f(z["indexing"]["client_build_one_thread"]["docs_per_s"]))
         row("indexing with only the LSH + signature fields (docs/s)",
@@ -873,17 +897,23 @@ def render_plot(report: dict, path: Path) -> str | None:
         return None
     xs = [int(s) for s in order]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colours = {"shingles": "C0", "minhash": "C1", "lsh": "C2"}
     for mode in MODES:
-        for kind, style in (("by_id", "-o"), ("by_text", "--s")):
-            for pct, alpha in (("p50_ms", 0.5), ("p99_ms", 1.0)):
+        for kind, ls in (("by_id", "-"), ("by_text", "--")):
+            for pct, marker, alpha in (("p50_ms", "o", 0.45), ("p99_ms", "^", 1.0)):
                 ys = []
                 for s in order:
                     lk = sizes[s].get("lookup")
-                    ys.append(lk["modes"][mode][kind].get(pct, np.nan) if _ok(lk) else np.nan)
+                    try:
+                        ys.append(float(lk["modes"][mode][kind][pct]) if _ok(lk) else np.nan)
+                    except (KeyError, TypeError):
+                        ys.append(np.nan)
                 if not all(np.isnan(ys)):
-                    ax1.plot(xs, ys, style, alpha=alpha, label=f"{mode} {kind} {pct[:3]}")
+                    ax1.plot(xs, ys, ls=ls, marker=marker, color=colours[mode], alpha=alpha,
+                             label=f"{mode} {kind.replace('_', ' ')} {pct[:3]}")
     ax1.axhline(20, color="grey", lw=0.8, ls=":")
     ax1.set_xscale("log")
+    ax1.set_yscale("log")
     ax1.set_xlabel("corpus size (docs)")
     ax1.set_ylabel("lookup latency (ms)")
     ax1.set_title("single near-dup lookup latency")
@@ -1021,6 +1051,7 @@ def main(argv=None) -> int:
     report["meta"]["solr"] = "given core" if core_url else f"dedicated local Solr on 127.0.0.1:{args.port}"
     fresh_dir = work / f"fresh-s{args.seed}"
     needs_solr = bool(set(sections) - {"signing"})
+    solr_pid = None
     try:
         if needs_solr and core_url is None:
             from neardup_solr.solr_local import LocalSolr
@@ -1030,6 +1061,7 @@ def main(argv=None) -> int:
             res = solr.start()
             core_url = res.url
             log(f"Solr ready at {core_url} ({res.seconds:.1f} s)")
+            solr_pid = solr.pid()
         if needs_solr and not (fresh_dir / "docs.jsonl").exists():
             from benchmarks.corpus import generate
 
@@ -1055,10 +1087,12 @@ def main(argv=None) -> int:
             if "indexing" in sections and n <= args.variant_max_docs:
                 per["indexing_lsh_only"] = run_section(
                     f"{n}/indexing lsh only", sec_indexing, b["indexing"], log, core_url=core_url,
-                    docs_path=docs_path, batch_size=args.batch_size, workers=args.workers, fields=["lsh"])
+                    docs_path=docs_path, batch_size=args.batch_size, workers=args.workers, fields=["lsh"],
+                    solr_pid=solr_pid)
             if "indexing" in sections:
                 per["indexing"] = run_section(f"{n}/indexing", sec_indexing, b["indexing"], log, core_url=core_url,
-                                              docs_path=docs_path, batch_size=args.batch_size, workers=args.workers)
+                                              docs_path=docs_path, batch_size=args.batch_size, workers=args.workers,
+                                              solr_pid=solr_pid)
             if "index_size" in sections:
                 per["index_size"] = run_section(f"{n}/index_size", sec_index_size, b["index_size"], log,
                                                 core_url=core_url, docs=n)

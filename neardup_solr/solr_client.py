@@ -87,7 +87,7 @@ class SolrClient:
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
         verify: bool | str = True,
-        pool_size: int = 4,
+        pool_size: int | None = None,
     ):
         raw_url = (url or settings.solr_url()).rstrip("/")
         parts = urlsplit(raw_url)
@@ -101,7 +101,10 @@ class SolrClient:
         self.session = requests.Session()
         # https certificates are verified unless the caller passes verify=False or a CA bundle path.
         self.session.verify = verify
-        adapter = requests.adapters.HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size)
+        # pool_block: however many worker threads share this client, at most pool_size connections are open
+        # to Solr at once; extra requests wait for a free connection instead of opening more.
+        self.pool_size = pool_size or int(os.environ.get("NEARDUP_SOLR_MAX_CONNECTIONS", "4"))
+        adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=self.pool_size, pool_block=True)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         if username is None:
