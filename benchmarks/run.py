@@ -607,8 +607,12 @@ def _normalise_pairs(pairs) -> set[tuple[str, str]]:
         elif isinstance(p, (tuple, list)):
             a, b = p[0], p[1]
         else:
-            a = getattr(p, "id_a", None) or getattr(p, "a", None) or getattr(p, "left", None)
-            b = getattr(p, "id_b", None) or getattr(p, "b", None) or getattr(p, "right", None)
+            for ka, kb in (("id", "neighbor_id"), ("id_a", "id_b"), ("a", "b")):
+                if hasattr(p, ka) and hasattr(p, kb):
+                    a, b = getattr(p, ka), getattr(p, kb)
+                    break
+            else:
+                raise TypeError(f"do not know how to read a pair from {p!r}")
         out.add(ordered(str(a), str(b)))
     return out
 
@@ -983,6 +987,8 @@ def parse_args(argv=None):
                     help="also time indexing with only the LSH fields up to this corpus size (default 200,000)")
     ap.add_argument("--no-datasketch-our-bands", dest="datasketch_our_bands", action="store_false",
                     help="skip the second datasketch run that uses our (bands, rows) instead of its own choice")
+    ap.add_argument("--update-readme", action="store_true",
+                    help="also put the tables into benchmarks/README.md (between its results markers)")
     ap.add_argument("--budget-scale", type=float, default=1.0, help="multiply every time box by this")
     return ap.parse_args(argv)
 
@@ -1137,8 +1143,24 @@ def main(argv=None) -> int:
     report["meta"]["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
     report["meta"]["wall_s"] = round(time.perf_counter() - started, 1)
     _write(report, stem, log, final=True)
+    if args.update_readme:
+        update_readme(BENCH / "README.md", report, stem)
+        log("updated benchmarks/README.md")
     print(render_markdown(report))
     return 0
+
+
+def update_readme(readme: Path, report: dict, stem: Path) -> None:
+    """Put the run's tables between the results markers of the README, headings one level down."""
+    text = readme.read_text()
+    start, end = "<!-- results:start -->", "<!-- results:end -->"
+    if start not in text or end not in text:
+        raise ValueError(f"{readme} has no {start} ... {end} block")
+    md = render_markdown(report).replace("\n## ", "\n#### ").replace("# neardup-solr benchmark, ", "### Run of ", 1)
+    rel = os.path.relpath(stem, REPO)
+    block = f"{start}\nFrom `{rel}.json` (plot: `{rel}.png`).\n\n{md}{end}"
+    head, rest = text.split(start, 1)
+    readme.write_text(head + block + rest.split(end, 1)[1])
 
 
 def _core_has_docs(core_url: str) -> bool:

@@ -1,0 +1,623 @@
+"""Whole-collection deduplication: every pair of documents whose shingle sets have Jaccard >= t.
+
+One lookup per document (:mod:`neardup_solr.report`, :mod:`neardup_solr.threshold`) costs a million HTTP round
+trips for a million documents. Here Solr only serves data in bulk and the similarity search runs in NumPy:
+
+1. **Signatures.** ``(id, minhash_sig)`` of every document (or of one data set) is streamed with cursor
+   paging over ``/select`` (``sort=id asc``, ~10,000 rows a page: one request per page, never per
+   document) into one ``(n, num_hashes)`` uint32 array. 1,000,000 documents of 128 values take 512 MB.
+2. **Candidates.** The signature is cut into ``b`` bands of ``r`` rows (:func:`~neardup_solr.lsh.band_keys`);
+   per band the ``n`` keys are sorted, runs of equal keys are buckets, and every pair inside a bucket is a
+   candidate, encoded as ``i * n + j`` (int64, ``i < j``) and de-duplicated across bands by sorting. A
+   bucket larger than ``max_bucket`` (thousands of documents agreeing on a band: mass-produced boilerplate)
+   would emit millions of pairs; it is split into blocks of ``max_bucket`` and the pairs between blocks are
+   not generated. That is logged and counted (``stats.oversized_buckets``, ``stats.pairs_not_generated``),
+   never silent.
+3. **Estimate.** The share of equal signature positions estimates the Jaccard similarity; it is computed for
+   all candidates at once (in chunks) and only pairs that can plausibly reach ``t`` go on (see *Margin*).
+4. **Exact verification** (``exact=True``, the default). The texts of the documents in surviving pairs are
+   fetched in batches of 500 ids (one ``{!terms f=id}`` query each, two requests in flight), shingled with
+   the index's own :class:`~neardup_solr.text.Shingler` and the exact Jaccard of the distinct shingle-hash
+   sets is computed for every pair, vectorised; pairs with Jaccard >= t are reported with that Jaccard. With
+   ``exact=False`` nothing is fetched: pairs whose *estimate* reaches ``t`` are reported with the estimate,
+   which is off by about ``sqrt(J(1-J)/num_hashes)`` (0.035 at J = 0.8 with 128 values), so pairs near the
+   threshold are missed or wrongly included about as often.
+
+Choice of bands and rows
+    A pair of similarity ``s`` becomes a candidate with probability ``1 - (1 - s**r)**b``. The default
+    ``false_negative_weight=0.998`` makes :func:`~neardup_solr.lsh.optimal_params` choose ``b=21, r=6`` for
+    t = 0.8 and 128 values: P(0.80) = 0.998, P(0.75) = 0.984, P(0.5) = 0.28. Missing a pair is final,
+    whereas a surplus candidate costs one vectorised comparison of two signatures, and one band of a
+    million documents (keys, sort, buckets) takes ~0.35 s, so the extra bands over the error-area optimum
+    (9 x 13, P(0.8) = 0.40) are cheap. On the 100,000-document benchmark corpus (6,930 pairs >= 0.8):
+    12 x 10 finds 94.9% of them, 18 x 7 99.86%, 21 x 6 99.97%, 25 x 5 and 32 x 4 100%, with 13,395 to
+    17,309 candidates for all four of the latter. ``lsh_params`` overrides the choice.
+
+Margin
+    The number of equal positions of two signatures is close to Binomial(k, J) (``k = num_hashes``; see
+    :mod:`neardup_solr.text` for the measured error). Before exact verification a candidate is kept when its
+    estimate is at least ``t - margin`` with ``margin = 3 * sqrt(t(1 - t)/k)`` (at least ``1/k``): a pair at
+    exactly ``t`` falls below that with probability ~0.13%, a pair above ``t`` less often (its spread is
+    smaller and its mean higher). For t = 0.8 and k = 128 the margin is 0.106: estimates >= 0.695 are
+    verified.
+
+Memory (1,000,000 documents, 128 values)
+    signatures 512 MB + ids ~70 MB + one band's keys, sort order and temporaries (~70 MB) + the candidate
+    codes (8 bytes each); the signatures are released before verification, whose largest structure is the
+    shingle hashes of the documents being verified (8 bytes per shingle).
+
+Cost (2 cores shared with Solr, 128 values, t = 0.8, exact verification)
+    100,000 benchmark documents: 6.3 s (signatures 4.2 s, candidates 0.4 s, verification of 13,333
+    documents 1.6 s), 174 MiB peak RSS, recall 0.9997 against the exact all-pairs join, every reported
+    similarity exact. The in-memory stages on 1,000,000 synthetic signatures: candidates 7.7 s, 706 MiB peak.
+
+Similarities are Jaccard similarities of the sets of 32-bit shingle hashes, the sets every other part of the
+package (and ``benchmarks/exact_pairs.py``) compares.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .documents import (
+    META_DATASET,
+    SETTINGS_DOC_ID,
+    DocumentBuilder,
+    IndexSettings,
+    decode_signatures,
+    read_index_settings,
+)
+from .errors import InvalidTextError
+from .lsh import LSHParams, band_keys, optimal_params
+from .searcher import id_sort_key
+from .solr_client import SolrClient
+from .text import Shingler
+from .threshold import SimilarPair
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "CollectionResult",
+    "CollectionStats",
+    "dedupe_collection",
+    "fetch_signatures",
+    "candidate_pairs",
+    "matching_positions",
+    "estimate_margin",
+]
+
+DEFAULT_FALSE_NEGATIVE_WEIGHT = 0.998
+DEFAULT_MAX_BUCKET = 5000
+# One-sided z of the estimate margin: P(Binomial estimate < t - margin | J = t) ~ 0.13%.
+MARGIN_Z = 3.0
+FETCH_BATCH = 500
+FETCH_WORKERS = 2
+# Batches fetched ahead of the one being shingled: keeps both connections busy without piling up texts.
+_FETCH_AHEAD = 4
+# Pairs materialised at once when expanding buckets (int64 temporaries of this length).
+_PAIR_CHUNK = 4_000_000
+# Candidate pairs compared at once: two gathered (chunk, num_hashes) uint32 blocks, 32 MB each at 128 values.
+_ESTIMATE_CHUNK = 65_536
+# Token lookups per exact-verification batch (a few int64 temporaries of this length).
+_VERIFY_LOOKUPS = 4_000_000
+
+
+@dataclass
+class CollectionStats:
+    documents: int = 0
+    skipped_documents: int = 0  # no or malformed minhash_sig
+    bands: int = 0
+    rows: int = 0
+    candidate_pairs: int = 0  # distinct pairs sharing at least one band
+    estimated_pairs: int = 0  # candidates whose estimate passed (>= t - margin, or >= t without exact)
+    verified_pairs: int = 0  # pairs reported
+    margin: float = 0.0
+    oversized_buckets: int = 0
+    pairs_not_generated: int = 0  # pairs inside oversized buckets that were not emitted
+    fetched_documents: int = 0  # texts fetched for exact verification
+    missing_documents: int = 0  # gone (deleted) between reading signatures and fetching texts
+    requests: int = 0  # HTTP requests to Solr
+    exact: bool = True
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_mib: float = 0.0  # peak resident memory of this process so far (not Solr's)
+
+
+@dataclass
+class CollectionResult:
+    """``pairs``: every pair once, smaller id (numeric-aware order) first, sorted by (id, neighbor_id)."""
+
+    pairs: list[SimilarPair]
+    stats: CollectionStats
+    threshold: float
+    exact: bool
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Signatures
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def fetch_signatures(
+    client: SolrClient,
+    num_hashes: int,
+    *,
+    dataset: str | None = None,
+    page_size: int = 10_000,
+    stats: CollectionStats | None = None,
+    on_page: Callable[[int], None] | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """Ids and ``(n, num_hashes)`` uint32 signatures of every document (of ``dataset``), in id order."""
+    if page_size < 1:
+        raise ValueError(f"page_size must be at least 1, got {page_size}")
+    stats = stats if stats is not None else CollectionStats()
+    # base64 of 4 * num_hashes bytes; anything else was written with other settings or is damaged.
+    expected_chars = 4 * math.ceil(4 * num_hashes / 3)
+    params: list[tuple[str, object]] = [
+        ("q", "*:*"),
+        ("fq", "-{!term f=dataset v=$nd.meta}"),
+        ("nd.meta", META_DATASET),
+        ("sort", "id asc"),
+        ("rows", page_size),
+        ("fl", "id,minhash_sig"),
+    ]
+    if dataset is not None:
+        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    ids: list[str] = []
+    sigs = np.empty((0, num_hashes), dtype=np.uint32)
+    n = 0
+    cursor = "*"
+    bad: list[str] = []
+    while True:
+        data = client.select(params + [("cursorMark", cursor)])
+        stats.requests += 1
+        if cursor == "*":
+            # Sized once from numFound; documents added while paging only make it grow.
+            sigs = np.empty((int(data["response"]["numFound"]), num_hashes), dtype=np.uint32)
+        docs = data["response"]["docs"]
+        values = []
+        for doc in docs:
+            value = doc.get("minhash_sig")
+            if doc["id"] == SETTINGS_DOC_ID:
+                continue
+            if not isinstance(value, str) or len(value) != expected_chars:
+                bad.append(doc["id"])
+                continue
+            ids.append(doc["id"])
+            values.append(value)
+        if values:
+            if n + len(values) > sigs.shape[0]:
+                grown = np.empty((max(n + len(values), sigs.shape[0] * 5 // 4), num_hashes), dtype=np.uint32)
+                grown[:n] = sigs[:n]
+                sigs = grown
+            sigs[n : n + len(values)] = decode_signatures(values, num_hashes)
+            n += len(values)
+        if on_page:
+            on_page(len(docs))
+        next_cursor = data.get("nextCursorMark", cursor)
+        if next_cursor == cursor:
+            break
+        cursor = next_cursor
+    if bad:
+        log.warning(
+            "%d document(s) without a usable minhash_sig of %d values were skipped (indexed by another version "
+            "or with other settings?), e.g. %s", len(bad), num_hashes, ", ".join(map(repr, bad[:5])),
+        )
+    stats.skipped_documents += len(bad)
+    if n < sigs.shape[0]:
+        sigs = sigs[:n].copy() if sigs.shape[0] - n > n // 8 else sigs[:n]
+    return ids, sigs
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. Candidates
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without the Python loop."""
+    firsts = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - firsts, counts)
+
+
+def _bucket_pairs(keys: np.ndarray, max_bucket: int, stats: CollectionStats) -> Iterator[np.ndarray]:
+    """Codes ``i * n + j`` (i < j) of every pair of documents with equal keys, in chunks."""
+    n = keys.size
+    if n < 2:
+        return
+    # Stable: equal keys keep ascending document order, so the first of two members is the smaller index.
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    boundary = np.empty(n, dtype=bool)
+    boundary[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+    del sorted_keys
+    starts = np.flatnonzero(boundary)
+    sizes = np.diff(np.append(starts, n))
+    big = np.flatnonzero(sizes > max_bucket)
+    if big.size:
+        m = sizes[big].astype(np.int64)
+        full, rest = np.divmod(m, max_bucket)
+        emitted = full * (max_bucket * (max_bucket - 1) // 2) + rest * (rest - 1) // 2
+        lost = int((m * (m - 1) // 2 - emitted).sum())
+        stats.oversized_buckets += int(big.size)
+        stats.pairs_not_generated += lost
+        log.warning(
+            "%d bucket(s) of up to %d documents share one band key (limit max_bucket=%d): they are split into "
+            "blocks and %d pairs across blocks are not generated (other bands may still find them)",
+            big.size, int(m.max()), max_bucket, lost,
+        )
+        for s, size in zip(starts[big].tolist(), m.tolist()):
+            boundary[s : s + size : max_bucket] = True
+        starts = np.flatnonzero(boundary)
+        sizes = np.diff(np.append(starts, n))
+    del boundary
+    multi = sizes > 1
+    starts, sizes = starts[multi], sizes[multi]
+    if not starts.size:
+        return
+    # Each member except a bucket's last pairs with every later member of its bucket.
+    positions = _concat_ranges(starts, sizes - 1)
+    later = np.repeat(starts + sizes, sizes - 1) - positions - 1
+    cum = np.cumsum(later)
+    lo = 0
+    while lo < positions.size:
+        base = int(cum[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + _PAIR_CHUNK, side="right")))
+        pos, cnt = positions[lo:hi], later[lo:hi]
+        first = np.repeat(pos, cnt)
+        step = np.arange(first.size, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        yield order[first] * np.int64(n) + order[first + 1 + step]
+        lo = hi
+
+
+def _merge_unique(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Union of two sorted distinct int64 arrays (sorted, distinct)."""
+    if not a.size:
+        return b
+    if not b.size:
+        return a
+    merged = np.concatenate((a, b))
+    merged.sort(kind="stable")  # two sorted runs: timsort merges them in linear time
+    keep = np.empty(merged.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
+def candidate_pairs(
+    signatures: np.ndarray,
+    params: LSHParams,
+    *,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    stats: CollectionStats | None = None,
+    on_band: Callable[[], None] | None = None,
+) -> np.ndarray:
+    """Sorted distinct codes ``i * n + j`` (i < j, rows of ``signatures``) of pairs sharing a band."""
+    if max_bucket < 2:
+        raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
+    stats = stats if stats is not None else CollectionStats()
+    sigs = np.asarray(signatures)
+    if sigs.ndim != 2 or sigs.shape[1] < params.num_hashes:
+        raise ValueError(f"{params} needs (n, >= {params.num_hashes}) signatures, got shape {sigs.shape}")
+    one_band = LSHParams(1, params.rows)
+    seen = np.empty(0, dtype=np.int64)
+    for band in range(params.bands):
+        # One band at a time keeps a single (n,) key array alive instead of (n, bands). The keys are only
+        # compared within their band, so every band may use band_keys' first-band seed.
+        keys = band_keys(sigs[:, band * params.rows : (band + 1) * params.rows], one_band)[:, 0]
+        chunks = [np.unique(codes) for codes in _bucket_pairs(keys, max_bucket, stats)]
+        del keys
+        if chunks:
+            found = chunks[0] if len(chunks) == 1 else np.unique(np.concatenate(chunks))
+            seen = _merge_unique(seen, found)
+        if on_band:
+            on_band()
+    return seen
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Estimate
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def matching_positions(signatures: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Number of equal signature values of each pair (a[i], b[i]), computed in chunks."""
+    out = np.empty(a.size, dtype=np.int32)
+    for lo in range(0, a.size, _ESTIMATE_CHUNK):
+        hi = lo + _ESTIMATE_CHUNK
+        out[lo:hi] = np.count_nonzero(signatures[a[lo:hi]] == signatures[b[lo:hi]], axis=1)
+    return out
+
+
+def estimate_margin(threshold: float, num_hashes: int, z: float = MARGIN_Z) -> float:
+    """How far below ``threshold`` an estimate may fall and still be verified (see the module docstring)."""
+    return max(z * math.sqrt(threshold * (1.0 - threshold) / num_hashes), 1.0 / num_hashes)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Exact verification
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _shingle_sets(shingler: Shingler, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated shingle hashes of ``texts`` (duplicates kept) and each text's offsets."""
+    try:
+        return shingler.batch_hashes(texts)
+    except InvalidTextError:
+        # A text without shingles (none indexed ones, but a changed document may be): one at a time.
+        parts = [shingler.shingle_hashes(t) for t in texts]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([p.size for p in parts], out=offsets[1:])
+        return (np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)), offsets
+
+
+# Candidate separators for the id list of a {!terms} query, which splits on the separator verbatim (no escaping).
+_SEPARATORS = ("\u001f", "\u001e", "\n", "\t", ",")
+
+
+def _fetch_texts(client: SolrClient, doc_ids: Sequence[str]) -> list[dict]:
+    """``id`` and ``content`` of the given documents in one request.
+
+    A ``{!terms}`` query over ``/select`` measured 2.3x faster than real-time get (``/get``) for batches of
+    500 ids (0.09 s against 0.21 s); ``/get`` remains the fallback for ids containing every separator.
+    """
+    separator = next((s for s in _SEPARATORS if not any(s in i for i in doc_ids)), None)
+    if separator is None:
+        return client.get_by_ids(list(doc_ids), "id,content")
+    data = client.select([
+        ("q", "{!terms f=id separator=$nd.sep v=$nd.ids}"),
+        ("nd.sep", separator),
+        ("nd.ids", separator.join(doc_ids)),
+        ("rows", len(doc_ids)),
+        ("fl", "id,content"),
+    ])
+    return data["response"]["docs"]
+
+
+def _fetch_sets(
+    client: SolrClient,
+    shingler: Shingler,
+    doc_ids: Sequence[str],
+    stats: CollectionStats,
+    on_batch: Callable[[int], None] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct shingle hashes of each document of ``doc_ids`` as ``keyed`` = sorted ``slot << 32 | hash``
+    (slot = position in ``doc_ids``), the set sizes, and which documents were found."""
+    count = len(doc_ids)
+    sizes = np.zeros(count, dtype=np.int64)
+    found = np.zeros(count, dtype=bool)
+    parts: list[np.ndarray] = []
+    batches = [(lo, doc_ids[lo : lo + FETCH_BATCH]) for lo in range(0, count, FETCH_BATCH)]
+
+    def fetch(batch):
+        return _fetch_texts(client, batch[1])
+
+    with ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="collection-fetch") as pool:
+        pending: deque = deque()
+        queue = iter(batches)
+        for batch in queue:
+            pending.append((batch, pool.submit(fetch, batch)))
+            if len(pending) >= _FETCH_AHEAD:
+                break
+        while pending:
+            (lo, batch_ids), future = pending.popleft()
+            docs = future.result()
+            stats.requests += 1
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(fetch, nxt)))
+            content = {d["id"]: d.get("content") for d in docs}
+            slots, texts = [], []
+            for i, doc_id in enumerate(batch_ids):
+                text = content.get(doc_id)
+                if isinstance(text, str):
+                    slots.append(lo + i)
+                    texts.append(text)
+            if texts:
+                hashes, offsets = _shingle_sets(shingler, texts)
+                slot_arr = np.asarray(slots, dtype=np.int64)
+                keyed = np.repeat(slot_arr << 32, np.diff(offsets)) | hashes.astype(np.int64)
+                keyed = np.unique(keyed)  # sorted, and each hash once per document
+                sizes[slot_arr] = np.bincount((keyed >> 32) - lo, minlength=len(batch_ids))[slot_arr - lo]
+                found[slot_arr] = True
+                parts.append(keyed)
+                stats.fetched_documents += len(texts)
+            if on_batch:
+                on_batch(len(batch_ids))
+    # Batches cover increasing slots, so their sorted parts concatenate into one sorted array.
+    keyed = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return keyed, sizes, found
+
+
+def _exact_jaccard(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Jaccard of the sets of slots x[i] and y[i]: every hash of the smaller set is binary-searched in the
+    larger one (``keyed`` is sorted by slot, then hash), in batches of lookups."""
+    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    swap = sizes[x] > sizes[y]
+    small, large = np.where(swap, y, x), np.where(swap, x, y)
+    counts = sizes[small]
+    inter = np.zeros(x.size, dtype=np.int64)
+    cum = np.cumsum(counts)
+    lo = 0
+    while lo < x.size:
+        base = int(cum[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + _VERIFY_LOOKUPS, side="right")))
+        xs, ys, cnt = small[lo:hi], large[lo:hi], counts[lo:hi]
+        idx = _concat_ranges(offsets[xs], cnt)
+        query = keyed[idx] + np.repeat((ys - xs) << 32, cnt)  # the same hash, in the other document
+        pos = np.minimum(np.searchsorted(keyed, query), max(keyed.size - 1, 0))
+        hit = keyed[pos] == query if keyed.size else np.zeros(query.size, dtype=bool)
+        firsts = np.cumsum(cnt) - cnt
+        nonempty = cnt > 0
+        inter_batch = np.zeros(hi - lo, dtype=np.int64)
+        if hit.size:
+            inter_batch[nonempty] = np.add.reduceat(hit, firsts[nonempty], dtype=np.int64)
+        inter[lo:hi] = inter_batch
+        lo = hi
+    union = sizes[x] + sizes[y] - inter
+    return inter / np.maximum(union, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The whole run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def dedupe_collection(
+    client: SolrClient,
+    threshold: float = 0.8,
+    *,
+    exact: bool = True,
+    dataset: str | None = None,
+    progress: bool = False,
+    false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
+    lsh_params: LSHParams | None = None,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    page_size: int = 10_000,
+) -> CollectionResult:
+    """Every pair of documents (of ``dataset``, or of the whole collection) with Jaccard >= ``threshold``.
+
+    ``exact=True`` verifies candidates on the stored texts and reports the exact Jaccard; ``exact=False``
+    reports pairs whose MinHash *estimate* reaches the threshold, with the estimate. ``false_negative_weight``
+    (in (0, 1); the false-positive weight is its complement) steers the LSH bands towards recall, see
+    :func:`~neardup_solr.lsh.optimal_params`; ``lsh_params`` sets bands and rows directly. Buckets larger
+    than ``max_bucket`` are split (logged, counted in the stats). ``page_size`` is the cursor page size.
+
+    >>> result = dedupe_collection(SolrClient(), 0.8)
+    >>> result.pairs[:1], result.stats.candidate_pairs
+    ([SimilarPair(id='d0000012', neighbor_id='d0004711', similarity=0.8523)], 1204)
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be a Jaccard similarity in (0, 1], got {threshold!r}")
+    if not 0.0 < false_negative_weight < 1.0:
+        raise ValueError(f"false_negative_weight must be in (0, 1), got {false_negative_weight!r}")
+    started = time.perf_counter()
+    settings = read_index_settings(client)
+    if settings is None:
+        log.warning("no index settings in %s (nothing indexed yet?): assuming the defaults", client.url)
+        settings = IndexSettings()
+    k = settings.num_hashes
+    params = lsh_params or optimal_params(threshold, k, 1.0 - false_negative_weight, false_negative_weight)
+    if params.num_hashes > k:
+        raise ValueError(f"{params} needs {params.num_hashes} signature values; the index holds {k}")
+    stats = CollectionStats(bands=params.bands, rows=params.rows, exact=exact)
+
+    # 1. signatures
+    t0 = time.perf_counter()
+    total = client.count("*:*", _dataset_filters(dataset)) if progress else None
+    with _bar(progress, desc="signatures", total=total, unit=" docs", unit_scale=True) as bar:
+        ids, sigs = fetch_signatures(client, k, dataset=dataset, page_size=page_size, stats=stats,
+                                     on_page=bar.update if bar else None)
+    n = stats.documents = len(ids)
+    stats.seconds["signatures"] = round(time.perf_counter() - t0, 3)
+    log.info("read %d signatures in %.1f s (%d requests)", n, stats.seconds["signatures"], stats.requests)
+
+    # 2. candidates
+    t0 = time.perf_counter()
+    with _bar(progress, desc=f"LSH {params.bands}x{params.rows}", total=params.bands, unit=" bands") as bar:
+        codes = candidate_pairs(sigs, params, max_bucket=max_bucket, stats=stats,
+                                on_band=bar.update if bar else None)
+    stats.candidate_pairs = int(codes.size)
+    stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
+    log.info("%d candidate pairs from %d bands of %d rows in %.1f s", codes.size, params.bands, params.rows,
+             stats.seconds["candidates"])
+
+    # 3. estimate
+    t0 = time.perf_counter()
+    a, b = np.divmod(codes, np.int64(max(n, 1)))
+    del codes
+    matches = matching_positions(sigs, a, b)
+    del sigs  # the largest array; verification needs only the ids
+    stats.margin = estimate_margin(threshold, k) if exact else 0.0
+    min_matches = math.ceil((threshold - stats.margin) * k - 1e-9)
+    keep = matches >= min_matches
+    a, b, matches = a[keep], b[keep], matches[keep]
+    stats.estimated_pairs = int(a.size)
+    stats.seconds["estimate"] = round(time.perf_counter() - t0, 3)
+    log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, min_matches / k, min_matches, k)
+
+    # 4. exact verification
+    t0 = time.perf_counter()
+    if exact and a.size:
+        need, inverse = np.unique(np.concatenate((a, b)), return_inverse=True)
+        x, y = inverse[: a.size], inverse[a.size :]
+        shingler = DocumentBuilder(settings).shingler
+        with _bar(progress, desc="verifying", total=int(need.size), unit=" docs", unit_scale=True) as bar:
+            keyed, sizes, found = _fetch_sets(client, shingler, [ids[i] for i in need.tolist()], stats,
+                                              bar.update if bar else None)
+        stats.missing_documents = int(need.size - found.sum())
+        if stats.missing_documents:
+            log.warning("%d document(s) disappeared before their texts were read; their pairs are dropped",
+                        stats.missing_documents)
+        both = found[x] & found[y]
+        a, b, x, y = a[both], b[both], x[both], y[both]
+        similarity = _exact_jaccard(keyed, sizes, x, y)
+        del keyed
+        keep = similarity >= threshold
+    else:
+        similarity = matches / k
+        keep = np.ones(a.size, dtype=bool)
+    a, b, similarity = a[keep], b[keep], similarity[keep]
+    stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
+
+    pairs = []
+    for i, j, sim in zip(a.tolist(), b.tolist(), similarity.tolist()):
+        first, second = ids[i], ids[j]
+        if id_sort_key(second) < id_sort_key(first):
+            first, second = second, first
+        pairs.append(SimilarPair(first, second, sim))
+    pairs.sort(key=lambda p: (id_sort_key(p.id), id_sort_key(p.neighbor_id)))
+    stats.verified_pairs = len(pairs)
+    stats.seconds["total"] = round(time.perf_counter() - started, 3)
+    stats.peak_rss_mib = round(_peak_rss_mib(), 1)
+    log.info("%d pairs >= %g (%s) among %d documents in %.1f s, peak RSS %.0f MiB", len(pairs), threshold,
+             "exact" if exact else "estimated", n, stats.seconds["total"], stats.peak_rss_mib)
+    return CollectionResult(pairs=pairs, stats=stats, threshold=threshold, exact=exact)
+
+
+@contextmanager
+def _bar(enabled: bool, **kw) -> Iterator:
+    """A tqdm bar for one phase (closed when the phase ends), or None."""
+    if not enabled:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(dynamic_ncols=True, **kw)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _dataset_filters(dataset: str | None) -> list[str]:
+    filters = [f"-dataset:{META_DATASET}"]
+    if dataset is not None:
+        filters.append("{!term f=dataset}" + dataset)
+    return filters
+
+
+def _peak_rss_mib() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows: psutil's peak working set, when psutil is there
+        try:
+            import psutil
+
+            info = psutil.Process().memory_info()
+            return getattr(info, "peak_wset", info.rss) / 2**20
+        except ImportError:
+            return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux

@@ -1,0 +1,220 @@
+"""Whole-collection deduplication (neardup_solr.collection): the NumPy stages on their own, then end to end
+against a real Solr, on hand-made documents and on a 20,000-document generated corpus with exact ground truth."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from benchmarks.corpus import generate, iter_documents
+from benchmarks.exact_pairs import exact_pairs, shingle_sets
+from neardup_solr.collection import (
+    CollectionStats,
+    _exact_jaccard,
+    _fetch_texts,
+    candidate_pairs,
+    dedupe_collection,
+    estimate_margin,
+    matching_positions,
+)
+from neardup_solr.documents import IndexSettings
+from neardup_solr.indexer import Indexer
+from neardup_solr.lsh import LSHParams, band_keys
+from neardup_solr.searcher import id_sort_key
+from neardup_solr.text import Shingler
+
+# Token fields cost indexing time and whole-collection dedup reads only minhash_sig and content.
+LEAN = IndexSettings(ngram=3, num_hashes=128, fields=())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# NumPy stages (no Solr)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _brute_force_candidates(sigs: np.ndarray, params: LSHParams) -> set[tuple[int, int]]:
+    keys = band_keys(sigs, params)
+    return {(i, j) for i, j in itertools.combinations(range(len(sigs)), 2) if (keys[i] == keys[j]).any()}
+
+
+def _decode(codes: np.ndarray, n: int) -> set[tuple[int, int]]:
+    return {(int(c) // n, int(c) % n) for c in codes}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(0, 40),
+    values=st.integers(1, 3),
+    bands=st.integers(1, 5),
+    rows=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_candidates_equal_brute_force(n, values, bands, rows, seed):
+    # Few distinct values per position, so buckets of every size occur.
+    sigs = np.random.default_rng(seed).integers(0, values, size=(n, bands * rows + 1), dtype=np.uint32)
+    params = LSHParams(bands, rows)
+    codes = candidate_pairs(sigs, params)
+    assert codes.dtype == np.int64
+    assert np.all(np.diff(codes) > 0)  # sorted and distinct
+    assert _decode(codes, n) == _brute_force_candidates(sigs, params)
+
+
+def test_oversized_buckets_are_split_counted_and_logged(caplog):
+    sigs = np.zeros((10, 8), dtype=np.uint32)  # ten identical signatures: one bucket of 10 in every band
+    sigs = np.vstack([sigs, np.arange(2 * 8, dtype=np.uint32).reshape(2, 8) + 1])  # two loners
+    stats = CollectionStats()
+    with caplog.at_level(logging.WARNING, logger="neardup_solr.collection"):
+        codes = candidate_pairs(sigs, LSHParams(2, 4), max_bucket=4, stats=stats)
+    # Blocks of 4, 4 and 2 members: 6 + 6 + 1 pairs instead of 45.
+    assert _decode(codes, 12) == {(i, j) for lo, hi in ((0, 4), (4, 8), (8, 10))
+                                  for i, j in itertools.combinations(range(lo, hi), 2)}
+    assert stats.oversized_buckets == 2
+    assert stats.pairs_not_generated == 2 * (45 - 13)
+    assert "max_bucket=4" in caplog.text
+
+
+def test_matching_positions_and_margin():
+    rng = np.random.default_rng(3)
+    sigs = rng.integers(0, 2**32, size=(200, 128), dtype=np.uint32)
+    sigs[1, :100] = sigs[0, :100]
+    a = rng.integers(0, 200, size=100_000)
+    b = rng.integers(0, 200, size=100_000)
+    a[0], b[0] = 0, 1
+    m = matching_positions(sigs, a, b)
+    assert m[0] == 100
+    assert np.array_equal(m, (sigs[a] == sigs[b]).sum(axis=1))
+    assert estimate_margin(0.8, 128) == pytest.approx(3 * (0.8 * 0.2 / 128) ** 0.5)
+    assert estimate_margin(1.0, 128) == 1 / 128  # never zero: one position of slack
+
+
+def test_exact_jaccard_matches_sets():
+    rng = np.random.default_rng(5)
+    sets = [np.unique(rng.integers(0, 60, size=rng.integers(0, 40))).astype(np.int64) for _ in range(30)]
+    sizes = np.array([s.size for s in sets], dtype=np.int64)
+    keyed = np.concatenate([(np.int64(slot) << 32) | s for slot, s in enumerate(sets)])
+    x, y = np.array(list(itertools.combinations(range(30), 2))).T
+    got = _exact_jaccard(keyed, sizes, x, y)
+    for i, j, value in zip(x, y, got):
+        a, b = set(sets[i].tolist()), set(sets[j].tolist())
+        expected = len(a & b) / len(a | b) if a | b else 0.0
+        assert value == expected
+
+
+def test_rejects_bad_arguments():
+    client = object()  # arguments are checked before Solr is asked anything
+    with pytest.raises(ValueError, match="threshold"):
+        dedupe_collection(client, 0.0)
+    with pytest.raises(ValueError, match="false_negative_weight"):
+        dedupe_collection(client, 0.8, false_negative_weight=1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Against Solr: hand-made documents
+# ---------------------------------------------------------------------------------------------------------------
+
+BASE = " ".join(f"word{i} filler{i % 7}" for i in range(40))  # 80 words, 78 distinct 3-shingles
+NEAR = BASE.rsplit(" ", 1)[0] + " changed"  # the last word differs: 3 of 78 shingles change
+OTHER = " ".join(f"other{i} thing{i % 5}" for i in range(40))
+
+
+def _jaccard(x: str, y: str) -> float:
+    sh = Shingler(ngram=3)
+    a, b = set(sh.shingle_hashes(x).tolist()), set(sh.shingle_hashes(y).tolist())
+    return len(a & b) / len(a | b)
+
+
+@pytest.mark.solr
+def test_small_collection(solr):
+    # Ids with the {!terms} separators and numeric ids ("9" < "10" by value, though "10" < "9" as strings).
+    docs = {"10": BASE, "9": BASE, "a,b": NEAR, 'q"x\\y': OTHER, "loner": "a completely different text here"}
+    Indexer(solr, LEAN, dataset="one").index_records(docs.items())
+    Indexer(solr, LEAN, dataset="two").index_records([("t1", BASE), ("t2", OTHER)])
+    j = _jaccard(BASE, NEAR)
+    assert 0.8 <= j < 1.0
+
+    result = dedupe_collection(solr, 0.8)
+    got = {(p.id, p.neighbor_id): p.similarity for p in result.pairs}
+    assert got == {
+        ("9", "10"): 1.0, ("9", "a,b"): j, ("10", "a,b"): j,
+        ("9", "t1"): 1.0, ("10", "t1"): 1.0, ("a,b", "t1"): j,
+        ('q"x\\y', "t2"): 1.0,
+    }
+    ordered = [(id_sort_key(p.id), id_sort_key(p.neighbor_id)) for p in result.pairs]
+    assert ordered == sorted(ordered) and all(a < b for a, b in ordered)
+    stats = result.stats
+    assert (stats.documents, stats.verified_pairs, stats.skipped_documents, stats.missing_documents) == (7, 7, 0, 0)
+    assert stats.fetched_documents == 6 and stats.exact
+    assert set(stats.seconds) == {"signatures", "candidates", "estimate", "verify", "total"}
+    assert stats.peak_rss_mib > 0
+
+    only_one = dedupe_collection(solr, 0.8, dataset="one", progress=True)
+    assert {(p.id, p.neighbor_id) for p in only_one.pairs} == {("9", "10"), ("9", "a,b"), ("10", "a,b")}
+    assert only_one.stats.documents == 5
+    only_two = dedupe_collection(solr, 0.8, dataset="two", page_size=1)  # one document per cursor page
+    assert [(p.id, p.neighbor_id, p.similarity) for p in only_two.pairs] == []
+    assert only_two.stats.documents == 2 and only_two.stats.requests >= 3
+
+    # Identical texts only at threshold 1, and the estimate mode reports estimates without fetching texts.
+    assert {(p.id, p.neighbor_id) for p in dedupe_collection(solr, 1.0, dataset="one").pairs} == {("9", "10")}
+    estimated = dedupe_collection(solr, 0.8, exact=False, dataset="one")
+    assert estimated.stats.fetched_documents == 0 and not estimated.exact
+    assert {(p.id, p.neighbor_id): p.similarity for p in estimated.pairs}[("9", "10")] == 1.0
+    assert all(p.similarity >= 0.8 and (p.similarity * 128).is_integer() for p in estimated.pairs)
+
+
+@pytest.mark.solr
+def test_empty_collection(solr):
+    result = dedupe_collection(solr, 0.8)
+    assert result.pairs == [] and result.stats.documents == 0 and result.stats.candidate_pairs == 0
+
+
+@pytest.mark.solr
+def test_fetch_texts_survives_every_separator(solr):
+    Indexer(solr, LEAN).index_records([("a\u001f\u001e\n\t,b", "some words to index here"), ("plain", "x y z")])
+    docs = _fetch_texts(solr, ["a\u001f\u001e\n\t,b", "plain", "absent"])  # falls back to real-time get
+    assert sorted(d["id"] for d in docs) == ["a\u001f\u001e\n\t,b", "plain"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Against Solr: 20,000 generated documents, exact ground truth
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.solr
+@pytest.mark.slow
+def test_corpus_recall_and_exact_similarities(solr, tmp_path):
+    generate(20_000, 11, tmp_path)
+    records = list(iter_documents(tmp_path))
+    ids = [i for i, _ in records]
+    truth = {(a, b): j for a, b, j in exact_pairs(shingle_sets([t for _, t in records]), ids, 0.8)}
+    truth = {(a, b) if id_sort_key(a) < id_sort_key(b) else (b, a): j for (a, b), j in truth.items()}
+    assert len(truth) > 500
+    summary = Indexer(solr, LEAN, batch_size=1000).index_records(records)
+    assert summary.indexed == 20_000
+    del records
+
+    started = time.perf_counter()
+    result = dedupe_collection(solr, 0.8)
+    seconds = time.perf_counter() - started
+    found = {(p.id, p.neighbor_id): p.similarity for p in result.pairs}
+    recall = len(found.keys() & truth.keys()) / len(truth)
+    assert recall >= 0.98, (recall, result.stats)
+    # Nothing below the threshold, and the reported similarity is the exact one.
+    assert found.keys() <= truth.keys()
+    assert all(found[pair] == truth[pair] for pair in found)
+    stats = result.stats
+    assert stats.documents == 20_000 and (stats.bands, stats.rows) == (21, 6)
+    assert stats.candidate_pairs >= stats.estimated_pairs >= stats.verified_pairs == len(found)
+    assert stats.oversized_buckets == 0
+    assert seconds < 30, stats
+
+    estimated = dedupe_collection(solr, 0.8, exact=False)
+    est = {(p.id, p.neighbor_id) for p in estimated.pairs}
+    # The estimate errs both ways near the threshold (about 0.035 at J = 0.8), but not by much overall.
+    assert len(est & truth.keys()) / len(truth) >= 0.85
+    assert len(est & truth.keys()) / len(est) >= 0.85
