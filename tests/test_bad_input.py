@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from netutil import client_connections
+
 from neardup_solr.indexer import Indexer
 from neardup_solr.searcher import Searcher
 
@@ -163,21 +165,6 @@ def test_several_indexing_workers_give_the_same_index_as_one(solr, tmp_path):
     assert snapshot() == one
 
 
-def _client_connections(port: int) -> int:
-    """Established TCP connections to ``port`` seen from the client side (from /proc/net/tcp)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = open(table).read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            cols = line.split()
-            if cols[3] == "01" and int(cols[2].split(":")[1], 16) == port:  # 01 = ESTABLISHED
-                count += 1
-    return count
-
-
 def test_connection_limit_is_respected_with_many_workers(solr_url, tmp_path):
     import threading
     from urllib.parse import urlsplit
@@ -185,14 +172,14 @@ def test_connection_limit_is_respected_with_many_workers(solr_url, tmp_path):
     from neardup_solr.solr_client import SolrClient
 
     port = urlsplit(solr_url).port
-    baseline = _client_connections(port)
+    baseline = client_connections(port)
     client = SolrClient(solr_url, pool_size=2)
     client.delete_all()
     peak, done = [0], threading.Event()
 
     def sample():
         while not done.is_set():
-            peak[0] = max(peak[0], _client_connections(port) - baseline)
+            peak[0] = max(peak[0], client_connections(port) - baseline)
             done.wait(0.005)
 
     sampler = threading.Thread(target=sample)

@@ -7,10 +7,11 @@ without disturbing the session's Solr.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 
 import pytest
+
+from netutil import free_port
 
 from neardup_solr.documents import DocumentBuilder, IndexSettings, read_index_settings
 from neardup_solr.indexer import Indexer, IndexingInterrupted
@@ -23,15 +24,9 @@ from neardup_solr.solr_local import LocalSolr
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def own_solr(tmp_path_factory):
-    solr = LocalSolr(port=_free_port(), data_dir=tmp_path_factory.mktemp("fault-solr"))
+    solr = LocalSolr(port=free_port(), data_dir=tmp_path_factory.mktemp("fault-solr"))
     solr.start()
     yield solr
     solr.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -10,13 +9,9 @@ import time
 import pytest
 import requests
 
+from netutil import free_port, listening_addresses
+
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cli(*args, timeout=300):
@@ -29,28 +24,8 @@ def _our_java_pids(data_dir) -> list[str]:
     return out.stdout.split()
 
 
-def _listening_addresses(port: int) -> list[str]:
-    """Addresses listening on ``port``, read from /proc/net/tcp{,6} (no dependency on ss/netstat)."""
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = open(table).read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            local, state = line.split()[1], line.split()[3]
-            address, port_hex = local.split(":")
-            if state == "0A" and int(port_hex, 16) == port:  # 0A = LISTEN
-                if len(address) == 8:
-                    found.append(socket.inet_ntop(socket.AF_INET, bytes.fromhex(address)[::-1]))
-                else:
-                    raw = bytes.fromhex(address)
-                    found.append(socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))))
-    return found
-
-
 def test_start_ping_stop_lifecycle(tmp_path):
-    port = _free_port()
+    port = free_port()
     data_dir = tmp_path / "solr"
     common = ["--port", str(port), "--data-dir", str(data_dir)]
 
@@ -62,7 +37,7 @@ def test_start_ping_stop_lifecycle(tmp_path):
         assert ping.json()["status"] == "OK"
 
         # The launcher binds the loopback interface only.
-        assert _listening_addresses(port) == ["127.0.0.1"]
+        assert listening_addresses(port) == ["127.0.0.1"]
 
         again = _cli("solr", "start", *common)
         assert again.returncode == 0 and "already running" in again.stdout

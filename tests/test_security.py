@@ -7,11 +7,11 @@ import hashlib
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
+from netutil import free_port
 
 from neardup_solr.errors import SolrAuthError
 from neardup_solr.indexer import Indexer
@@ -40,10 +40,7 @@ def secured_solr(tmp_path_factory):
         "authorization": {"class": "solr.RuleBasedAuthorizationPlugin",
                           "permissions": [{"name": "all", "role": "admin"}], "user-role": {USER: "admin"}},
     }))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    solr = LocalSolr(port=port, data_dir=home / "solr", auth=(USER, PASSWORD), security_json=security)
+    solr = LocalSolr(port=free_port(), data_dir=home / "solr", auth=(USER, PASSWORD), security_json=security)
     solr.start()
     yield solr
     solr.stop()

@@ -1,0 +1,41 @@
+"""Small network helpers for the tests: free ports and the kernel's socket tables (no ss/netstat needed)."""
+
+from __future__ import annotations
+
+import socket
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tcp_rows():
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            local_addr, local_port = cols[1].split(":")
+            remote_port = int(cols[2].split(":")[1], 16)
+            yield local_addr, int(local_port, 16), remote_port, cols[3]
+
+
+def _address(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    return socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+
+
+def listening_addresses(port: int) -> list[str]:
+    """Addresses with a socket listening on ``port``."""
+    return [_address(addr) for addr, lport, _, state in _tcp_rows() if state == "0A" and lport == port]
+
+
+def client_connections(port: int) -> int:
+    """Established connections *to* ``port`` (the client side of each)."""
+    return sum(1 for _, _, rport, state in _tcp_rows() if state == "01" and rport == port)
