@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import InvalidTextError
 from .lsh import LSHParams, band_keys, band_tokens, recall_params
-from .text import MinHash, ProcessedText, Shingler
+from .text import MinHash, ProcessedText, Shingler, normalize
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +164,8 @@ class DocumentBuilder:
     def build(self, items: Sequence[tuple], dataset: str | None = None) -> BuiltBatch:
         """``items`` are (id, text) or (id, text, fields) tuples; records that cannot be indexed are returned in
         ``rejected``."""
+        if "shingles" not in self.settings.fields and "words" not in self.settings.fields:
+            return self._build_lean(items, dataset)
         out = BuiltBatch()
         processed: list[tuple[int, str, str, ProcessedText]] = []
         for index, (doc_id, text, *_) in enumerate(items):
@@ -207,6 +209,67 @@ class DocumentBuilder:
                 doc["fields_json"] = json.dumps(fields, ensure_ascii=False)
             out.documents.append(doc)
         return out
+
+
+
+    def _build_lean(self, items: Sequence[tuple], dataset: str | None) -> BuiltBatch:
+        """Without shingle or word tokens to store, no shingle string is ever built: the whole batch is hashed and
+        signed in NumPy (Shingler.batch_hashes, the same hashes as process(); tests check the fields agree)."""
+        out = BuiltBatch()
+        kept: list[int] = []
+        normalized: list[str] = []
+        words: list[list[str]] = []
+        for index, (doc_id, text, *_) in enumerate(items):
+            if not doc_id or doc_id == SETTINGS_DOC_ID:
+                out.rejected.append((index, f"id {doc_id!r} is empty or reserved"))
+                continue
+            norm = normalize(text)
+            if not norm:
+                out.rejected.append((index, "no words left after normalisation (empty, blank or punctuation-only text)"))
+                continue
+            kept.append(index)
+            normalized.append(norm)
+            words.append(norm.split(" "))
+        if not kept:
+            return out
+        hashes, offsets = self.shingler.batch_hashes(normalized)
+        signatures = self.minhash._sign(hashes, offsets)
+        distinct = _distinct_counts(hashes, offsets)
+        keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
+        want_minhash = "minhash" in self.settings.fields
+        for row, index in enumerate(kept):
+            doc_id, text, *rest = items[index]
+            ws = words[row]
+            doc = {
+                "id": doc_id,
+                "content": text,
+                "md5_hash": md5_hex(normalized[row]),
+                "num_words": len(ws),
+                "first_word": text_token(ws[0]),
+                "num_shingles": int(distinct[row]),
+                "minhash_sig": encode_signature(signatures[row]),
+            }
+            if want_minhash:
+                doc["content_sg"] = signature_tokens(signatures[row])
+            if keys is not None:
+                doc["content_lsh"] = band_tokens(keys[row])
+            if dataset is not None:
+                doc["dataset"] = dataset
+            if rest and rest[0]:
+                doc["fields_json"] = json.dumps(rest[0], ensure_ascii=False)
+            out.documents.append(doc)
+        return out
+
+
+def _distinct_counts(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Number of distinct values in each document's slice of ``hashes``, vectorised over the batch."""
+    ndocs = len(offsets) - 1
+    doc = np.repeat(np.arange(ndocs, dtype=np.uint64), np.diff(offsets))
+    # One uint64 sort (document in the high half, hash in the low) is several times faster than a lexsort.
+    keys = np.sort((doc << np.uint64(32)) | hashes.astype(np.uint64))
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return np.bincount((keys[first] >> np.uint64(32)).astype(np.int64), minlength=ndocs)
 
 
 def read_index_settings(client) -> IndexSettings | None:

@@ -74,10 +74,15 @@ class _Checkpoint:
     def __init__(self, path: Path, source: Path):
         self.path = path
         self.source = source
+        self._identity_cache: dict | None = None
 
     def _identity(self) -> dict:
-        stat = self.source.stat()
-        return {"source": str(self.source.resolve()), "size": stat.st_size, "mtime": stat.st_mtime}
+        # Taken once per run: the input does not change under a run, and a stat per batch shows in profiles.
+        if self._identity_cache is None:
+            stat = self.source.stat()
+            self._identity_cache = {"source": str(self.source.resolve()), "size": stat.st_size,
+                                    "mtime": stat.st_mtime}
+        return self._identity_cache
 
     def load(self) -> int:
         try:
