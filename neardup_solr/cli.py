@@ -124,7 +124,7 @@ def cmd_index(args) -> int:
         client.delete_all()
     index_settings = None
     if any(v is not None for v in (args.ngram, args.unit, args.num_hashes, args.bands, args.rows_per_band,
-                                   args.lsh_threshold, args.fields)):
+                                   args.lsh_threshold, args.fields, args.sample_mod)):
         base = IndexSettings()
         index_settings = IndexSettings(
             ngram=args.ngram or base.ngram, unit=args.unit or base.unit,
@@ -132,6 +132,7 @@ def cmd_index(args) -> int:
             lsh_threshold=args.lsh_threshold or base.lsh_threshold,
             bands=args.bands, rows=args.rows_per_band,
             fields=tuple(f.strip() for f in args.fields.split(",") if f.strip()) if args.fields else base.fields,
+            sample_mod=args.sample_mod or base.sample_mod,
         )
     indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
                       workers=args.workers, progress=not args.quiet, dataset=args.dataset)
@@ -163,6 +164,17 @@ def cmd_near_dups(args) -> int:
     if (args.id is None) == (args.text is None):
         print("error: give a document id or --text", file=sys.stderr)
         return EXIT_USAGE
+    if args.min_share is not None:
+        text = args.text if args.text is not None else searcher.get_by_id(args.id).content
+        shared = [(i, share) for i, share in searcher.find_by_shingle_share(text, args.min_share) if i != args.id]
+        if args.json:
+            print(json.dumps([{"id": i, "share": share} for i, share in shared], ensure_ascii=False, indent=2))
+        else:
+            for doc_id, share in shared:
+                print(f"{doc_id}\t{share:.3f}")
+            if not shared:
+                print(f"no document holds {args.min_share:.0%} of its shingles")
+        return 0
     if args.id is not None:
         source = searcher.get_by_id(args.id)
         matches = searcher.find_near_dups(args.id, **kw)
@@ -347,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lsh-threshold", type=float, default=None, help="choose LSH bands for this Jaccard (default 0.8)")
     p.add_argument("--bands", type=int, default=None)
     p.add_argument("--rows-per-band", type=int, default=None)
+    p.add_argument("--sample-mod", type=int, default=None,
+                   help="index only shingles whose hash is 0 modulo this (write-up 003's sampling; default 1 = all)")
     p.add_argument("--fields", default=None,
                    help="token fields to index, comma-separated from shingles,minhash,lsh,words (default all; "
                         "'lsh' alone is fastest and enough for LSH lookups and whole-collection dedup)")
@@ -361,6 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("near-dups", help="near duplicates of one document or of a new text")
     p.add_argument("id", nargs="?", default=None)
     p.add_argument("--text", default=None, help="a text that is not in the index")
+    p.add_argument("--min-share", type=float, default=None,
+                   help="instead: every document holding at least this share of the text's shingles "
+                        "(write-up 003's lookup; exact duplicates by MD5 first)")
     p.add_argument("--json", action="store_true")
     _add_search_options(p)
     _add_solr_options(p)

@@ -47,9 +47,14 @@ class IndexSettings:
     # "lsh" (content_lsh: LSH lookups), "words" (content_words: IDF weighting). The signature itself
     # (minhash_sig) is always stored; whole-collection dedup needs nothing else.
     fields: tuple[str, ...] = ("shingles", "minhash", "lsh", "words")
+    # Write-up 003's sampling: index only the shingles whose hash is 0 modulo sample_mod (1 = all of them). A
+    # smaller index, and similar documents still share about 1/sample_mod of their shingles.
+    sample_mod: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "fields", tuple(self.fields))
+        if self.sample_mod < 1:
+            raise ValueError("sample_mod must be at least 1 (1 keeps every shingle)")
         unknown = set(self.fields) - set(TOKEN_FIELDS)
         if unknown:
             raise ValueError(f"unknown token field(s) {sorted(unknown)}; choose from {', '.join(TOKEN_FIELDS)}")
@@ -153,6 +158,17 @@ class DocumentBuilder:
             raise InvalidTextError("no words left after normalisation (empty, blank or punctuation-only text)")
         return processed
 
+    def shingle_tokens(self, p: ProcessedText) -> list[str]:
+        """The shingles of a processed text as stored in ``content_ng``: all of them, or the sample."""
+        tokens = text_tokens(p.shingles)
+        m = self.settings.sample_mod
+        if m == 1:
+            return tokens
+        hashes = p.shingle_hashes.tolist()
+        if len(hashes) != len(tokens):  # two shingles with one hash: pair them up one by one instead
+            hashes = [self.shingler.hash_shingle(s) for s in p.shingles]
+        return [t for t, h in zip(tokens, hashes) if h % m == 0]
+
     def field_tokens(self, fields: dict) -> list[str]:
         """Distinct ``column:word`` tokens of a multi-column record."""
         tokens: dict[str, None] = {}
@@ -194,7 +210,7 @@ class DocumentBuilder:
                 "minhash_sig": encode_signature(signatures[row]),
             }
             if want_shingles:
-                doc["content_ng"] = text_tokens(p.shingles)
+                doc["content_ng"] = self.shingle_tokens(p)
             if want_words:
                 doc["content_words"] = text_tokens(dict.fromkeys(p.words))
             if want_minhash:

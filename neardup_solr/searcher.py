@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -177,13 +178,47 @@ class Searcher:
         """The online use: is this new document a near duplicate of anything indexed?"""
         return self.find_near_dups(text=text, mode=mode, **kw)
 
+    def find_by_shingle_share(
+        self, text: str, min_share: float = 0.5, *, page_size: int = 500
+    ) -> list[tuple[str, float]]:
+        """Write-up 003's lookup: every indexed document holding at least ``min_share`` of the new text's
+        (sampled) shingles, as (id, share), best first. An equal MD5 is an exact duplicate (share 1.0) and is
+        answered without looking at shingles. Nothing is capped: the bound ``overlap >= ceil(min_share * n)``
+        is a filter on the overlap score and all matches are paged through.
+        """
+        if not 0.0 < min_share <= 1.0:
+            raise ValueError("min_share must be in (0, 1]")
+        self.settings.require("shingles")
+        query = self.prepare(text)
+        exact = self.client.select([("q", "{!term f=md5_hash v=$nd.md5}"), ("nd.md5", query.md5_hash),
+                                    ("fl", "id"), ("rows", 10000)])["response"]["docs"]
+        found = {d["id"]: 1.0 for d in exact if d["id"] != SETTINGS_DOC_ID}
+        tokens = list(dict.fromkeys(self.builder.shingle_tokens(query.processed)))
+        if tokens:
+            bound = math.ceil(min_share * len(tokens) - 1e-9)
+            params = [
+                ("q", " ".join(_quoted(t) for t in tokens)), ("defType", "lucene"), ("df", "content_ng"),
+                ("q.op", "OR"), ("fq", f"{{!frange l={bound}}}query($q)"), ("fl", "id,score"),
+                ("sort", "score desc,id asc"), ("rows", page_size),
+            ]
+            cursor = "*"
+            while True:
+                data = self.client.select(params + [("cursorMark", cursor)])
+                for doc in data["response"]["docs"]:
+                    found.setdefault(doc["id"], min(1.0, doc["score"] / len(tokens)))
+                if data.get("nextCursorMark", cursor) == cursor:
+                    break
+                cursor = data["nextCursorMark"]
+        found.pop(SETTINGS_DOC_ID, None)
+        return sorted(found.items(), key=lambda kv: (-kv[1], id_sort_key(kv[0])))
+
     # ------------------------------------------------------------------ the query
     def query_tokens(self, query: Query, mode: str, num_hashes: int | None = None) -> list[str]:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         self.settings.require(mode)
         if mode == "shingles":
-            return text_tokens(query.processed.shingles)
+            return self.builder.shingle_tokens(query.processed)
         if mode == "minhash":
             count = num_hashes or self.settings.num_hashes
             if count > self.settings.num_hashes:

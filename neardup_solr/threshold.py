@@ -69,6 +69,9 @@ class ThresholdFinder:
                 raise ValueError("field weights must be >= 0")
         else:
             searcher.settings.require("shingles" if similarity == "jaccard" else "words")
+            if similarity == "jaccard" and searcher.settings.sample_mod != 1:
+                raise ValueError("exact Jaccard needs every shingle indexed; this collection samples 1 in "
+                                 f"{searcher.settings.sample_mod} (use --method lsh, or re-index without sampling)")
         # Per-field weighting reads document frequencies of "column:word" tokens (records indexed from
         # several text columns); a column missing from field_weights weighs 1.
         self.field_weights = field_weights

@@ -134,3 +134,40 @@ def test_per_field_weights_make_the_name_count_more_than_the_city(solr, tmp_path
     # Same city, different names: never similar once the name dominates.
     assert not {("b1", "b2"), ("c1", "c2")} & pairs({"name": 3.0, "city": 0.3})
     assert {("b1", "b2"), ("c1", "c2")} <= pairs({"name": 0.1, "city": 5.0})
+
+
+def _share_truth(docs, query_text, sample_mod, min_share):
+    from neardup_solr.documents import DocumentBuilder
+
+    builder = DocumentBuilder(IndexSettings(sample_mod=sample_mod))
+    q = set(builder.shingle_tokens(builder.process(query_text)))
+    out = {}
+    for doc_id, text in docs.items():
+        share = len(q & set(builder.shingle_tokens(builder.process(text)))) / len(q)
+        if share >= min_share:
+            out[doc_id] = share
+    return out
+
+
+@pytest.mark.parametrize("sample_mod", [1, 4])
+def test_share_lookup_matches_a_direct_count_with_and_without_sampling(solr, sample_mod):
+    docs = _corpus(seed=21)
+    Indexer(solr, IndexSettings(sample_mod=sample_mod)).index_records(docs.items())
+    searcher = Searcher(solr)
+    query = docs["s3"] + " with a new tail of words"
+    for min_share in (0.3, 0.7):
+        found = dict(searcher.find_by_shingle_share(query, min_share))
+        truth = _share_truth(docs, query, sample_mod, min_share)
+        assert set(found) == set(truth) and truth
+        for doc_id, share in truth.items():
+            assert found[doc_id] == pytest.approx(share)
+    exact = searcher.find_by_shingle_share(docs["s5"].upper() + " !!", 0.99)
+    assert exact[0] == ("s5", 1.0)
+    if sample_mod > 1:
+        stored = solr.select({"q": "*:*", "fl": "id", "rows": 0, "facet": "true", "facet.field": "content_ng",
+                              "facet.limit": -1})
+        terms = stored["facet_counts"]["facet_fields"]["content_ng"][::2]
+        full = {t for text in docs.values() for t in Shingler().shingles(text)}
+        assert 0 < len(terms) < len(full) / 2  # about 1 in 4 shingles is indexed
+        with pytest.raises(ValueError, match="samples 1 in 4"):
+            ThresholdFinder(searcher, threshold=0.8)
