@@ -59,7 +59,7 @@ def demo_modes():
          dict(threshold=RECOMMENDED_THRESHOLD, similarity="idf")),
         ("join: IDF", f"fodors x zagats, IDF >= {RECOMMENDED_THRESHOLD}", "join",
          dict(threshold=RECOMMENDED_THRESHOLD, similarity="idf", one_to_one=False)),
-        ("join: IDF, one-to-one", f"as above, each record matched once", "join",
+        ("join: IDF, one-to-one", "as above, each record matched once", "join",
          dict(threshold=RECOMMENDED_THRESHOLD, similarity="idf", one_to_one=True)),
     ]
 

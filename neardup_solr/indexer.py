@@ -17,9 +17,9 @@ import os
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from .documents import DocumentBuilder, IndexSettings, ensure_index_settings
 from .errors import InvalidRecordError, SolrRequestError, SolrUnavailableError

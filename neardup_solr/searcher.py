@@ -21,7 +21,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -34,7 +34,6 @@ from .documents import (
     read_index_settings,
     signature_tokens,
     text_token,
-    text_tokens,
 )
 from .errors import NeardupError
 from .groups import id_key

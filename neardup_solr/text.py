@@ -505,7 +505,6 @@ class Shingler:
         return self._hash_chars(data, buf, doc_starts, lengths)
 
     def _hash_words(self, data: bytes, buf: np.ndarray, doc_starts: np.ndarray, ndocs: int):
-        n = self.ngram
         solid = np.zeros(len(buf) + 2, dtype=bool)
         np.not_equal(buf, 32, out=solid[1:-1])
         edges = np.flatnonzero(solid[1:] != solid[:-1])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
-from .readers import Record, RecordReader
+from .readers import Record
 from .report import iter_documents
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, id_sort_key
 from .weights import IdfWeights, weighted_jaccard
