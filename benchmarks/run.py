@@ -747,15 +747,16 @@ def evaluate_goals(report: dict) -> list[dict]:
     sig = report.get("signing") or {}
     s = sig.get("summary", {}) if _ok(sig) else {}
     goals.append({"goal": "signing: ours >= 5x datasketch (docs/s, one core)",
-                  "measured": s.get("ours_vs_datasketch_x"),
+                  "measured": s.get("ours_vs_datasketch_x"), "unit": "x",
                   "met": None if s.get("ours_vs_datasketch_x") is None else s["ours_vs_datasketch_x"] >= 5})
     goals.append({"goal": "signing: ours >= rensa (docs/s, one core)", "measured": s.get("ours_vs_rensa_x"),
+                  "unit": "x",
                   "met": None if s.get("ours_vs_rensa_x") is None else s["ours_vs_rensa_x"] >= 1})
     sizes = report.get("sizes", {})
     for size in sorted(sizes, key=int):
         ix = sizes[size].get("indexing")
         v = ix.get("docs_per_s") if _ok(ix) else None
-        goals.append({"goal": f"indexing >= 3,000 docs/s at {int(size):,}", "measured": v,
+        goals.append({"goal": f"indexing >= 3,000 docs/s at {int(size):,}", "measured": v, "unit": "docs/s",
                       "met": None if v is None else v >= 3000})
     big = "1000000" if "1000000" in sizes else (max(sizes, key=int) if sizes else None)
     if big:
@@ -766,6 +767,7 @@ def evaluate_goals(report: dict) -> list[dict]:
             vals = [x for x in vals if x is not None]
             p99 = max(vals) if vals else None
         goals.append({"goal": f"LSH lookup p99 < 20 ms at 1M (measured at {int(big):,})", "measured": p99,
+                      "unit": "ms",
                       "met": None if p99 is None else p99 < 20, "at_1m": big == "1000000"})
         col = (sizes[big].get("collection") or {}).get("ours")
         okc = _ok(col)
@@ -773,10 +775,12 @@ def evaluate_goals(report: dict) -> list[dict]:
         rec = col.get("recall") if okc else None
         mem = col.get("peak_rss_mib") if okc else None
         goals.append({"goal": f"whole-collection < 15 min at 1M (measured at {int(big):,})", "measured": wall,
+                      "unit": "s",
                       "met": None if wall is None else wall < 900, "at_1m": big == "1000000"})
-        goals.append({"goal": f"whole-collection recall >= 0.98 (at {int(big):,})", "measured": rec,
+        goals.append({"goal": f"whole-collection recall >= 0.98 (at {int(big):,})", "measured": rec, "unit": "",
                       "met": None if rec is None else rec >= 0.98, "at_1m": big == "1000000"})
         goals.append({"goal": f"whole-collection peak memory < 2 GiB (at {int(big):,})", "measured": mem,
+                      "unit": "MiB",
                       "met": None if mem is None else mem < 2048, "at_1m": big == "1000000"})
     return goals
 
@@ -786,7 +790,7 @@ def render_markdown(report: dict) -> str:
     L = [f"# neardup-solr benchmark, {m['date']} ({m['machine']})", "",
          "Command" + ("s (merged runs, oldest first)" if m.get("earlier_runs") else "") + ": "
          + "; ".join(f"`{c}`" for c in [e.get("command") for e in m.get("earlier_runs", [])] + [m["command"]] if c)
-         + "  ", f"Solr {m['solr_version']} ({m['solr']}), Python {m['python']}, "
+         + "  ", *([f"{m['note']}  "] if m.get("note") else []), f"Solr {m['solr_version']} ({m['solr']}), Python {m['python']}, "
          f"NumPy {m['numpy']}, {m['cpus']} CPUs, {m['memory_gib']} GiB RAM. Threshold J >= {THRESHOLD}, "
          f"{NUM_HASHES} hashes, word 3-shingles.", ""]
     sizes = report.get("sizes", {})
@@ -885,7 +889,8 @@ def render_markdown(report: dict) -> str:
         L += ["", "## Goals", "", "| goal | measured | met |", "|---|---:|:---:|"]
         for g in goals:
             met = {True: "yes", False: "**no**", None: "not measured"}[g["met"]]
-            L.append(f"| {g['goal']} | {_f(g['measured'], '{:,.2f}')} | {met} |")
+            fmt = "{:.4f}" if g.get("unit") == "" else "{:,.2f}"
+            L.append(f"| {g['goal']} | {_f(g['measured'], fmt)} {g.get('unit', '')} | {met} |")
     return "\n".join(L) + "\n"
 
 
@@ -989,6 +994,7 @@ def parse_args(argv=None):
                     help="skip the second datasketch run that uses our (bands, rows) instead of its own choice")
     ap.add_argument("--update-readme", action="store_true",
                     help="also put the tables into benchmarks/README.md (between its results markers)")
+    ap.add_argument("--render", metavar="JSON", help="only re-render the .md/.png of this result file")
     ap.add_argument("--budget-scale", type=float, default=1.0, help="multiply every time box by this")
     return ap.parse_args(argv)
 
@@ -1003,8 +1009,25 @@ def budgets(n: int, scale: float) -> dict:
     }.items()}
 
 
+def render_only(args) -> int:
+    """Re-write the .md/.png (and README block) of an existing result JSON, e.g. after editing its notes."""
+    path = Path(args.render)
+    report = json.loads(path.read_text())
+    report["goals"] = evaluate_goals(report)
+    path.write_text(json.dumps(report, indent=2, default=str))
+    stem = path.with_suffix("")
+    stem.with_suffix(".md").write_text(render_markdown(report))
+    render_plot(report, stem.with_suffix(".png"))
+    if args.update_readme:
+        update_readme(BENCH / "README.md", report, stem)
+    print(render_markdown(report))
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.render:
+        return render_only(args)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.docs]
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = set(sections) - set(SECTIONS)
@@ -1052,6 +1075,14 @@ def main(argv=None) -> int:
         report["meta"]["merged_from"] = old.get("meta", {}).get("command")
         report["meta"]["earlier_runs"] = old.get("meta", {}).get("earlier_runs", []) + [old.get("meta", {})]
 
+    # Two runs on one work dir would clear each other's core and stop each other's Solr mid-run.
+    import fcntl
+
+    lock = open(work / "run.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another benchmarks/run.py is using {work}; wait for it or pass another --work-dir")
     solr = None
     core_url = args.solr_url.rstrip("/") if args.solr_url else None
     report["meta"]["solr"] = "given core" if core_url else f"dedicated local Solr on 127.0.0.1:{args.port}"
@@ -1068,6 +1099,10 @@ def main(argv=None) -> int:
             core_url = res.url
             log(f"Solr ready at {core_url} ({res.seconds:.1f} s)")
             solr_pid = solr.pid()
+            if res.already_running:
+                # Someone else's Solr on our data dir: use it, but stopping it is theirs to do.
+                log("that Solr was already running: it will be left running")
+                solr = None
         if needs_solr and not (fresh_dir / "docs.jsonl").exists():
             from benchmarks.corpus import generate
 
