@@ -53,7 +53,9 @@ BENCH = REPO / "benchmarks"
 THRESHOLD = 0.8
 NUM_HASHES = 128
 MODES = ("shingles", "minhash", "lsh")
-SECTIONS = ("signing", "indexing", "index_size", "lookup", "solr_minhash", "collection")
+SECTIONS = ("signing", "indexing", "indexing_lsh", "index_size", "lookup", "solr_minhash", "collection")
+# Sections that score against the exact all-pairs ground truth (costly to compute at 1,000,000 documents).
+TRUTH_SECTIONS = {"solr_minhash", "collection"}
 MH_CORE_SUFFIX = "_bench_mh"
 SOLR_PORT = 8996
 
@@ -282,7 +284,7 @@ def run_section(name: str, fn, budget: float, log, **kwargs) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def sec_corpus(*, deadline, corpus_dir: str, docs: int, seed: int) -> dict:
+def sec_corpus(*, deadline, corpus_dir: str, docs: int, seed: int, with_truth: bool = True) -> dict:
     from benchmarks.corpus import generate
     from benchmarks.exact_pairs import exact_pairs, pairs_path, shingle_sets, write_pairs
     from benchmarks.corpus import iter_documents
@@ -302,7 +304,7 @@ def sec_corpus(*, deadline, corpus_dir: str, docs: int, seed: int) -> dict:
         gen_s = round(time.perf_counter() - t0, 2)
     exact = pairs_path(out, THRESHOLD)
     exact_s = None
-    if not exact.exists():
+    if with_truth and not exact.exists():
         t0 = time.perf_counter()
         ids, texts = [], []
         for doc_id, text in iter_documents(out):
@@ -313,7 +315,8 @@ def sec_corpus(*, deadline, corpus_dir: str, docs: int, seed: int) -> dict:
         pairs = exact_pairs(sets, ids, THRESHOLD)
         write_pairs(exact, pairs, THRESHOLD)
         exact_s = round(time.perf_counter() - t0, 2)
-    npairs = sum(1 for line in open(exact, encoding="utf-8") if not line.startswith("#"))
+    npairs = (sum(1 for line in open(exact, encoding="utf-8") if not line.startswith("#"))
+              if exact.exists() else None)
     c = meta.get("counts", {})
     return {"dir": str(out), "reused": reused, "generate_s": gen_s, "exact_pairs_s": exact_s,
             "docs": c.get("docs", docs), "copies": c.get("copies"), "clusters": c.get("clusters"),
@@ -756,8 +759,13 @@ def evaluate_goals(report: dict) -> list[dict]:
     for size in sorted(sizes, key=int):
         ix = sizes[size].get("indexing")
         v = ix.get("docs_per_s") if _ok(ix) else None
-        goals.append({"goal": f"indexing >= 3,000 docs/s at {int(size):,}", "measured": v, "unit": "docs/s",
-                      "met": None if v is None else v >= 3000})
+        goals.append({"goal": f"indexing >= 3,000 docs/s at {int(size):,}, all four token fields", "measured": v,
+                      "unit": "docs/s", "met": None if v is None else v >= 3000})
+        lean = sizes[size].get("indexing_lsh_only")
+        v = lean.get("docs_per_s") if _ok(lean) else None
+        if v is not None:
+            goals.append({"goal": f"indexing >= 3,000 docs/s at {int(size):,}, LSH profile (--fields lsh)",
+                          "measured": v, "unit": "docs/s", "met": v >= 3000})
     big = "1000000" if "1000000" in sizes else (max(sizes, key=int) if sizes else None)
     if big:
         lk = sizes[big].get("lookup")
@@ -1114,8 +1122,12 @@ def main(argv=None) -> int:
             docs_path = str(Path(corpus_dir) / "docs.jsonl")
             per: dict = report["sizes"].get(str(n), {})
             report["sizes"][str(n)] = per
+            earlier_corpus = per.get("corpus") or {}
             per["corpus"] = run_section(f"{n}/corpus", sec_corpus, b["corpus"], log, corpus_dir=corpus_dir,
-                                        docs=n, seed=args.seed)
+                                        docs=n, seed=args.seed, with_truth=bool(TRUTH_SECTIONS & set(sections)))
+            if _ok(per["corpus"]) and per["corpus"].get("exact_pairs_ge_0.8") is None:
+                # A run that needs no ground truth keeps the count an earlier run of this size computed.
+                per["corpus"]["exact_pairs_ge_0.8"] = earlier_corpus.get("exact_pairs_ge_0.8")
             if not _ok(per["corpus"]):
                 log(f"no corpus for {n:,} docs: skipping that size")
                 _write(report, stem, log)
@@ -1125,7 +1137,8 @@ def main(argv=None) -> int:
                     "signing", sec_signing, b["signing"], log, corpus_dir=corpus_dir,
                     docs=min(n, args.signing_docs or (300 if quick else 20_000)), repeats=signing_repeats)
                 _write(report, stem, log)
-            if "indexing" in sections and n <= args.variant_max_docs:
+            # The LSH profile: in a default run only up to --variant-max-docs; always when asked for by name.
+            if "indexing_lsh" in sections and (n <= args.variant_max_docs or args.sections != ",".join(SECTIONS)):
                 per["indexing_lsh_only"] = run_section(
                     f"{n}/indexing lsh only", sec_indexing, b["indexing"], log, core_url=core_url,
                     docs_path=docs_path, batch_size=args.batch_size, workers=args.workers, fields=["lsh"],

@@ -142,9 +142,9 @@ def test_reindexing_the_same_file_is_idempotent(solr, tmp_path):
     path = tmp_path / "same.txt"
     path.write_text("".join(f"{i} record {i} has a few words\n" for i in range(50)), encoding="utf-8")
     Indexer(solr).index_file(path)
-    first = solr.select({"q": "*:*", "fl": "id,md5_hash,content_sg", "rows": 100, "sort": "id asc"})
+    first = solr.select({"q": "*:*", "fl": "id,md5_hash,minhash_sig", "rows": 100, "sort": "id asc"})
     Indexer(solr).index_file(path)
-    second = solr.select({"q": "*:*", "fl": "id,md5_hash,content_sg", "rows": 100, "sort": "id asc"})
+    second = solr.select({"q": "*:*", "fl": "id,md5_hash,minhash_sig", "rows": 100, "sort": "id asc"})
     assert first["response"]["docs"] == second["response"]["docs"]
     assert second["response"]["numFound"] == 51  # 50 records and the settings document
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 
 import numpy as np
 import pytest
@@ -198,9 +197,7 @@ def test_corpus_recall_and_exact_similarities(solr, tmp_path):
     assert summary.indexed == 20_000
     del records
 
-    started = time.perf_counter()
     result = dedupe_collection(solr, 0.8)
-    seconds = time.perf_counter() - started
     found = {(p.id, p.neighbor_id): p.similarity for p in result.pairs}
     recall = len(found.keys() & truth.keys()) / len(truth)
     assert recall >= 0.98, (recall, result.stats)
@@ -211,7 +208,6 @@ def test_corpus_recall_and_exact_similarities(solr, tmp_path):
     assert stats.documents == 20_000 and (stats.bands, stats.rows) == (21, 6)
     assert stats.candidate_pairs >= stats.estimated_pairs >= stats.verified_pairs == len(found)
     assert stats.oversized_buckets == 0
-    assert seconds < 30, stats
 
     estimated = dedupe_collection(solr, 0.8, exact=False)
     est = {(p.id, p.neighbor_id) for p in estimated.pairs}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neardup_solr.documents import IndexSettings
+from neardup_solr.documents import IndexSettings, decode_signatures, signature_tokens
 from neardup_solr.evaluate import evaluate, read_pairs
 from neardup_solr.indexer import Indexer
 from neardup_solr.report import report_near_dups
@@ -37,12 +37,17 @@ def _found_set(pairs):
 
 
 def test_indexed_fields_of_a_record(restaurants):
-    doc = restaurants.get_by_ids(["3"], "id,content,md5_hash,num_words,first_word,num_shingles,content_sg")[0]
+    doc = restaurants.get_by_ids(["3"], "id,content,md5_hash,num_words,first_word,num_shingles,minhash_sig")[0]
     assert doc["content"] == "Art's Delicatessen 12224 Ventura Blvd. Studio City"
     assert doc["num_words"] == 8  # art s delicatessen 12224 ventura blvd studio city
     assert doc["first_word"] == "art"
     assert doc["num_shingles"] == 6
-    assert len(doc["content_sg"]) == 128 and doc["content_sg"][0].startswith("0_")
+    tokens = signature_tokens(decode_signatures([doc["minhash_sig"]], 128)[0])
+    assert len(tokens) == 128 and tokens[0].startswith("0_")
+    # content_sg is indexed, not stored: it holds exactly these tokens when an OR over them scores 128.
+    hits = restaurants.select({"q": " OR ".join(f'content_sg:"{t}"' for t in tokens), "fq": "{!term f=id}3",
+                               "fl": "id,score"})["response"]["docs"]
+    assert hits == [{"id": "3", "score": 128.0}]
 
 
 def test_near_dups_of_3_finds_536_at_distance_1(restaurants):

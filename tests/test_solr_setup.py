@@ -25,7 +25,7 @@ def test_schema_has_every_field_as_configured(solr):
         "num_shingles": ("pint", False, True, True),
         "first_word": ("string", False, True, True),
         "content_ng": ("set_token", True, True, False),
-        "content_sg": ("set_token", True, True, True),
+        "content_sg": ("set_token", True, True, False),
         "content_lsh": ("set_token_dv", True, True, False),
         "content_words": ("set_token", True, True, False),
         "dataset": ("string", False, True, True),
