@@ -198,7 +198,6 @@ class DocumentBuilder:
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
         want_shingles = "shingles" in self.settings.fields
         want_words = "words" in self.settings.fields
-        want_minhash = "minhash" in self.settings.fields
         for row, (index, doc_id, text, p) in enumerate(processed):
             doc = {
                 "id": doc_id,
@@ -213,12 +212,7 @@ class DocumentBuilder:
                 doc["content_ng"] = self.shingle_tokens(p)
             if want_words:
                 doc["content_words"] = text_tokens(dict.fromkeys(p.words))
-            if want_minhash:
-                doc["content_sg"] = signature_tokens(signatures[row])
-            if keys is not None:
-                doc["content_lsh"] = band_tokens(keys[row])
-            if dataset is not None:
-                doc["dataset"] = dataset
+            self._add_signature_fields(doc, signatures[row], None if keys is None else keys[row], dataset)
             fields = items[index][2] if len(items[index]) > 2 else None
             if fields:
                 doc["content_fwords"] = self.field_tokens(fields)
@@ -226,7 +220,13 @@ class DocumentBuilder:
             out.documents.append(doc)
         return out
 
-
+    def _add_signature_fields(self, doc: dict, signature: np.ndarray, band_keys_row, dataset: str | None) -> None:
+        if "minhash" in self.settings.fields:
+            doc["content_sg"] = signature_tokens(signature)
+        if band_keys_row is not None:
+            doc["content_lsh"] = band_tokens(band_keys_row)
+        if dataset is not None:
+            doc["dataset"] = dataset
 
     def _build_lean(self, items: Sequence[tuple], dataset: str | None) -> BuiltBatch:
         """Without shingle or word tokens to store, no shingle string is ever built: the whole batch is hashed and
@@ -252,7 +252,6 @@ class DocumentBuilder:
         signatures = self.minhash._sign(hashes, offsets)
         distinct = _distinct_counts(hashes, offsets)
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
-        want_minhash = "minhash" in self.settings.fields
         for row, index in enumerate(kept):
             doc_id, text, *rest = items[index]
             ws = words[row]
@@ -265,12 +264,7 @@ class DocumentBuilder:
                 "num_shingles": int(distinct[row]),
                 "minhash_sig": encode_signature(signatures[row]),
             }
-            if want_minhash:
-                doc["content_sg"] = signature_tokens(signatures[row])
-            if keys is not None:
-                doc["content_lsh"] = band_tokens(keys[row])
-            if dataset is not None:
-                doc["dataset"] = dataset
+            self._add_signature_fields(doc, signatures[row], None if keys is None else keys[row], dataset)
             if rest and rest[0]:
                 doc["fields_json"] = json.dumps(rest[0], ensure_ascii=False)
             out.documents.append(doc)
