@@ -13,6 +13,7 @@ from .errors import (
     LauncherError,
     NeardupError,
     SolrAuthError,
+    SolrCoreNotFoundError,
     SolrRequestError,
     SolrUnavailableError,
 )
@@ -32,7 +33,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "IndexSettings", "InvalidRecordError", "InvalidTextError", "LauncherError", "NeardupError", "SolrAuthError",
-    "SolrRequestError", "SolrUnavailableError", "evaluate", "evaluate_files", "read_pairs", "group_pairs",
+    "SolrCoreNotFoundError", "SolrRequestError", "SolrUnavailableError",
+    "evaluate", "evaluate_files", "read_pairs", "group_pairs",
     "keep_list", "write_groups_jsonl", "Indexer", "IndexingInterrupted", "IndexSummary", "LSHParams",
     "collision_probability", "optimal_params", "report_near_dups", "NearDuplicate", "Searcher", "StoredDocument",
     "SOLR_VERSION", "SolrClient", "LocalSolr", "MinHash", "Shingler", "estimate_jaccard", "jaccard", "normalize",

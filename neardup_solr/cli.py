@@ -27,7 +27,9 @@ EXIT_UNAVAILABLE = 3
 def _client(args):
     from .solr_client import SolrClient
 
-    return SolrClient(args.solr_url or None, timeout=args.timeout)
+    client = SolrClient(args.solr_url or None, timeout=args.timeout)
+    client.check()  # one clear line up front when Solr is down or the core is missing
+    return client
 
 
 def _add_solr_options(p: argparse.ArgumentParser) -> None:

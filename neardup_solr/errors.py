@@ -35,12 +35,20 @@ class SolrUnavailableError(NeardupError, ConnectionError):
     """Solr did not answer (not started, wrong URL, or down after all retries)."""
 
 
+class SolrCoreNotFoundError(SolrUnavailableError):
+    """Solr is up, but the core (or collection) in the URL does not exist there (HTTP 404 on its ping)."""
+
+
 class SolrAuthError(NeardupError, PermissionError):
     """Solr refused the credentials (HTTP 401/403)."""
 
 
 class SolrRequestError(NeardupError):
     """Solr answered with an error for a request we built."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class LauncherError(NeardupError, RuntimeError):

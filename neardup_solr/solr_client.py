@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import requests
 
 from . import settings
-from .errors import SolrAuthError, SolrRequestError, SolrUnavailableError
+from .errors import SolrAuthError, SolrCoreNotFoundError, SolrRequestError, SolrUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class SolrClient:
                     )
                 if resp.status_code not in _RETRY_STATUS:
                     if resp.status_code >= 400:
-                        raise SolrRequestError(_solr_error_message(resp, self.url))
+                        raise SolrRequestError(_solr_error_message(resp, self.url), status=resp.status_code)
                     return resp
                 last_error = f"HTTP {resp.status_code}"
             if attempt + 1 < attempts:
@@ -196,7 +196,20 @@ class SolrClient:
 
     def check(self) -> None:
         """Raise SolrUnavailableError (one clear line) unless the core answers a ping."""
-        self.get_json("admin/ping", retry=False, timeout=10)
+        try:
+            self.get_json("admin/ping", retry=False, timeout=10)
+        except SolrRequestError as exc:
+            if exc.status != 404:
+                raise
+            base, _, core = self.url.rpartition("/")
+            hint = (
+                "'neardup-solr solr start' creates it on the local Solr"
+                if settings.solr_url_is_local()
+                else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
+            )
+            raise SolrCoreNotFoundError(
+                f"Solr is running at {redact_url(base)}, but it has no core {core!r} (HTTP 404): {hint}."
+            ) from None
 
     def add(self, docs: list[dict], *, commit_within_ms: int | None = None, timeout: float | None = None) -> None:
         params = {"commitWithin": commit_within_ms} if commit_within_ms else None

@@ -103,7 +103,8 @@ class LocalSolr:
         return all(Path(jar).exists() for jar in cp_file.read_text().strip().split(os.pathsep) if jar)
 
     def build(self) -> str:
-        """Compile the launcher and resolve Solr's jars (first run downloads ~200 MB from Maven Central)."""
+        """Compile the launcher and resolve Solr's jars. The first run downloads about 120 MB from Maven Central
+        (87 MB of Solr's jars, the rest Maven's plugins) in about 20 s here."""
         if not self._is_built():
             mvn = shutil.which("mvn")
             if mvn is None:

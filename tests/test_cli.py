@@ -42,6 +42,23 @@ def test_unreachable_solr_is_one_clear_line_without_traceback(tmp_path):
     assert "SOLR_URL" in lines[0]
 
 
+@pytest.mark.solr
+@pytest.mark.parametrize("command", [["index", "{file}"], ["near-dups", "3"], ["report", "--out", "{out}"]])
+def test_a_missing_core_is_one_clear_line_naming_it(solr_url, tmp_path, command):
+    """Solr up, core absent (e.g. only the demo's core exists): say so instead of echoing Jetty's 404 page."""
+    path = tmp_path / "x.txt"
+    path.write_text("1 some text\n")
+    missing = solr_url.rsplit("/", 1)[0] + "/no_such_core"
+    args = [a.format(file=path, out=tmp_path / "pairs.tsv") for a in command]
+    proc = subprocess.run([sys.executable, "-m", "neardup_solr.cli", *args, "--solr-url", missing],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Solr is running at" in lines[0] and "no core 'no_such_core'" in lines[0]
+    assert "<html" not in proc.stderr.lower()
+
+
 def test_missing_input_file_is_a_usage_error(capsys):
     assert main(["evaluate", "/nonexistent/pairs.tsv", "/nonexistent/gold.tsv"]) == 2
     assert "error:" in capsys.readouterr().err
