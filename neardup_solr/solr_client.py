@@ -204,7 +204,7 @@ class SolrClient:
             base, _, core = self.url.rpartition("/")
             hint = (
                 "'neardup-solr solr start' creates it on the local Solr"
-                if settings.solr_url_is_local()
+                if settings.solr_url_is_local() and core == settings.CORE_NAME
                 else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
             )
             raise SolrCoreNotFoundError(
