@@ -1101,7 +1101,7 @@ def main(argv=None) -> int:
     solr_pid = None
     try:
         if needs_solr and core_url is None:
-            from neardup_solr.solr_local import LocalSolr
+            from neardup_solr.backends.local import LocalSolr
 
             solr = LocalSolr(port=args.port, data_dir=work / "solr", heap=args.heap)
             log(f"starting Solr on 127.0.0.1:{args.port} (heap {args.heap}, data {solr.data_dir})")

@@ -25,7 +25,7 @@ from .report import report_near_dups
 from .searcher import NearDuplicate, Searcher, StoredDocument
 from .settings import SOLR_VERSION
 from .solr_client import SolrClient
-from .solr_local import LocalSolr
+from .backends.local import LocalSolr
 from .text import MinHash, Shingler, estimate_jaccard, jaccard, normalize
 from .threshold import ThresholdFinder, join_pairs, one_to_one, threshold_pairs
 

@@ -67,7 +67,7 @@ def demo_modes():
 def _solr_client(solr_url: str | None, out: TextIO) -> SolrClient:
     if solr_url:
         return SolrClient(solr_url)
-    from .solr_local import LocalSolr
+    from .backends.local import LocalSolr
 
     local = LocalSolr(core=DEMO_CORE)
     result = local.start()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from neardup_solr.solr_client import SolrClient
-from neardup_solr.solr_local import LocalSolr
+from neardup_solr.backends.local import LocalSolr
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +24,7 @@ def local_solr():
         yield None
         return
     if os.environ.get("NEARDUP_TEST_BACKEND") == "docker":
-        from neardup_solr.solr_docker import DockerSolr, docker_available
+        from neardup_solr.backends.docker import DockerSolr, docker_available
 
         if not docker_available():
             pytest.skip("NEARDUP_TEST_BACKEND=docker but no Docker engine answers here")

@@ -6,7 +6,7 @@ import pytest
 
 from neardup_solr import settings
 from neardup_solr.errors import LauncherError
-from neardup_solr.solr_docker import IMAGE, DockerSolr, docker_available
+from neardup_solr.backends.docker import IMAGE, DockerSolr, docker_available
 
 
 def test_docker_backend_pins_the_launcher_version():

@@ -19,7 +19,7 @@ from neardup_solr.report import report_near_dups
 from neardup_solr.restaurants import prepare_default
 from neardup_solr.searcher import Searcher
 from neardup_solr.solr_client import RetryPolicy, SolrClient
-from neardup_solr.solr_local import LocalSolr
+from neardup_solr.backends.local import LocalSolr
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from neardup_solr.errors import SolrAuthError
 from neardup_solr.indexer import Indexer
 from neardup_solr.searcher import Searcher
 from neardup_solr.solr_client import SolrClient, redact_url
-from neardup_solr.solr_local import LocalSolr
+from neardup_solr.backends.local import LocalSolr
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import requests
 
-from . import settings
-from .errors import LauncherError
+from .. import settings
+from ..errors import LauncherError
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import time
 
 import requests
 
-from . import settings
-from .errors import LauncherError
-from .solr_local import StartResult
+from .. import settings
+from ..errors import LauncherError
+from .local import StartResult
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,210 @@
+"""Commands that read the collection: near-dups, report, join and groups."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .common import EXIT_USAGE, add_search_options, add_solr_options, max_distance, open_client, open_searcher, parse_field_weights
+
+
+def _print_matches(source_label: str, source_text: str, matches) -> None:
+    print(f"{source_label}: {source_text}")
+    for m in matches:
+        tag = "exact" if m.exact else f"distance {m.edit_distance}"
+        est = f", est. {m.estimated_jaccard:.2f}" if m.estimated_jaccard is not None else ""
+        print(f"  {m.id}: {m.content}  ({tag}, jaccard {m.jaccard:.3f}{est}, overlap {m.score:g})")
+
+
+def cmd_near_dups(args) -> int:
+    searcher = open_searcher(args)
+    kw = dict(mode=args.mode, max_distance=max_distance(args), rows=args.rows,
+              first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
+    if (args.id is None) == (args.text is None):
+        print("error: give a document id or --text", file=sys.stderr)
+        return EXIT_USAGE
+    if args.min_share is not None:
+        text = args.text if args.text is not None else searcher.get_by_id(args.id).content
+        shared = [(i, share) for i, share in searcher.find_by_shingle_share(text, args.min_share) if i != args.id]
+        if args.json:
+            print(json.dumps([{"id": i, "share": share} for i, share in shared], ensure_ascii=False, indent=2))
+        else:
+            for doc_id, share in shared:
+                print(f"{doc_id}\t{share:.3f}")
+            if not shared:
+                print(f"no document holds {args.min_share:.0%} of its shingles")
+        return 0
+    if args.id is not None:
+        source = searcher.get_by_id(args.id)
+        matches = searcher.find_near_dups(args.id, **kw)
+        label, text = source.id, source.content
+    else:
+        matches = searcher.find_near_dups_of_text(args.text, **kw)
+        label, text = "text", args.text
+    if args.json:
+        print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
+    elif matches:
+        _print_matches(label, text, matches)
+    else:
+        print(f"no near duplicates of {label} within the limits")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from ..report import report_near_dups
+
+    searcher = open_searcher(args)
+    if args.threshold is not None:
+        return _threshold_report(args, searcher)
+
+    def show(doc, matches):
+        print(f"{doc.id}: {doc.content}")
+        for m in matches:
+            print(f"{m.id}: {m.content} ({m.edit_distance})")
+        print("==")
+
+    summary, _ = report_near_dups(
+        searcher, args.out, args.start_id, args.end_id, max_distance(args), args.mode,
+        rows=args.rows, first_word_filter=args.first_word_filter, num_hashes=args.num_hashes,
+        min_jaccard=args.min_jaccard, workers=args.workers, progress=not args.quiet,
+        on_group=None if args.quiet else show,
+    )
+    print(summary.format())
+    return 0
+
+
+def _threshold_report(args, searcher) -> int:
+    import time
+
+    from ..threshold import ThresholdFinder, threshold_pairs, write_pairs
+
+    started = time.monotonic()
+    if args.method == "lsh":
+        from ..collection import dedupe_collection
+
+        if args.similarity != "jaccard":
+            raise ValueError("--method lsh verifies plain Jaccard; use --method exact for --similarity idf")
+        result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
+        pairs = result.pairs
+    else:
+        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
+                                 field_weights=parse_field_weights(args.field_weights))
+        pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset)
+    write_pairs(pairs, args.out)
+    print(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} "
+          f"in {time.monotonic() - started:.1f} s -> {args.out}")
+    return 0
+
+
+def cmd_join(args) -> int:
+    from ..readers import Record, RecordReader
+    from ..searcher import Searcher
+    from ..threshold import ThresholdFinder, join_pairs, one_to_one, write_pairs
+
+    searcher = Searcher(open_client(args))
+    reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
+    records = [r for r in reader if isinstance(r, Record)]
+    if reader.stats.invalid:
+        print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
+    finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
+                             field_weights=parse_field_weights(args.field_weights))
+    pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
+                       progress=not args.quiet)
+    if args.one_to_one:
+        pairs = one_to_one(pairs)
+    write_pairs(pairs, args.out)
+    print(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity >= "
+          f"{args.threshold} -> {args.out}")
+    return 0
+
+
+def cmd_groups(args) -> int:
+    from ..groups import group_pairs, keep_list, read_distance_pairs, write_groups_jsonl, write_keep_list
+
+    pairs = read_distance_pairs(args.pairs)
+    with open(args.pairs, encoding="utf-8") as fh:
+        header = fh.readline()
+    if "similarity" in header:
+        # Threshold reports carry a similarity; groups record the largest Jaccard *distance* inside them.
+        pairs = [(a, b, None if s is None else round(1.0 - s, 6)) for a, b, s in pairs]
+    texts = None
+    all_ids = None
+    if args.representative == "longest" or args.with_singletons:
+        from ..report import iter_documents
+        from ..searcher import Searcher
+
+        docs = list(iter_documents(Searcher(open_client(args))))
+        texts = {d.id: d.content for d in docs}
+        all_ids = list(texts) if args.with_singletons else None
+    groups = group_pairs(pairs, representative=args.representative, texts=texts)
+    write_groups_jsonl(groups, args.out)
+    kept = keep_list(groups, all_ids)
+    if args.keep:
+        write_keep_list(kept, args.keep)
+    members = sum(len(g.members) for g in groups)
+    print(f"{len(groups)} groups holding {members} documents -> {args.out}"
+          + (f"; keep list of {len(kept)} ids -> {args.keep}" if args.keep else ""))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("near-dups", help="near duplicates of one document or of a new text")
+    p.add_argument("id", nargs="?", default=None)
+    p.add_argument("--text", default=None, help="a text that is not in the index")
+    p.add_argument("--min-share", type=float, default=None,
+                   help="instead: every document holding at least this share of the text's shingles "
+                        "(write-up 003's lookup; exact duplicates by MD5 first)")
+    p.add_argument("--json", action="store_true")
+    add_search_options(p)
+    add_solr_options(p)
+    p.set_defaults(func=cmd_near_dups)
+
+    p = sub.add_parser("report", help="all near-duplicate pairs of the collection as TSV")
+    p.add_argument("--out", required=True, help="TSV file to write")
+    p.add_argument("--start-id", default=None)
+    p.add_argument("--end-id", default=None)
+    p.add_argument("--workers", type=int, default=1, help="lookups in flight at once (default 1)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="threshold mode: every pair with similarity >= this, verified exactly (no row cap, no "
+                        "first-word filter); writes id, neighbor_id, similarity")
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+                   help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard")
+    p.add_argument("--method", choices=["exact", "lsh"], default="exact",
+                   help="threshold mode candidates: 'exact' = one bounded query per document (complete), "
+                        "'lsh' = LSH bands over exported signatures (fast on large collections)")
+    p.add_argument("--dataset", default=None, help="threshold mode: only pairs within this data set")
+    p.add_argument("--field-weights", default=None,
+                   help="with --similarity idf on records indexed from several text columns: column=weight,... "
+                        "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
+    add_search_options(p)
+    add_solr_options(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("join", help="similarity join: stream a file against the indexed data set")
+    p.add_argument("file")
+    p.add_argument("--out", required=True, help="TSV of (streamed id, indexed id, similarity)")
+    p.add_argument("--threshold", type=float, default=0.8)
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
+    p.add_argument("--indexed-dataset", default=None, help="match only indexed records of this data set")
+    p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
+    p.add_argument("--field-weights", default=None,
+                   help="with --similarity idf on records indexed from several text columns: column=weight,... "
+                        "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
+    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None)
+    p.add_argument("--id-column", default="id")
+    p.add_argument("--text-column", default="text")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("-q", "--quiet", action="store_true")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_join)
+
+    p = sub.add_parser("groups", help="turn a pairs file into groups of near duplicates and a keep list")
+    p.add_argument("pairs", help="a report or threshold TSV")
+    p.add_argument("--out", required=True, help="JSONL: group_id, representative, members, max_distance")
+    p.add_argument("--keep", default=None, help="write the ids to keep (one representative per group)")
+    p.add_argument("--representative", choices=["earliest", "longest"], default="earliest")
+    p.add_argument("--with-singletons", action="store_true",
+                   help="keep list also holds every indexed id that is in no group (reads ids from Solr)")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_groups)
