@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping
 
 from .errors import InvalidRecordError
+from .outputs import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -170,13 +171,11 @@ def _longest(members: list, texts: Mapping[Any, str]) -> Any:
 
 
 def write_groups_jsonl(groups: Iterable[Group], path: str | Path) -> int:
-    """One JSON object per line (group_id, representative, members, max_distance); returns the group count."""
-    count = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for group in groups:
-            f.write(json.dumps(group.to_dict(), ensure_ascii=False) + "\n")
-            count += 1
-    return count
+    """One JSON object per line (group_id, representative, members, max_distance); returns the group count.
+    The file appears complete or not at all (:func:`~neardup_solr.outputs.write_atomically`)."""
+    lines = [json.dumps(group.to_dict(), ensure_ascii=False) + "\n" for group in groups]
+    write_atomically(path, lines)
+    return len(lines)
 
 
 def read_groups_jsonl(path: str | Path) -> list[Group]:
@@ -204,13 +203,10 @@ def keep_list(groups: Iterable[Group], all_ids: Iterable | None = None) -> list:
 
 
 def write_keep_list(ids: Iterable, path: str | Path) -> int:
-    """One id per line; returns the count."""
-    count = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for record_id in ids:
-            f.write(f"{record_id}\n")
-            count += 1
-    return count
+    """One id per line; returns the count. Written atomically, like the groups."""
+    lines = [f"{record_id}\n" for record_id in ids]
+    write_atomically(path, lines)
+    return len(lines)
 
 
 def read_distance_pairs(path: str | Path) -> list[tuple[str, str, int | float | None]]:

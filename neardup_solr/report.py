@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .documents import META_DATASET, SETTINGS_DOC_ID
+from .outputs import ResumableOutput, digest_of
 from .searcher import NearDuplicate, Searcher, StoredDocument, id_sort_key
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 GroupCallback = Callable[[StoredDocument, list[NearDuplicate]], None]
 REPORT_HEADER = "# id\tneighbor_id\tedit_distance\tscore\n"
@@ -83,52 +88,97 @@ def report_near_dups(
     workers: int = 1,
     progress: bool = False,
     on_group: GroupCallback | None = None,
+    resume: bool = False,
 ) -> tuple[ReportSummary, list[tuple[str, str, int, float]]]:
     """Look up every document with id in [start_id, end_id] and write its near duplicates with greater ids.
 
     Returns the summary and the pairs (id, neighbor_id, edit_distance, score). ``workers`` > 1 sends that many
     lookups at a time; the output is identical to a single worker's (results are collected in id order).
+
+    ``out`` appears only when the report is complete (see :mod:`neardup_solr.outputs`). If Solr stays away
+    longer than the client's retry policy waits, :class:`~neardup_solr.outputs.RunStopped` is raised and
+    ``<out>.partial`` keeps the documents done so far; ``resume=True`` with the same arguments continues after
+    them, and the file (and the returned pairs) equal a clean run's. ``on_group`` sees only the documents
+    looked up in this call.
     """
     started = time.monotonic()
-    documents = select_range(iter_documents(searcher), start_id, end_id)
-    summary = ReportSummary(documents=len(documents), out_path=str(out) if out else None)
-    pairs: list[tuple[str, str, int, float]] = []
+    with ResumableOutput(out, job="report", resume=resume) as output:
+        documents = select_range(iter_documents(searcher), start_id, end_id)
+        params = {
+            "mode": mode, "start_id": _optional_str(start_id), "end_id": _optional_str(end_id),
+            "max_distance": max_distance, "rows": rows, "first_word_filter": first_word_filter,
+            "num_hashes": num_hashes, "min_jaccard": min_jaccard, "index": asdict(searcher.settings),
+            "documents": digest_of((d.id, d.md5_hash, d.dataset) for d in documents),
+        }
+        pairs: list[tuple[str, str, int, float]] = [tuple(r) for r in output.begin(params, total=len(documents))]
+        todo = documents[output.done:]
 
-    def lookup(doc: StoredDocument) -> list[NearDuplicate]:
-        if doc.num_shingles == 0:
-            return []
-        query = searcher.prepare(doc.content, doc.id)
-        return searcher.search(
-            query, mode=mode, max_distance=max_distance, rows=rows, first_word_filter=first_word_filter,
-            num_hashes=num_hashes, min_jaccard=min_jaccard, only_greater_ids=True,
-        )
+        def lookup(doc: StoredDocument) -> list[NearDuplicate]:
+            if doc.num_shingles == 0:
+                return []
+            query = searcher.prepare(doc.content, doc.id)
+            return searcher.search(
+                query, mode=mode, max_distance=max_distance, rows=rows, first_word_filter=first_word_filter,
+                num_hashes=num_hashes, min_jaccard=min_jaccard, only_greater_ids=True,
+            )
 
+        results = ordered_map(lookup, todo, workers, progress=progress, label=f"report ({mode})",
+                              total=len(documents), done=output.done)
+        for doc, matches in zip(todo, results):
+            found = [(doc.id, m.id, m.edit_distance, m.score) for m in matches]
+            output.add(doc.id, [list(p) for p in found])
+            pairs.extend(found)
+            if matches and on_group:
+                on_group(doc, matches)
+        output.commit(report_lines(pairs))
+    summary = ReportSummary(documents=len(documents), pairs=len(pairs), seconds=time.monotonic() - started,
+                            out_path=str(out) if out else None)
+    return summary, pairs
+
+
+def report_lines(pairs: Iterable[tuple[str, str, int, float]]) -> Iterator[str]:
+    """The report file: the header, then one line per pair."""
+    yield REPORT_HEADER
+    for doc_id, neighbor_id, distance, score in pairs:
+        yield f"{doc_id}\t{neighbor_id}\t{distance}\t{score:g}\n"
+
+
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 1, *, progress: bool = False,
+                label: str = "", total: int | None = None, done: int = 0) -> Iterator[R]:
+    """``fn`` over ``items`` on ``workers`` threads, results in the items' order.
+
+    Only a few calls per worker are in flight (not the whole list, as ``Executor.map`` would submit): memory
+    stays flat on a million documents, and a run that stops has little work in the air.
+    """
+    workers = max(1, workers)
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(documents), desc=f"report ({mode})", unit=" docs", dynamic_ncols=True)
-    fh = open(out, "w", encoding="utf-8") if out else None
+        bar = tqdm(total=len(items) + done if total is None else total, initial=done, desc=label, unit=" docs",
+                   dynamic_ncols=True)
+    pending: deque[Future] = deque()
+    pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        if fh:
-            fh.write(REPORT_HEADER)
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for doc, matches in zip(documents, pool.map(lookup, documents)):
-                if bar:
-                    bar.update(1)
-                if not matches:
-                    continue
-                for m in matches:
-                    pairs.append((doc.id, m.id, m.edit_distance, m.score))
-                    if fh:
-                        fh.write(f"{doc.id}\t{m.id}\t{m.edit_distance}\t{m.score:g}\n")
-                if on_group:
-                    on_group(doc, matches)
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield _next_result(pending, bar)
+        while pending:
+            yield _next_result(pending, bar)
     finally:
-        if fh:
-            fh.close()
+        # On a stop, calls not yet started are dropped rather than each waiting out Solr's absence in turn.
+        pool.shutdown(wait=True, cancel_futures=True)
         if bar:
             bar.close()
-    summary.pairs = len(pairs)
-    summary.seconds = time.monotonic() - started
-    return summary, pairs
+
+
+def _next_result(pending: deque, bar):
+    result = pending.popleft().result()
+    if bar:
+        bar.update(1)
+    return result
+
+
+def _optional_str(value) -> str | None:
+    return None if value is None else str(value)

@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
+from .outputs import ResumableOutput, digest_of, write_atomically
 from .readers import Record
-from .report import iter_documents
+from .report import iter_documents, ordered_map
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, id_sort_key
 from .weights import IdfWeights, weighted_jaccard
 
@@ -161,19 +161,32 @@ class ThresholdFinder:
 
 
 def threshold_pairs(
-    finder: ThresholdFinder, *, workers: int = 1, progress: bool = False, dataset: str | None = None
+    finder: ThresholdFinder, *, workers: int = 1, progress: bool = False, dataset: str | None = None,
+    out: str | Path | None = None, resume: bool = False,
 ) -> list[SimilarPair]:
-    """All pairs of the collection (or of one data set) with similarity >= threshold, each pair once."""
-    docs = [d for d in iter_documents(finder.searcher) if d.num_shingles and (dataset is None or d.dataset == dataset)]
-    docs.sort(key=lambda d: id_sort_key(d.id))
+    """All pairs of the collection (or of one data set) with similarity >= threshold, each pair once.
 
-    def lookup(doc: StoredDocument):
-        return finder.similar_to_text(doc.content, exclude_id=doc.id, only_greater_than=doc.id, dataset=dataset,
-                                      fields=doc.fields)
+    With ``out`` the pairs are also written there (complete or not at all), and ``resume=True`` continues a run
+    that stopped with :class:`~neardup_solr.outputs.RunStopped`; see :func:`neardup_solr.report.report_near_dups`.
+    """
+    with ResumableOutput(out, job="threshold report", resume=resume) as output:
+        docs = [d for d in iter_documents(finder.searcher)
+                if d.num_shingles and (dataset is None or d.dataset == dataset)]
+        docs.sort(key=lambda d: id_sort_key(d.id))
+        params = {**_finder_params(finder), "dataset": dataset,
+                  "documents": digest_of((d.id, d.md5_hash, d.dataset, d.fields) for d in docs)}
+        pairs = [SimilarPair(*r) for r in output.begin(params, total=len(docs))]
+        todo = docs[output.done:]
 
-    pairs = []
-    for doc, found in zip(docs, _mapped(lookup, docs, workers, progress, f"threshold {finder.threshold}")):
-        pairs.extend(SimilarPair(doc.id, other, sim) for other, sim in found)
+        def lookup(doc: StoredDocument):
+            return finder.similar_to_text(doc.content, exclude_id=doc.id, only_greater_than=doc.id,
+                                          dataset=dataset, fields=doc.fields)
+
+        found_lists = ordered_map(lookup, todo, workers, progress=progress, label=f"threshold {finder.threshold}",
+                                  total=len(docs), done=output.done)
+        for doc, found in zip(todo, found_lists):
+            _add_unit(output, pairs, doc.id, found)
+        output.commit(pair_lines(pairs))
     return pairs
 
 
@@ -184,22 +197,51 @@ def join_pairs(
     *,
     workers: int = 1,
     progress: bool = False,
+    one_to_one: bool = False,
+    out: str | Path | None = None,
+    resume: bool = False,
 ) -> list[SimilarPair]:
     """Similarity join: every streamed record against the indexed data set (``indexed_dataset``, or the whole
-    collection). Pairs are (streamed id, indexed id); records of the same side are never paired."""
+    collection). Pairs are (streamed id, indexed id); records of the same side are never paired.
+
+    ``one_to_one`` keeps each id in at most one pair (see :func:`one_to_one`). With ``out`` the pairs are also
+    written there, and ``resume=True`` continues a stopped join after the records it had done.
+    """
     items = [(r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None) for r in records]
+    with ResumableOutput(out, job="join", resume=resume, unit="records") as output:
+        params = {**_finder_params(finder), "indexed_dataset": indexed_dataset, "one_to_one": one_to_one,
+                  "indexed_documents": finder.client.count(filters=[f"-dataset:{META_DATASET}"]),
+                  "records": digest_of(items)}
+        pairs = [SimilarPair(*r) for r in output.begin(params, total=len(items))]
+        todo = items[output.done:]
 
-    def lookup(item):
-        try:
-            return finder.similar_to_text(item[1], dataset=indexed_dataset, fields=item[2])
-        except ValueError as exc:  # a streamed text without words: nothing can match it
-            log.warning("join: record %r skipped: %s", item[0], exc)
-            return []
+        def lookup(item):
+            try:
+                return finder.similar_to_text(item[1], dataset=indexed_dataset, fields=item[2])
+            except ValueError as exc:  # a streamed text without words: nothing can match it
+                log.warning("join: record %r skipped: %s", item[0], exc)
+                return []
 
-    pairs = []
-    for (rid, _, _), found in zip(items, _mapped(lookup, items, workers, progress, "join")):
-        pairs.extend(SimilarPair(rid, other, sim) for other, sim in found)
+        found_lists = ordered_map(lookup, todo, workers, progress=progress, label="join", total=len(items),
+                                  done=output.done)
+        for (rid, _, _), found in zip(todo, found_lists):
+            _add_unit(output, pairs, rid, found)
+        if one_to_one:
+            pairs = _greedy_one_to_one(pairs)
+        output.commit(pair_lines(pairs))
     return pairs
+
+
+def _finder_params(finder: ThresholdFinder) -> dict:
+    """What decides a threshold search's result, for checking that a resumed run is the stopped one."""
+    return {"threshold": finder.threshold, "similarity": finder.similarity, "field_weights": finder.field_weights,
+            "index": asdict(finder.searcher.settings)}
+
+
+def _add_unit(output: ResumableOutput, pairs: list[SimilarPair], unit_id: str, found) -> None:
+    new = [SimilarPair(unit_id, other, sim) for other, sim in found]
+    output.add(unit_id, [[p.id, p.neighbor_id, p.similarity] for p in new])
+    pairs.extend(new)
 
 
 def one_to_one(pairs: Iterable[SimilarPair]) -> list[SimilarPair]:
@@ -215,23 +257,17 @@ def one_to_one(pairs: Iterable[SimilarPair]) -> list[SimilarPair]:
     return kept
 
 
+# join_pairs takes a flag of the same name.
+_greedy_one_to_one = one_to_one
+
+
+def pair_lines(pairs: Iterable[SimilarPair]) -> Iterator[str]:
+    """A pairs file: the header, then id, neighbor_id and similarity per line."""
+    yield PAIR_HEADER
+    for p in pairs:
+        yield f"{p.id}\t{p.neighbor_id}\t{p.similarity:.6f}\n"
+
+
 def write_pairs(pairs: Sequence[SimilarPair], out: str | Path) -> None:
-    with open(out, "w", encoding="utf-8") as fh:
-        fh.write(PAIR_HEADER)
-        for p in pairs:
-            fh.write(f"{p.id}\t{p.neighbor_id}\t{p.similarity:.6f}\n")
-
-
-def _mapped(fn, items, workers: int, progress: bool, label: str) -> Iterator:
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(items), desc=label, unit=" docs", dynamic_ncols=True)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for result in pool.map(fn, items):
-            if bar:
-                bar.update(1)
-            yield result
-    if bar:
-        bar.close()
+    """Write a pairs file atomically: ``out`` holds the complete list or is left as it was."""
+    write_atomically(out, pair_lines(pairs))

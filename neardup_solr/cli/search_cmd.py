@@ -51,8 +51,12 @@ def cmd_near_dups(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from ..outputs import check_output_path
     from ..report import report_near_dups
 
+    check_output_path(args.out)  # before any Solr work
+    if args.resume and args.threshold is not None and args.method == "lsh":
+        raise ValueError("--method lsh is one batch job and does not resume; run it again without --resume")
     searcher = open_searcher(args)
     if args.threshold is not None:
         return _threshold_report(args, searcher)
@@ -67,7 +71,7 @@ def cmd_report(args) -> int:
         searcher, args.out, args.start_id, args.end_id, max_distance(args), args.mode,
         rows=args.rows, first_word_filter=args.first_word_filter, num_hashes=args.num_hashes,
         min_jaccard=args.min_jaccard, workers=args.workers, progress=not args.quiet,
-        on_group=None if args.quiet else show,
+        on_group=None if args.quiet else show, resume=args.resume,
     )
     print(summary.format())
     return 0
@@ -85,22 +89,25 @@ def _threshold_report(args, searcher) -> int:
         if args.similarity != "jaccard":
             raise ValueError("--method lsh verifies plain Jaccard; use --method exact for --similarity idf")
         result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
+        write_pairs(result.pairs, args.out)
         pairs = result.pairs
     else:
         finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
                                  field_weights=parse_field_weights(args.field_weights))
-        pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset)
-    write_pairs(pairs, args.out)
+        pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset,
+                                out=args.out, resume=args.resume)
     print(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} "
           f"in {time.monotonic() - started:.1f} s -> {args.out}")
     return 0
 
 
 def cmd_join(args) -> int:
+    from ..outputs import check_output_path
     from ..readers import Record, RecordReader
     from ..searcher import Searcher
-    from ..threshold import ThresholdFinder, join_pairs, one_to_one, write_pairs
+    from ..threshold import ThresholdFinder, join_pairs
 
+    check_output_path(args.out)  # before any Solr work
     searcher = Searcher(open_client(args))
     reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
     records = [r for r in reader if isinstance(r, Record)]
@@ -109,10 +116,7 @@ def cmd_join(args) -> int:
     finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
                              field_weights=parse_field_weights(args.field_weights))
     pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
-                       progress=not args.quiet)
-    if args.one_to_one:
-        pairs = one_to_one(pairs)
-    write_pairs(pairs, args.out)
+                       progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
     print(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity >= "
           f"{args.threshold} -> {args.out}")
     return 0
@@ -120,7 +124,11 @@ def cmd_join(args) -> int:
 
 def cmd_groups(args) -> int:
     from ..groups import group_pairs, keep_list, read_distance_pairs, write_groups_jsonl, write_keep_list
+    from ..outputs import check_output_path
 
+    for path in (args.out, args.keep):
+        if path:
+            check_output_path(path)  # before reading the pairs or asking Solr
     pairs = read_distance_pairs(args.pairs)
     with open(args.pairs, encoding="utf-8") as fh:
         header = fh.readline()
@@ -159,8 +167,15 @@ def register(sub) -> None:
     add_solr_options(p)
     p.set_defaults(func=cmd_near_dups)
 
-    p = sub.add_parser("report", help="all near-duplicate pairs of the collection as TSV")
-    p.add_argument("--out", required=True, help="TSV file to write")
+    p = sub.add_parser(
+        "report", help="all near-duplicate pairs of the collection as TSV",
+        description="Every near-duplicate pair of the collection. The file is written as OUT.partial and renamed "
+                    "to OUT when complete. If Solr stays away longer than the retries wait, the run stops (exit 3) "
+                    "and keeps OUT.partial; the same command with --resume continues it (not --method lsh, a "
+                    "short batch job that simply reruns).")
+    p.add_argument("--out", required=True, help="TSV file to write (appears only when complete)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the stopped run that left OUT.partial (same options and data required)")
     p.add_argument("--start-id", default=None)
     p.add_argument("--end-id", default=None)
     p.add_argument("--workers", type=int, default=1, help="lookups in flight at once (default 1)")
@@ -181,9 +196,16 @@ def register(sub) -> None:
     add_solr_options(p)
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("join", help="similarity join: stream a file against the indexed data set")
+    p = sub.add_parser(
+        "join", help="similarity join: stream a file against the indexed data set",
+        description="Every record of FILE against the indexed data set. The file is written as OUT.partial and "
+                    "renamed to OUT when complete; a run stopped by Solr going away (exit 3) continues with "
+                    "--resume.")
     p.add_argument("file")
-    p.add_argument("--out", required=True, help="TSV of (streamed id, indexed id, similarity)")
+    p.add_argument("--out", required=True,
+                   help="TSV of (streamed id, indexed id, similarity); appears only when complete")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the stopped run that left OUT.partial (same options and input required)")
     p.add_argument("--threshold", type=float, default=0.8)
     p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
     p.add_argument("--indexed-dataset", default=None, help="match only indexed records of this data set")
@@ -201,7 +223,9 @@ def register(sub) -> None:
 
     p = sub.add_parser("groups", help="turn a pairs file into groups of near duplicates and a keep list")
     p.add_argument("pairs", help="a report or threshold TSV")
-    p.add_argument("--out", required=True, help="JSONL: group_id, representative, members, max_distance")
+    p.add_argument("--out", required=True,
+                   help="JSONL: group_id, representative, members, max_distance (written atomically; a few "
+                        "seconds of work, so it reruns rather than resumes)")
     p.add_argument("--keep", default=None, help="write the ids to keep (one representative per group)")
     p.add_argument("--representative", choices=["earliest", "longest"], default="earliest")
     p.add_argument("--with-singletons", action="store_true",
