@@ -311,8 +311,8 @@ class ResumableOutput:
         if len(earlier) != self.pairs:
             raise ValueError(f"cannot resume {self.partial_path}: it holds {len(earlier)} records where its "
                              f"progress file says {self.pairs}; run without --resume to start over")
-        log.warning("%s: resuming %s after %d of %d %s (%d pairs so far)", self.job, self.out, self.done,
-                    self.total, self.unit, self.pairs)
+        log.warning("%s: resuming %s after %s of %s %s (%s pairs so far)", self.job, self.out, f"{self.done:,}",
+                    f"{self.total:,}", self.unit, f"{self.pairs:,}")
         return earlier
 
     def _mismatch(self, progress: dict) -> str:
@@ -344,13 +344,13 @@ class ResumableOutput:
         self._save_progress()
         where = (f"after {self.done:,} of {self.total:,} {self.unit} ({self.pairs:,} pairs); its partial result "
                  f"is in {self.partial_path}")
-        log.warning("%s stopped %s", self.job, where)
         if isinstance(exc, SolrUnavailableError) and not isinstance(exc, RunStopped):
             raise RunStopped(
                 f"the {self.job} stopped {where}. {exc} Once Solr answers again, run the same command with "
                 "--resume (resume=True in Python) to continue it.",
                 self.partial_path, self.done, self.total,
             ) from exc
+        log.warning("%s stopped %s; the same command with --resume continues it", self.job, where)
 
 
 def _read_records(path: Path, length: int) -> Iterator[list]:

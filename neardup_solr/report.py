@@ -5,11 +5,16 @@ Output format::
 
     # id<TAB>neighbor_id<TAB>edit_distance<TAB>score
     3<TAB>536<TAB>1<TAB>6.0
+
+Documents are visited in id order, so a run that stops (Solr away for longer than the client waits) keeps the
+documents it finished in ``<out>.partial`` and ``resume=True`` (``report --resume``) continues after them; the
+file appears only when complete (:mod:`neardup_solr.outputs`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -157,11 +162,24 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 1, *, p
 
         bar = tqdm(total=len(items) + done if total is None else total, initial=done, desc=label, unit=" docs",
                    dynamic_ncols=True)
+    failed = threading.Event()
+
+    def call(item: T) -> R:
+        # Once a call has failed (Solr gone for longer than the client waits), the calls queued behind it must
+        # not each wait out the same absence again before the run can stop.
+        if failed.is_set():
+            raise _Abandoned()
+        try:
+            return fn(item)
+        except BaseException:
+            failed.set()
+            raise
+
     pending: deque[Future] = deque()
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         for item in items:
-            pending.append(pool.submit(fn, item))
+            pending.append(pool.submit(call, item))
             if len(pending) >= 2 * workers:
                 yield _next_result(pending, bar)
         while pending:
@@ -171,6 +189,10 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 1, *, p
         pool.shutdown(wait=True, cancel_futures=True)
         if bar:
             bar.close()
+
+
+class _Abandoned(Exception):
+    """A call skipped because an earlier one failed; the caller sees that earlier failure first."""
 
 
 def _next_result(pending: deque, bar):

@@ -306,7 +306,7 @@ def test_report_stopped_for_good_exits_3_and_resume_completes_it(own_solr, clean
     own_solr.start()
     caplog.set_level(logging.WARNING, logger="neardup_solr.outputs")
     assert cli.main(["report", "--out", str(out), "--solr-url", url, "-q", "--resume"]) == 0
-    assert f"resuming {out} after {_progress_done}" in caplog.text
+    assert f"resuming {out} after {_progress_done:,}" in caplog.text
     assert out.read_bytes() == clean.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.tsv"]
 

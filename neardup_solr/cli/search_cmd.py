@@ -169,10 +169,10 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "report", help="all near-duplicate pairs of the collection as TSV",
-        description="Every near-duplicate pair of the collection. The file is written as OUT.partial and renamed "
-                    "to OUT when complete. If Solr stays away longer than the retries wait, the run stops (exit 3) "
-                    "and keeps OUT.partial; the same command with --resume continues it (not --method lsh, a "
-                    "short batch job that simply reruns).")
+        description="Every near-duplicate pair of the collection. Work done so far is kept in OUT.partial; OUT "
+                    "appears only when the report is complete. If Solr stays away longer than --max-wait, the run "
+                    "stops (exit 3) and keeps OUT.partial; the same command with --resume continues it (not "
+                    "--method lsh, a short batch job that simply reruns).")
     p.add_argument("--out", required=True, help="TSV file to write (appears only when complete)")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and data required)")
@@ -198,9 +198,9 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "join", help="similarity join: stream a file against the indexed data set",
-        description="Every record of FILE against the indexed data set. The file is written as OUT.partial and "
-                    "renamed to OUT when complete; a run stopped by Solr going away (exit 3) continues with "
-                    "--resume.")
+        description="Every record of FILE against the indexed data set. Work done so far is kept in OUT.partial; "
+                    "OUT appears only when the join is complete. A run stopped by Solr staying away longer than "
+                    "--max-wait (exit 3) continues with --resume.")
     p.add_argument("file")
     p.add_argument("--out", required=True,
                    help="TSV of (streamed id, indexed id, similarity); appears only when complete")
