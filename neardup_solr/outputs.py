@@ -201,7 +201,6 @@ class ResumableOutput:
         self._fh = None
         self._saved_at = 0.0
         self._lock = OutputLock(self.out) if self.out is not None else None
-        self._committed = False
 
     @property
     def partial_path(self) -> Path | None:
@@ -247,16 +246,15 @@ class ResumableOutput:
 
     def add(self, key: str, records: list[list]) -> None:
         """Unit ``key`` is complete and these are all its records; call once per unit, in the job's order."""
-        self.done += 1
-        self.last = key
-        self.pairs += len(records)
-        if self._fh is None:
-            return
-        if records:
+        if self._fh is not None and records:
             data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
             self._fh.write(data)
             self._bytes += len(data)
-        if time.monotonic() - self._saved_at >= PROGRESS_INTERVAL_S:
+        # Counted only once written: a failed write (a full disk) must leave the unit to be done again.
+        self.done += 1
+        self.last = key
+        self.pairs += len(records)
+        if self._fh is not None and time.monotonic() - self._saved_at >= PROGRESS_INTERVAL_S:
             self._save_progress()
 
     def commit(self, chunks: Iterable[str]) -> None:
@@ -269,7 +267,6 @@ class ResumableOutput:
             self._fh = None
         self.progress_path.unlink(missing_ok=True)
         self.partial_path.unlink(missing_ok=True)
-        self._committed = True
 
     # ------------------------------------------------------------------ internals
     def _start_fresh(self) -> None:

@@ -142,6 +142,40 @@ def test_resume_truncates_what_a_crash_left_after_the_last_progress(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.tsv", "pairs.tsv"]
 
 
+def test_a_failed_write_leaves_its_unit_to_be_done_again(tmp_path):
+    out = tmp_path / "pairs.tsv"
+    units = [(str(i), [[str(i), str(i + 1), 1, 2.5]]) for i in range(5)]
+
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            self.fh.write(data[:5])  # part of the unit reaches the file, then the disk is full
+            raise OSError(28, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    with pytest.raises(OSError):
+        with ResumableOutput(out, job="join", unit="records") as output:
+            output.begin({}, total=len(units))
+            for key, recs in units:
+                if key == "3":
+                    output._fh = FullDisk(output._fh)
+                output.add(key, recs)
+    assert _progress(out)["done"] == 3 and not out.exists()
+
+    with ResumableOutput(out, job="join", resume=True, unit="records") as output:
+        records = output.begin({}, total=len(units))
+        assert output.done == 3
+        for key, recs in units[output.done:]:
+            output.add(key, recs)
+            records += recs
+        output.commit(json.dumps(r) + "\n" for r in records)
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [r for _, recs in units for r in recs]
+
+
 def test_resume_with_other_parameters_is_refused(tmp_path, caplog):
     out = tmp_path / "pairs.tsv"
     with pytest.raises(RunStopped):
