@@ -284,7 +284,8 @@ def test_kill_9_and_restart_during_a_report_gives_a_clean_runs_file(own_solr, cl
     worker = threading.Thread(target=run)
     worker.start()
     deadline = time.monotonic() + 120
-    while not (_partial(out).exists() and _progress(out)["done"] >= 400):
+    progress_file = out.with_name(out.name + ".partial.progress.json")
+    while not (progress_file.exists() and _progress(out)["done"] >= 400):
         assert worker.is_alive() and time.monotonic() < deadline, outcome
         time.sleep(0.05)
     os.kill(own_solr.pid(), signal.SIGKILL)
