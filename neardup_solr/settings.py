@@ -40,6 +40,13 @@ def local_data_dir(port: int | None = None) -> Path:
     return Path.home() / ".neardup-solr" / f"solr-{port or local_port()}"
 
 
+def run_dir() -> Path:
+    """Where running launchers record their data dir by port (``NEARDUP_SOLR_RUN_DIR`` or
+    ``~/.neardup-solr/run``), so that ``solr stop --port P`` finds a Solr started with any ``--data-dir``."""
+    override = os.environ.get("NEARDUP_SOLR_RUN_DIR")
+    return Path(override) if override else Path.home() / ".neardup-solr" / "run"
+
+
 def local_core_url(port: int | None = None, core: str = CORE_NAME) -> str:
     return f"http://127.0.0.1:{port or local_port()}/solr/{core}"
 

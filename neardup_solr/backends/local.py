@@ -9,12 +9,19 @@ it in the background, waits until the core answers ``/admin/ping``, and stops it
     >>> solr.core_url
     'http://127.0.0.1:8983/solr/neardup'
     >>> solr.stop()
+
+Two properties hold for every JVM started here (the single node and each SolrCloud node of :mod:`.cloud`):
+it runs with ``-XX:+ExitOnOutOfMemoryError``, and Lucene's indexing buffers are sized from its heap
+(:func:`ram_buffer_mb`). ``start()`` returns only once the core accepts updates, which after a crash means
+after Solr has replayed its update log.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,6 +37,68 @@ from ..errors import LauncherError
 log = logging.getLogger(__name__)
 
 _LAUNCHER_CLASS = "io.neardup.solr.Launcher"
+
+# Deleting an id that is never indexed is an update Solr must accept (it goes through the update log like any
+# other) and leaves the index as it was.
+PROBE_ID = "__neardup_start_probe__"
+
+# Lucene buffers each core's new documents in the heap until ramBufferSizeMB is reached, then flushes a segment.
+# The configset used to fix that at 256 MB per core; a node hosting several cores (SolrCloud after a failover
+# puts every replica of a collection on the survivor) could then need more buffer than heap, hit an
+# OutOfMemoryError and, since we exit on one, die again on every restart. So the launcher gives the buffers a
+# quarter of the heap, shared by the cores the node may host, capped at the old 256 MB (more gained nothing in
+# the indexing benchmarks), and refuses a heap whose share would fall below 16 MB per core: that small a buffer
+# flushes tiny segments and indexing time goes to merging them.
+RAM_BUFFER_SHARE = 0.25
+RAM_BUFFER_MAX_MB = 256
+RAM_BUFFER_MIN_MB = 16
+# Below this Solr itself (caches, the servlet container, ZooKeeper client) does not start reliably.
+MIN_HEAP_MB = 256
+
+
+def parse_heap_mb(heap: str) -> int:
+    """``2g`` / ``512m`` / ``1048576k`` as megabytes (the JVM's own ``-Xmx`` syntax)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", str(heap))
+    if not m:
+        raise LauncherError(f"cannot read the heap size {heap!r}; give it as the JVM does, e.g. 512m or 2g")
+    value, unit = int(m.group(1)), m.group(2).lower()
+    return {"g": value * 1024, "m": value, "k": value // 1024, "": value // (1024 * 1024)}[unit]
+
+
+def ram_buffer_mb(heap: str, cores: int) -> int:
+    """The per-core ``solr.ramBufferSizeMB`` for a node with ``heap`` that may host ``cores`` cores at once."""
+    heap_mb = parse_heap_mb(heap)
+    cores = max(1, int(cores))
+    if heap_mb < MIN_HEAP_MB:
+        raise LauncherError(f"a heap of {heap} ({heap_mb} MB) is too small for Solr; use --heap {MIN_HEAP_MB}m or more")
+    per_core = int(heap_mb * RAM_BUFFER_SHARE) // cores
+    if per_core < RAM_BUFFER_MIN_MB:
+        needed = -(-RAM_BUFFER_MIN_MB * cores // RAM_BUFFER_SHARE)  # ceiling
+        raise LauncherError(
+            f"a heap of {heap} ({heap_mb} MB) cannot hold the indexing buffers of {cores} cores: "
+            f"{RAM_BUFFER_SHARE:.0%} of it gives {per_core} MB per core, below the {RAM_BUFFER_MIN_MB} MB minimum; "
+            f"use --heap {int(needed)}m or more (or fewer shards x replicas per node)"
+        )
+    return min(RAM_BUFFER_MAX_MB, per_core)
+
+
+def java_command(heap: str, classpath: str, main: str, *args: str, props: dict | None = None) -> list[str]:
+    """A JVM command line as every process of ours gets it."""
+    java = shutil.which("java")
+    if java is None:
+        raise LauncherError("Java ('java', 17 or newer) is not on PATH; Solr 9 needs it.")
+    cmd = [
+        java,
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        # Solr's bin/solr kills the JVM on an OutOfMemoryError (its oom script) for the same reason: after one,
+        # Solr runs on with a closed IndexWriter and fails every update. Exiting instead lets a restart replay
+        # the update log and serve again.
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.net.preferIPv4Stack=true",
+    ]
+    cmd += [f"-D{key}={value}" for key, value in (props or {}).items()]
+    return cmd + ["-cp", classpath, main, *args]
 
 
 @dataclass
@@ -171,35 +240,45 @@ class LocalSolr:
             shutil.rmtree(target)
         shutil.copytree(self.config_dir / "configsets", target)
 
+    def _cores_hosted(self) -> int:
+        """Cores this node may index into at once: the existing ones plus ours if it is still to be created."""
+        names = {p.parent.name for p in self.data_dir.glob("*/core.properties")}
+        names.add(self.core)
+        return len(names)
+
     def start(self, timeout: float = 180.0) -> StartResult:
-        """Start Solr in the background (idempotent) and make sure the core exists."""
+        """Start Solr in the background (idempotent), make sure the core exists, and return once it accepts
+        updates."""
         started_at = time.monotonic()
+        if (self.data_dir / CLOUD_STATE_FILE).exists():
+            raise LauncherError(
+                f"{self.data_dir} holds a local SolrCloud; start it with 'neardup-solr solr start --cloud' "
+                "or give the single node another --data-dir"
+            )
         if self.is_running():
             self.ensure_core()
             return StartResult(self.core_url, True, time.monotonic() - started_at)
         classpath = self.build()
+        buffer_mb = ram_buffer_mb(self.heap, self._cores_hosted())
         self._prepare_home()
         self.port_file.unlink(missing_ok=True)
-        java = shutil.which("java")
-        if java is None:
-            raise LauncherError("Java ('java', 17 or newer) is not on PATH; Solr 9 needs it.")
-        cmd = [
-            java,
-            f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
-            "-Djava.net.preferIPv4Stack=true",
-            f"-Dlog4j2.configurationFile={self.config_dir / 'solr_home' / 'log4j2.xml'}",
-            "-Dsolr.max.booleanClauses=1000000",
-            # Without a distribution there is no bin/solr to set this; keeps Solr from phoning nowhere.
-            "-Dsolr.disableRequestId=true",
-            "-cp",
+        cmd = java_command(
+            self.heap,
             classpath,
             _LAUNCHER_CLASS,
             str(self.data_dir),
             str(self.port),
             str(self.port_file),
-        ]
-        log.info("starting Solr %s on 127.0.0.1:%s (home %s)", settings.SOLR_VERSION, self.port, self.data_dir)
+            props={
+                "log4j2.configurationFile": self.config_dir / "solr_home" / "log4j2.xml",
+                "solr.max.booleanClauses": 1000000,
+                "solr.ramBufferSizeMB": buffer_mb,
+                # Without a distribution there is no bin/solr to set this; keeps Solr from phoning nowhere.
+                "solr.disableRequestId": "true",
+            },
+        )
+        log.info("starting Solr %s on 127.0.0.1:%s (home %s, heap %s, ramBufferSizeMB %s)",
+                 settings.SOLR_VERSION, self.port, self.data_dir, self.heap, buffer_mb)
         with open(self.log_file, "ab") as out:
             proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
@@ -217,12 +296,55 @@ class LocalSolr:
                 self.stop()
                 raise LauncherError(f"Solr did not start within {timeout:.0f} s; see {self.log_file}")
             time.sleep(0.2)
+        register_running(self.bound_port(), self.data_dir, "single")
         self.ensure_core()
         while not self.ping():
             if time.monotonic() > deadline:
                 raise LauncherError(f"core {self.core!r} did not answer ping within {timeout:.0f} s")
             time.sleep(0.2)
+        self.wait_until_updatable(deadline - time.monotonic())
         return StartResult(self.core_url, False, time.monotonic() - started_at)
+
+    def update_log_state(self) -> int | None:
+        """The core's update-log state from the metrics API (0 replaying, 1 buffering, 2 applying buffered,
+        3 active), or None when the metrics do not say."""
+        try:
+            resp = requests.get(f"{self.base_url}/admin/metrics", timeout=10, auth=self.auth,
+                                params={"group": "core", "prefix": "TLOG.state", "wt": "json"})
+            metrics = resp.json().get("metrics", {}) if resp.status_code == 200 else {}
+        except (requests.RequestException, ValueError):
+            return None
+        state = metrics.get(f"solr.core.{self.core}", {}).get("TLOG.state")
+        return state if isinstance(state, int) else None
+
+    def wait_until_updatable(self, timeout: float = 120.0) -> float:
+        """Wait until the core accepts updates; returns the seconds waited.
+
+        After a crash Solr replays the update log in the background while the core already answers ping. Until
+        the replay is done the log's state is REPLAYING and requests that look an id up in the log (real-time
+        get, and with it the indexer's settings check) fail with HTTP 500 ("lookupLog" is null) because no log
+        is open for writing yet. So: wait for the ACTIVE state, then prove it with a harmless update.
+        """
+        t0 = time.monotonic()
+        deadline = t0 + max(timeout, 1.0)
+        last = "no answer"
+        while True:
+            state = self.update_log_state()
+            if state in (None, _TLOG_ACTIVE):
+                ok, last = probe_update(self.core_url, self.auth)
+                if ok:
+                    waited = time.monotonic() - t0
+                    if waited > 1:
+                        log.info("core %s accepts updates after %.1f s (update log replayed)", self.core, waited)
+                    return waited
+            else:
+                last = f"update log state {state} (replaying)"
+            if time.monotonic() > deadline:
+                raise LauncherError(
+                    f"core {self.core!r} answers ping but did not accept updates within {timeout:.0f} s ({last}); "
+                    f"see {self.data_dir / 'logs' / 'solr.log'}"
+                )
+            time.sleep(0.25)
 
     def ensure_core(self) -> None:
         """Create the core from our configset unless it exists already."""
@@ -262,9 +384,63 @@ class LocalSolr:
                 time.sleep(0.2)
                 break
             time.sleep(0.1)
+        port = self.bound_port()
         self.pid_file.unlink(missing_ok=True)
         self.port_file.unlink(missing_ok=True)
+        unregister_running(port, self.data_dir)
         return True
+
+
+_TLOG_ACTIVE = 3
+CLOUD_STATE_FILE = "cloud.json"
+
+
+def probe_update(core_url: str, auth=None, timeout: float = 10.0) -> tuple[bool, str]:
+    """Send the harmless probe update; (accepted, what Solr said)."""
+    try:
+        resp = requests.post(f"{core_url}/update", params={"wt": "json"}, json={"delete": {"id": PROBE_ID}},
+                             timeout=timeout, auth=auth)
+    except requests.RequestException as exc:
+        return False, type(exc).__name__
+    if resp.status_code == 200:
+        return True, "OK"
+    try:
+        msg = resp.json()["error"]["msg"]
+    except (ValueError, KeyError, TypeError):
+        msg = resp.text[:200]
+    return False, f"HTTP {resp.status_code}: {str(msg).splitlines()[0][:200] if msg else ''}"
+
+
+# ---------------------------------------------------------------------- registry of running launchers
+# `solr stop --port P` must find a node started with any --data-dir. Each start records its data dir here under
+# the port it listens on; entries whose process is gone are ignored.
+
+def _registry_file(port: int) -> Path:
+    return settings.run_dir() / f"{int(port)}.json"
+
+
+def register_running(port: int, data_dir: Path, kind: str) -> None:
+    try:
+        settings.run_dir().mkdir(parents=True, exist_ok=True)
+        tmp = _registry_file(port).with_suffix(".tmp")
+        tmp.write_text(json.dumps({"port": int(port), "data_dir": str(Path(data_dir).resolve()), "kind": kind}))
+        tmp.replace(_registry_file(port))
+    except OSError as exc:  # the registry is a convenience; a read-only home must not stop Solr from starting
+        log.warning("could not record the running Solr in %s: %s", settings.run_dir(), exc)
+
+
+def unregister_running(port: int, data_dir: Path | None = None) -> None:
+    entry = registered(port)
+    if entry and (data_dir is None or Path(entry["data_dir"]) == Path(data_dir).resolve()):
+        _registry_file(port).unlink(missing_ok=True)
+
+
+def registered(port: int) -> dict | None:
+    """The registry entry for ``port`` (``{"port", "data_dir", "kind"}``), or None."""
+    try:
+        return json.loads(_registry_file(port).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _process_alive(pid: int) -> bool:
