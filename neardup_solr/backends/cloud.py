@@ -308,6 +308,8 @@ def create_collection(node_url: str, name: str, shards: int, replicas: int, *,
 
 def _port_is_free(port: int) -> bool:
     with socket.socket() as s:
+        # As Jetty and ZooKeeper bind: connections of a previous run in TIME_WAIT do not block the port.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -378,6 +380,7 @@ class LocalSolrCloud:
         configset: str = settings.CONFIGSET_NAME,
     ):
         self.port = settings.local_port() if port is None else int(port)
+        self._port_given = port is not None
         self.data_dir = Path(data_dir) if data_dir else settings.local_data_dir(self.port)
         self.nodes = int(nodes)
         self.shards = int(shards)
@@ -394,6 +397,8 @@ class LocalSolrCloud:
             self.shards, self.replicas = state["shards"], state["replicas"]
             self.collection, self.configset = state["collection"], state["configset"]
             self.heap = heap or state.get("heap", self.heap)
+            if not self._port_given:
+                self.port = state["nodes"][0]["port"]
 
     # ------------------------------------------------------------------ state file
     @property
@@ -536,7 +541,7 @@ class LocalSolrCloud:
         state = self._load_state()
         if state is None:
             state = self._new_state()
-        elif self.port not in (0, state["nodes"][0]["port"]):
+        elif self._port_given and self.port not in (0, state["nodes"][0]["port"]):
             raise LauncherError(
                 f"{self.data_dir} holds a cluster whose node 1 listens on {state['nodes'][0]['port']}, not "
                 f"{self.port}; start it with --port {state['nodes'][0]['port']} or use another --data-dir"

@@ -106,6 +106,8 @@ class StartResult:
     url: str
     already_running: bool
     seconds: float
+    # Seconds start() waited, after ping answered, for Solr to finish replaying its update log (0: no replay).
+    replay_wait: float = 0.0
 
 
 class LocalSolr:
@@ -302,8 +304,8 @@ class LocalSolr:
             if time.monotonic() > deadline:
                 raise LauncherError(f"core {self.core!r} did not answer ping within {timeout:.0f} s")
             time.sleep(0.2)
-        self.wait_until_updatable(deadline - time.monotonic())
-        return StartResult(self.core_url, False, time.monotonic() - started_at)
+        replay_wait = self.wait_until_updatable(deadline - time.monotonic())
+        return StartResult(self.core_url, False, time.monotonic() - started_at, replay_wait)
 
     def update_log_state(self) -> int | None:
         """The core's update-log state from the metrics API (0 replaying, 1 buffering, 2 applying buffered,
@@ -318,7 +320,7 @@ class LocalSolr:
         return state if isinstance(state, int) else None
 
     def wait_until_updatable(self, timeout: float = 120.0) -> float:
-        """Wait until the core accepts updates; returns the seconds waited.
+        """Wait until the core accepts updates; returns the seconds spent waiting for a replay (0 if none).
 
         After a crash Solr replays the update log in the background while the core already answers ping. Until
         the replay is done the log's state is REPLAYING and requests that look an id up in the log (real-time
@@ -328,16 +330,18 @@ class LocalSolr:
         t0 = time.monotonic()
         deadline = t0 + max(timeout, 1.0)
         last = "no answer"
+        replaying = False
         while True:
             state = self.update_log_state()
             if state in (None, _TLOG_ACTIVE):
                 ok, last = probe_update(self.core_url, self.auth)
                 if ok:
-                    waited = time.monotonic() - t0
-                    if waited > 1:
+                    waited = time.monotonic() - t0 if replaying else 0.0
+                    if replaying:
                         log.info("core %s accepts updates after %.1f s (update log replayed)", self.core, waited)
                     return waited
             else:
+                replaying = True
                 last = f"update log state {state} (replaying)"
             if time.monotonic() > deadline:
                 raise LauncherError(

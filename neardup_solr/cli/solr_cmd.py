@@ -96,7 +96,7 @@ def _cloud(args, data_dir: Path) -> int:
     from ..backends.cloud import LocalSolrCloud
 
     shape = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in _CLOUD_DEFAULTS.items()}
-    cloud = LocalSolrCloud(port=_port(args), data_dir=data_dir, heap=args.heap, **shape)
+    cloud = LocalSolrCloud(port=args.port, data_dir=data_dir, heap=args.heap, **shape)
     if args.action == "start":
         existed = cloud.exists()
         result = cloud.start()
