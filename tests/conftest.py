@@ -1,5 +1,8 @@
 """Shared fixtures. Integration tests talk to a real Solr: ``SOLR_URL`` if set, otherwise a local Solr that
 this session starts (from Maven Central jars, on 127.0.0.1, free port, throwaway data dir) and stops at the end.
+
+``NEARDUP_TEST_BACKEND`` chooses that Solr: unset (or ``local``) one node, ``cloud`` a local SolrCloud
+(ZooKeeper and 2 nodes, collection of 2 shards x 1 replica), ``docker`` a container.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from neardup_solr.backends.local import LocalSolr
 
 @pytest.fixture(scope="session")
 def local_solr():
-    """The LocalSolr this session started, or None when SOLR_URL points elsewhere.
+    """The LocalSolr (or LocalSolrCloud) this session started, or None when SOLR_URL points elsewhere.
 
-    ``NEARDUP_TEST_BACKEND=docker`` runs the suite against a Solr container instead (machines with an engine).
+    ``NEARDUP_TEST_BACKEND=docker`` runs the suite against a Solr container instead (machines with an engine);
+    ``NEARDUP_TEST_BACKEND=cloud`` against a local SolrCloud, whose ``core_url`` is the collection's URL.
     """
     if os.environ.get("SOLR_URL"):
         yield None
@@ -36,6 +40,17 @@ def local_solr():
         finally:
             os.environ.pop("SOLR_URL", None)
             container.stop()
+        return
+    if os.environ.get("NEARDUP_TEST_BACKEND") == "cloud":
+        from neardup_solr.backends.cloud import LocalSolrCloud
+
+        cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-cloud-")),
+                               nodes=2, shards=2, replicas=1)
+        cloud.start()
+        try:
+            yield cloud
+        finally:
+            cloud.stop()
         return
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-test-solr-"))
     solr = LocalSolr(port=0, data_dir=data_dir)
