@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
+import yaml
 
 from neardup_solr import settings
 from neardup_solr.errors import LauncherError
@@ -27,3 +31,70 @@ def test_docker_solr_answers_ping():  # pragma: no cover - needs an engine
         assert result.url.endswith("/solr/neardup")
     finally:
         solr.stop()
+
+
+# ---------------------------------------------------------------------------------------------- docker-compose
+# No engine here to run it, so the file itself is checked: what runs, which versions, which profiles, and what
+# the cloud profile's init does. (The init's `solr zk upconfig` and Collections API calls were run against the
+# local SolrCloud with Solr 9.10.1's own SolrCLI; the launcher tests exercise the same API calls.)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def compose():
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def test_compose_single_node_is_the_default_profile(compose):
+    services = compose["services"]
+    assert set(services) == {"solr", "zookeeper", "solr1", "solr2", "cloud-init"}
+    assert "profiles" not in services["solr"]               # `docker compose up` starts it alone
+    for name in ("zookeeper", "solr1", "solr2", "cloud-init"):
+        assert services[name]["profiles"] == ["cloud"], name
+    assert services["solr"]["command"][0] == "solr-precreate"
+
+
+def test_compose_images_match_the_launcher(compose):
+    services = compose["services"]
+    for name in ("solr", "solr1", "solr2", "cloud-init"):
+        assert services[name]["image"] == f"solr:{settings.SOLR_VERSION}", name
+    assert services["zookeeper"]["image"].startswith("zookeeper:3.9")
+
+
+def test_compose_cloud_nodes_use_zookeeper_exit_on_oom_and_loopback_ports(compose):
+    services = compose["services"]
+    published = []
+    for name in ("solr1", "solr2"):
+        node = services[name]
+        env = node["environment"]
+        assert env["ZK_HOST"] == "zookeeper:2181"
+        assert env["SOLR_HOST"] == name                      # each node registers under its own name
+        assert "-XX:+ExitOnOutOfMemoryError" in env["SOLR_OPTS"].split()
+        assert "-Dsolr.max.booleanClauses=1000000" in env["SOLR_OPTS"].split()
+        assert node["depends_on"]["zookeeper"]["condition"] == "service_healthy"
+        assert all(p.startswith("127.0.0.1:") for p in node["ports"])
+        published += [p.split(":")[1] for p in node["ports"]]
+    published += [p.split(":")[1] for p in services["solr"]["ports"]]
+    assert len(published) == len(set(published))           # both profiles can run side by side
+    assert services["solr1"]["volumes"] != services["solr2"]["volumes"]
+
+
+def test_compose_cloud_init_uploads_the_configset_and_creates_the_collection(compose):
+    init = compose["services"]["cloud-init"]
+    assert {name: dep["condition"] for name, dep in init["depends_on"].items()} == {
+        "solr1": "service_healthy", "solr2": "service_healthy"}
+    assert init["restart"] == "no"
+    script = " ".join(init["command"])
+    mount_src, mount_dst = init["volumes"][0].split(":")[:2]
+    assert (REPO / mount_src / "conf" / "solrconfig.xml").is_file()
+    assert f"solr zk upconfig -z zookeeper:2181 -n {settings.CONFIGSET_NAME} -d {mount_dst}/conf" in script
+    create = re.search(r"admin/collections\?action=CREATE&([^' ]+)", script).group(1)
+    params = dict(p.split("=", 1) for p in create.split("&"))
+    assert params["name"] == settings.CORE_NAME
+    assert params["collection.configName"] == settings.CONFIGSET_NAME
+    assert params["numShards"] == "2" and params["replicationFactor"] == "2"
+    # Idempotent: an existing collection is left alone.
+    assert script.index("action=LIST") < script.index("zk upconfig")
+    # Compose would interpolate a bare `$`.
+    assert "$" not in script.replace("$$", "")
