@@ -118,7 +118,7 @@ def test_create_collection_is_idempotent_and_refuses_foreign_collections(cluster
     node2 = cluster["cloud"].node_urls[1]
     created = _cli("solr", "create-collection", "extra", "--shards", "1", "--replicas", "2", "--solr-url", node2)
     assert created.returncode == 0, created.stderr
-    assert "collection 'extra' created: 1 shards, 2/2 replicas active" in created.stdout
+    assert "collection 'extra' created: 1 shard, 2/2 replicas active" in created.stdout
 
     again = _cli("solr", "create-collection", "extra", "--shards", "1", "--replicas", "2", "--solr-url", node2 + "/extra")
     assert again.returncode == 0, again.stderr

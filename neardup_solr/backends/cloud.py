@@ -258,10 +258,11 @@ class CreateResult:
     @property
     def message(self) -> str:
         active = sum(r.active for r in self.replicas)
-        shards = len({r.shard for r in self.replicas})
+        n = len({r.shard for r in self.replicas})
+        shards = f"{n} shard{'' if n == 1 else 's'}"
         if self.created:
-            return f"collection {self.collection!r} created: {shards} shards, {active}/{len(self.replicas)} replicas active"
-        return (f"collection {self.collection!r} already exists with our configset ({shards} shards, "
+            return f"collection {self.collection!r} created: {shards}, {active}/{len(self.replicas)} replicas active"
+        return (f"collection {self.collection!r} already exists with our configset ({shards}, "
                 f"{active}/{len(self.replicas)} replicas active); nothing to do")
 
 

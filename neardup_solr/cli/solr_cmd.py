@@ -38,6 +38,10 @@ def _is_cloud(args, data_dir: Path) -> bool:
     return bool(getattr(args, "cloud", False)) or (data_dir / CLOUD_STATE_FILE).exists()
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def stop_hint(port: int, data_dir: Path) -> str:
     """A stop command that works as printed: --data-dir only when it is not the port's default."""
     cmd = ["neardup-solr", "solr", "stop", "--port", str(port)]
@@ -101,14 +105,15 @@ def _cloud(args, data_dir: Path) -> int:
         existed = cloud.exists()
         result = cloud.start()
         if existed and any(getattr(args, k) not in (None, getattr(cloud, k)) for k in _CLOUD_DEFAULTS):
-            print(f"note: {data_dir} keeps its cluster of {cloud.nodes} nodes, {cloud.shards} shards x "
-                  f"{cloud.replicas} replicas; --nodes/--shards/--replicas apply to a new data dir only")
+            print(f"note: {data_dir} keeps its cluster of {_n(cloud.nodes, 'node')}, {_n(cloud.shards, 'shard')} x "
+                  f"{_n(cloud.replicas, 'replica')}; --nodes/--shards/--replicas apply to a new data dir only")
         if result.already_running:
             print(f"SolrCloud is already running: {result.url}")
         else:
             print(f"SolrCloud (Solr {settings.SOLR_VERSION}) started in {result.seconds:.1f} s: {result.url}")
-        print(f"  {cloud.nodes} nodes ({', '.join(str(p) for p in cloud.node_ports())}), ZooKeeper "
-              f"{cloud.zk_host}, collection {cloud.collection!r}: {cloud.shards} shards x {cloud.replicas} replicas")
+        print(f"  {_n(cloud.nodes, 'node')} ({', '.join(str(p) for p in cloud.node_ports())}), ZooKeeper "
+              f"{cloud.zk_host}, collection {cloud.collection!r}: {_n(cloud.shards, 'shard')} x "
+              f"{_n(cloud.replicas, 'replica')}")
         print(f"  data: {cloud.data_dir}  (stop with: {stop_hint(cloud.node_ports()[0], cloud.data_dir)})")
         return 0
     if args.action == "stop":
@@ -132,7 +137,7 @@ def _cloud(args, data_dir: Path) -> int:
         print(f"  node {node['node']}     127.0.0.1:{node['port']}  pid {node['pid'] or '-'}  "
               f"{'alive' if node['alive'] else 'down'}")
     if status["shards"]:
-        print(f"collection {status['collection']}: {status['collection_url']}  ({len(status['shards'])} shards, "
+        print(f"collection {status['collection']}: {status['collection_url']}  ({_n(len(status['shards']), 'shard')}, "
               f"{status['replicas_active']}/{status['replicas_total']} replicas active)")
         for shard in status["shards"]:
             reps = ", ".join(
