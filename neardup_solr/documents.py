@@ -282,6 +282,10 @@ def _distinct_counts(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.bincount((keys[first] >> np.uint64(32)).astype(np.int64), minlength=ndocs)
 
 
+def _holds_no_documents(client) -> bool:
+    return client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)]) == 0
+
+
 def read_index_settings(client) -> IndexSettings | None:
     docs = client.get_by_ids([SETTINGS_DOC_ID], "content")
     return IndexSettings.from_json(docs[0]["content"]) if docs else None
@@ -291,13 +295,14 @@ def ensure_index_settings(client, settings: IndexSettings | None) -> IndexSettin
     """The settings the collection was indexed with; writes ``settings`` (or defaults) into an empty collection
     and refuses to mix documents indexed with different settings."""
     stored = read_index_settings(client)
-    if stored is None:
+    if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
+        # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
         chosen = settings or IndexSettings()
         client.add([chosen.settings_document()])
         return chosen
     if settings is not None and settings != stored:
         raise ValueError(
             f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
-            "shingles/signatures. Use the same settings, or clear the collection first (--clear)."
+            "shingles/signatures. Use the same settings, or empty the collection first (--clear-all)."
         )
     return stored

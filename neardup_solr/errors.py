@@ -39,12 +39,30 @@ class SolrCoreNotFoundError(SolrUnavailableError):
     """Solr is up, but the core (or collection) in the URL does not exist there (HTTP 404 on its ping)."""
 
 
+class SolrServerError(SolrUnavailableError):
+    """Solr failed on its side (HTTP 5xx: a full disk, an exhausted heap, a closed index writer...).
+
+    Never the record's fault: a document refused this way is not done, and a re-run with ``--resume`` sends it
+    again. ``kind`` names the cause when the message shows it: ``disk_full``, ``out_of_memory``,
+    ``writer_closed``, or ``server`` for anything else.
+    """
+
+    def __init__(self, message: str, status: int | None = None, kind: str = "server"):
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+class ForeignCollectionError(NeardupError):
+    """The core or collection was not made for neardup-solr; nothing destructive is done to it."""
+
+
 class SolrAuthError(NeardupError, PermissionError):
     """Solr refused the credentials (HTTP 401/403)."""
 
 
 class SolrRequestError(NeardupError):
-    """Solr answered with an error for a request we built."""
+    """Solr refused a request as bad (HTTP 4xx): for an update, the document itself is at fault."""
 
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)

@@ -2,10 +2,17 @@
 
 Guarantees:
   * one bad record never sinks a batch: it goes to the rejects file (JSONL, with the reason) and the rest is
-    indexed; a batch Solr refuses is split until the refusing document is found;
+    indexed; a batch Solr refuses as bad (HTTP 4xx) is split until the refusing document is found;
+  * a refusal that is Solr's (5xx: full disk, exhausted heap, closed index writer; or Solr away for longer
+    than the client waits) is never the record's: the run stops, nothing is written to the rejects file, and
+    ``resume=True`` sends those records again;
+  * the checkpoint only moves past lines Solr has made durable: it is saved after a hard commit, never after a
+    mere acknowledgement (an acknowledged document can still be lost when Solr's disk fills or its heap runs
+    out before a commit);
+  * proof, not belief: after the final commit, every id acknowledged in the run is looked up in the index (in
+    bounded memory, see :mod:`neardup_solr.verify`); a resume first checks that the lines it skips are in the
+    index, and starts again from the first one that is not;
   * duplicate ids in one input: the last one wins (as Solr's overwrite does), and they are counted;
-  * Solr going away: every request is retried with backoff (see :mod:`neardup_solr.solr_client`); if it stays
-    away, the run stops with a checkpoint, and ``resume=True`` indexes only what was not acknowledged yet;
   * re-indexing the same file is idempotent (documents are keyed by id).
 """
 
@@ -22,9 +29,11 @@ from pathlib import Path
 from typing import Iterable
 
 from .documents import DocumentBuilder, IndexSettings, ensure_index_settings
-from .errors import InvalidRecordError, SolrRequestError, SolrUnavailableError
+from .errors import InvalidRecordError, NeardupError, SolrRequestError, SolrUnavailableError
+from .maintenance import require_neardup_schema
 from .readers import Record, RecordReader
 from .solr_client import SolrClient
+from .verify import SortedSpill, VerifyResult, compare, verify_ids
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +52,8 @@ class IndexSummary:
     rejects_path: str | None = None
     checkpoint_path: str | None = None
     interrupted: str | None = None
+    verification: VerifyResult | None = None
+    resume_verification: VerifyResult | None = None
 
     @property
     def docs_per_second(self) -> float:
@@ -63,13 +74,23 @@ class IndexSummary:
         text = ", ".join(parts) + f" in {self.seconds:.1f} s ({self.docs_per_second:,.0f} docs/s)"
         if self.rejected and self.rejects_path:
             text += f"\nrejected records with reasons: {self.rejects_path}"
+        if self.resume_verification is not None and not self.resume_verification.ok:
+            text += (f"\nthe checkpoint said more was indexed than the index holds ({self.resume_verification.format()});"
+                     " those lines were sent again")
         if self.interrupted:
             text += f"\nSTOPPED: {self.interrupted}\nre-run the same command with --resume to index the rest"
+        elif self.verification is not None:
+            if self.verification.ok:
+                text += f"\n{self.verification.format()}"
+            else:
+                text += (f"\nINDEX INCOMPLETE after the final commit: {self.verification.format()}"
+                         "\nre-run the same command with --resume to send them again")
         return text
 
 
 class _Checkpoint:
-    """The last input line whose batch (and every batch before it) Solr acknowledged."""
+    """The last input line that Solr holds durably: this batch and every batch before it were acknowledged and
+    then covered by a successful hard commit."""
 
     def __init__(self, path: Path, source: Path):
         self.path = path
@@ -141,15 +162,22 @@ class Indexer:
         settings: IndexSettings | None = None,
         *,
         batch_size: int = 500,
-        commit_every: int | None = None,
+        commit_every: int = 20000,
+        commit_seconds: float = 60.0,
         workers: int = 2,
         progress: bool = False,
         dataset: str | None = None,
     ):
         self.client = client or SolrClient()
         self.requested_settings = settings
-        self.batch_size = max(1, batch_size)
+        if batch_size < 1 or commit_every < 1 or not commit_seconds > 0:
+            raise ValueError("batch_size and commit_every must be at least 1, commit_seconds more than 0")
+        self.batch_size = batch_size
+        # A hard commit (no new searcher: cheap) every commit_every documents or commit_seconds seconds makes the
+        # acknowledged documents durable; the checkpoint moves only then. A smaller interval re-sends less
+        # after a failure and costs a little indexing speed.
         self.commit_every = commit_every
+        self.commit_seconds = commit_seconds
         self.workers = max(1, workers)
         self.progress = progress
         self.dataset = dataset
@@ -168,7 +196,11 @@ class Indexer:
         checkpoint_path: str | Path | None = None,
     ) -> IndexSummary:
         path = Path(path)
-        reader = RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
+
+        def reader() -> RecordReader:
+            return RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
+
+        records = reader()
         checkpoint = _Checkpoint(Path(checkpoint_path or f"{path}.neardup-checkpoint.json"), path)
         if checkpoint_path is None and not os.access(path.parent, os.W_OK):
             checkpoint = _Checkpoint(Path.cwd() / f"{path.name}.neardup-checkpoint.json", path)
@@ -179,11 +211,11 @@ class Indexer:
         rejects = _Rejects(Path(rejects_path) if rejects_path else None)
         summary.rejects_path = str(rejects_path) if rejects_path else None
         try:
-            self._run(reader, summary, rejects, checkpoint, start_line)
+            self._run(records, summary, rejects, checkpoint, start_line, skipped=lambda line: _ids_up_to(reader(), line))
         finally:
             rejects.close()
-        summary.recoded_lines = reader.stats.recoded_lines
-        summary.blank_lines = reader.stats.blank_lines
+            summary.recoded_lines = records.stats.recoded_lines
+            summary.blank_lines = records.stats.blank_lines
         return summary
 
     def index_records(self, records: Iterable[tuple[str, str]], rejects_path: str | Path | None = None) -> IndexSummary:
@@ -198,35 +230,63 @@ class Indexer:
         return summary
 
     # ------------------------------------------------------------------ the pipeline
-    def _run(self, items, summary: IndexSummary, rejects: _Rejects, checkpoint: _Checkpoint | None, start_line: int):
+    def _verified_start(self, summary: IndexSummary, checkpoint: _Checkpoint, start_line: int, skipped) -> int:
+        """The line to resume after: the checkpoint's, unless some line before it is not in the index."""
+        if start_line == 0 or skipped is None:
+            return start_line
+        result = verify_ids(self.client, skipped(start_line))
+        summary.resume_verification = result
+        if result.ok:
+            return start_line
+        restart = result.first_bad_line - 1
+        log.warning("resume: %s; sending again from line %d", result.format(), restart + 1)
+        checkpoint.save(restart)
+        return restart
+
+    def _run(self, items, summary: IndexSummary, rejects: _Rejects, checkpoint: _Checkpoint | None,
+             start_line: int, skipped=None):
         started = time.monotonic()
         self.client.check()
+        # Before anything is written: a core that is not ours gets no settings document and no records.
+        require_neardup_schema(self.client)
         settings = ensure_index_settings(self.client, self.requested_settings)
+        if checkpoint is not None:
+            start_line = self._verified_start(summary, checkpoint, start_line, skipped)
         builder = DocumentBuilder(settings)
         bar = _progress_bar(self.progress, summary.source)
         seen_ids: set[str] = set()
         in_flight: deque[tuple[Future, int, int]] = deque()  # (future, last line, docs)
-        since_commit = 0
+        acknowledged = SortedSpill()
+        # Lines acknowledged, in input order; durable (and so checkpointed) only after the next hard commit.
+        progress = {"acknowledged_line": start_line, "since_commit": 0, "committed_at": time.monotonic()}
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="solr-send")
         batch: dict[str, Record] = {}
         batch_has_repeat = False
 
+        def commit_durably() -> None:
+            line = progress["acknowledged_line"]
+            self.client.commit(open_searcher=False)
+            if checkpoint is not None:
+                checkpoint.save(line)
+            progress["since_commit"] = 0
+            progress["committed_at"] = time.monotonic()
+
         def drain(block_until: int) -> None:
-            nonlocal since_commit
             while len(in_flight) > block_until:
                 future, line, ndocs = in_flight.popleft()
                 indexed, refused = future.result()
-                summary.indexed += indexed
+                summary.indexed += len(indexed)
+                for doc_id, doc_line in indexed:
+                    acknowledged.add(doc_id, doc_line)
                 for doc_id, record, reason in refused:
                     rejects.write(source=record.source, line=record.line, record_id=doc_id, reason=reason,
                                   text=record.text)
-                since_commit += indexed
-                if checkpoint is not None:
-                    checkpoint.save(line)
+                progress["acknowledged_line"] = line
+                progress["since_commit"] += len(indexed)
                 bar.update(ndocs)
-            if self.commit_every and since_commit >= self.commit_every:
-                self.client.commit()
-                since_commit = 0
+            if (progress["since_commit"] >= self.commit_every
+                    or time.monotonic() - progress["committed_at"] >= self.commit_seconds):
+                commit_durably()
 
         def submit(force_serial: bool) -> None:
             nonlocal batch
@@ -273,8 +333,14 @@ class Indexer:
             submit(force_serial=batch_has_repeat)
             drain(0)
             self.client.commit()
-            if checkpoint is not None:
-                checkpoint.clear()
+            summary.verification = compare(acknowledged, self.client)
+            if summary.verification.ok:
+                if checkpoint is not None:
+                    checkpoint.clear()
+            else:
+                log.error("index incomplete after the final commit: %s", summary.verification.format())
+                if checkpoint is not None:
+                    checkpoint.save(min(summary.verification.first_bad_line - 1, progress["acknowledged_line"]))
         except SolrUnavailableError as exc:
             summary.interrupted = str(exc)
             for future, _, _ in in_flight:
@@ -282,24 +348,31 @@ class Indexer:
             log.error("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            acknowledged.close()
             bar.close()
             summary.rejected = rejects.count
             summary.seconds = time.monotonic() - started
         if summary.interrupted:
             raise IndexingInterrupted(summary)
+        if summary.verification is not None and not summary.verification.ok:
+            raise IndexIncomplete(summary)
         return summary
 
-    def _send(self, docs: list[dict], records: dict[str, Record]) -> tuple[int, list]:
-        """Send one batch; a batch Solr refuses is bisected so only the offending documents are rejected."""
+    def _send(self, docs: list[dict], records: dict[str, Record]) -> tuple[list[tuple[str, int]], list]:
+        """Send one batch: returns the (id, line) of the documents Solr acknowledged, and the refused ones.
+
+        Only a refusal that names the request as bad (HTTP 4xx) is the documents' fault: such a batch is
+        bisected so that only the offending documents are rejected. Anything that is Solr's own failure
+        (SolrServerError, SolrUnavailableError) propagates and stops the run with its checkpoint."""
         if not docs:
-            return 0, []
+            return [], []
         try:
             self.client.add(docs)
-            return len(docs), []
+            return [(d["id"], records[d["id"]].line) for d in docs], []
         except SolrRequestError as exc:
             if len(docs) == 1:
                 doc_id = docs[0]["id"]
-                return 0, [(doc_id, records[doc_id], f"Solr refused the document: {exc}")]
+                return [], [(doc_id, records[doc_id], f"Solr refused the document: {exc}")]
         mid = len(docs) // 2
         ok_a, bad_a = self._send(docs[:mid], records)
         ok_b, bad_b = self._send(docs[mid:], records)
@@ -307,11 +380,29 @@ class Indexer:
 
 
 class IndexingInterrupted(SolrUnavailableError):
-    """Solr stayed away; ``summary`` says how far the run got and where its checkpoint is."""
+    """Solr stayed away or failed on its side; ``summary`` says how far the run got and where its checkpoint is."""
 
     def __init__(self, summary: IndexSummary):
         self.summary = summary
         super().__init__(summary.interrupted)
+
+
+class IndexIncomplete(NeardupError):
+    """After the final commit, the index lacks documents Solr had acknowledged in this run; ``summary.verification``
+    names how many and the first few, and the checkpoint is set so that ``resume=True`` sends them again."""
+
+    def __init__(self, summary: IndexSummary):
+        self.summary = summary
+        super().__init__(summary.verification.format())
+
+
+def _ids_up_to(records: Iterable, last_line: int):
+    """(id, line) of the readable records on lines 1..last_line."""
+    for record in records:
+        if record.line is not None and record.line > last_line:
+            return
+        if isinstance(record, Record):
+            yield record.id, record.line
 
 
 class _NoBar:

@@ -4,9 +4,13 @@ Why not pysolr: we need JSON update bodies (several times faster to build than p
 stream, the Schema API, per-call timeouts, and one retry policy for every call. ``requests`` gives all of
 that in a few lines; pysolr remains a fine choice for users' own scripts against the same core.
 
-Every call has a timeout. Connection failures, timeouts and 502/503/504 answers are retried with
-exponential backoff and full jitter; after the last attempt the call raises
+Every call has a timeout. Connection failures, timeouts, 502/503/504 answers and the 500s Solr gives while it
+recovers (update-log replay, leader election) are retried with exponential backoff and full jitter for up to
+``max_wait`` seconds (2 minutes by default), logging that it waits; then the call raises
 :class:`~neardup_solr.errors.SolrUnavailableError`, whose message says where we looked and how to start Solr.
+Any other 5xx raises :class:`~neardup_solr.errors.SolrServerError` at once, naming the cause (full disk,
+exhausted heap, closed index writer) and the way out; a 4xx raises
+:class:`~neardup_solr.errors.SolrRequestError` (the request itself is at fault).
 Credentials (HTTP basic auth) come from arguments, ``SOLR_USERNAME``/``SOLR_PASSWORD``, or a config file, and
 never appear in messages or logs.
 """
@@ -26,7 +30,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import requests
 
 from . import settings
-from .errors import SolrAuthError, SolrCoreNotFoundError, SolrRequestError, SolrUnavailableError
+from .errors import SolrAuthError, SolrCoreNotFoundError, SolrRequestError, SolrServerError, SolrUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +64,38 @@ def load_credentials(config_file: str | Path | None = None) -> tuple[str, str] |
     return None
 
 
-class RetryPolicy:
-    """Exponential backoff with full jitter: attempt k waits uniform(0, min(cap, base * 2**k))."""
+DEFAULT_MAX_WAIT = 120.0
 
-    def __init__(self, attempts: int = 6, base: float = 0.5, cap: float = 20.0, seed: int | None = None):
-        if attempts < 1:
+
+def default_max_wait() -> float:
+    """Seconds a job waits out Solr being away or loading: ``NEARDUP_SOLR_MAX_WAIT``, else 120."""
+    raw = os.environ.get("NEARDUP_SOLR_MAX_WAIT")
+    if raw is None:
+        return DEFAULT_MAX_WAIT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"NEARDUP_SOLR_MAX_WAIT must be a number of seconds, got {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"NEARDUP_SOLR_MAX_WAIT must be a finite number of seconds >= 0, got {raw!r}")
+    return value
+
+
+class RetryPolicy:
+    """Exponential backoff with full jitter, bounded by time: attempt k waits uniform(0, min(cap, base * 2**k)),
+    and no wait starts that would end more than ``max_wait`` seconds after the first failure.
+
+    A count of attempts is a poor bound: six quick retries add up to nine seconds, less than a core takes to
+    load after a restart. ``attempts`` can still cap the count (tests use it to fail fast).
+    """
+
+    def __init__(self, max_wait: float | None = None, base: float = 0.5, cap: float = 10.0,
+                 attempts: int | None = None, seed: int | None = None):
+        if attempts is not None and attempts < 1:
             raise ValueError("attempts must be at least 1")
+        self.max_wait = default_max_wait() if max_wait is None else float(max_wait)
+        if not 0 <= self.max_wait < float("inf"):
+            raise ValueError(f"max_wait must be a finite number of seconds >= 0, got {max_wait!r}")
         self.attempts = attempts
         self.base = base
         self.cap = cap
@@ -73,6 +103,14 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return self._random.uniform(0, min(self.cap, self.base * (2**attempt)))
+
+    def next_wait(self, attempt: int, waited: float) -> float | None:
+        """The pause before attempt ``attempt + 1``, or None when the policy gives up."""
+        if self.attempts is not None and attempt + 1 >= self.attempts:
+            return None
+        if waited >= self.max_wait:
+            return None
+        return min(self.delay(attempt), self.max_wait - waited)
 
 
 class SolrClient:
@@ -132,10 +170,9 @@ class SolrClient:
         headers: dict | None = None,
     ) -> requests.Response:
         url = f"{self.url}/{path.lstrip('/')}" if path else self.url
-        attempts = self.retry.attempts if retry else 1
-        last_error = "no attempt made"
+        attempt = 0
         started = time.monotonic()
-        for attempt in range(attempts):
+        while True:
             try:
                 resp = self.session.request(
                     method,
@@ -148,25 +185,38 @@ class SolrClient:
                     stream=stream,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
-                last_error = _short_reason(exc)
+                reason = _short_reason(exc)
             else:
                 if resp.status_code in (401, 403):
                     raise SolrAuthError(
                         f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
                         "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
                     )
-                if resp.status_code not in _RETRY_STATUS:
-                    if resp.status_code >= 400:
-                        raise SolrRequestError(_solr_error_message(resp, self.url), status=resp.status_code)
+                if resp.status_code < 400:
                     return resp
-                last_error = f"HTTP {resp.status_code}"
-            if attempt + 1 < attempts:
-                wait = self.retry.delay(attempt)
-                log.warning(
-                    "Solr at %s: %s; retry %d/%d in %.1f s", self.url, last_error, attempt + 1, attempts - 1, wait
-                )
-                time.sleep(wait)
-        raise SolrUnavailableError(self._unavailable_message(last_error, attempts, time.monotonic() - started))
+                solr_message = _solr_error_text(resp)
+                if resp.status_code < 500:
+                    raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: {solr_message}",
+                                           status=resp.status_code)
+                state = _transient_state(resp.status_code, solr_message)
+                if state is None:
+                    raise self._server_error(resp.status_code, solr_message)
+                reason = state
+            waited = time.monotonic() - started
+            wait = self.retry.next_wait(attempt, waited) if retry else None
+            if wait is None:
+                raise SolrUnavailableError(self._unavailable_message(reason, attempt + 1, waited))
+            log.warning("Solr at %s: %s; waiting for it (%.0f of at most %.0f s so far), next try in %.1f s",
+                        self.url, reason, waited, self.retry.max_wait, wait)
+            time.sleep(wait)
+            attempt += 1
+
+    def _server_error(self, status: int, solr_message: str) -> SolrServerError:
+        kind, advice = _server_failure(solr_message)
+        return SolrServerError(
+            f"Solr at {self.url} failed on its side (HTTP {status}: {solr_message}). {advice}",
+            status=status, kind=kind,
+        )
 
     def _unavailable_message(self, reason: str, attempts: int, seconds: float) -> str:
         hint = (
@@ -195,9 +245,17 @@ class SolrClient:
             return False
 
     def check(self) -> None:
-        """Raise SolrUnavailableError (one clear line) unless the core answers a ping."""
+        """Raise SolrUnavailableError (one clear line) unless the core answers a ping.
+
+        Nothing listening fails at once (the user has to start Solr); a Solr that answers but is still loading
+        or recovering is waited for, as every other call does."""
         try:
-            self.get_json("admin/ping", retry=False, timeout=10)
+            try:
+                self.get_json("admin/ping", retry=False, timeout=10)
+            except SolrUnavailableError as exc:
+                if "connection refused" in str(exc):
+                    raise
+                self.get_json("admin/ping", timeout=10)
         except SolrRequestError as exc:
             if exc.status != 404:
                 raise
@@ -227,7 +285,13 @@ class SolrClient:
         self.get_json("update", {"commit": "true", "openSearcher": str(open_searcher).lower()}, timeout=600)
 
     def delete_all(self) -> None:
-        self.request("POST", "update", params={"commit": "true", "wt": "json"}, json_body={"delete": {"query": "*:*"}})
+        self.delete_by_query("*:*")
+
+    def delete_by_query(self, query: str, params: list | None = None) -> None:
+        """Delete what ``query`` matches and commit. User values belong in ``params`` (``$name`` references),
+        never pasted into ``query``."""
+        self.request("POST", "update", params=[("commit", "true"), ("wt", "json"), *(params or [])],
+                     json_body={"delete": {"query": query}})
 
     def delete_ids(self, ids: Iterable[str]) -> None:
         self.request("POST", "update", params={"wt": "json"}, json_body={"delete": list(ids)})
@@ -242,8 +306,8 @@ class SolrClient:
         data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", fields)])
         return data.get("response", {}).get("docs", [])
 
-    def count(self, query: str = "*:*", filters: Iterable[str] = ()) -> int:
-        params = [("q", query), ("rows", 0), *[("fq", f) for f in filters]]
+    def count(self, query: str = "*:*", filters: Iterable[str] = (), params: list | None = None) -> int:
+        params = [("q", query), ("rows", 0), *[("fq", f) for f in filters], *(params or [])]
         return int(self.select(params)["response"]["numFound"])
 
     def export(self, fields: list[str], query: str = "*:*", filters: Iterable[str] = (), sort: str = "id asc") -> Iterator[dict]:
@@ -291,11 +355,53 @@ def _short_reason(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def _solr_error_message(resp: requests.Response, url: str) -> str:
+def _solr_error_text(resp: requests.Response) -> str:
+    """Solr's own message (its JSON error, else the first line of the body), kept short."""
     try:
-        msg = resp.json().get("error", {}).get("msg")
-    except ValueError:
+        error = resp.json().get("error", {})
+        msg = error.get("msg") or error.get("trace", "").strip().split("\n", 1)[0]
+    except (ValueError, AttributeError):
         msg = None
     if not msg:
-        msg = resp.text.strip().splitlines()[0][:300] if resp.text.strip() else resp.reason
-    return f"Solr at {url} answered HTTP {resp.status_code}: {msg}"
+        msg = resp.text.strip().splitlines()[0] if resp.text.strip() else resp.reason
+    return msg[:500]
+
+
+# Solr answers these while it is coming back, not because anything is broken: a core still loading (503), an
+# update log still being replayed after a crash (the update handler's log is not open yet, so every update
+# fails with a NullPointerException naming lookupLog), a shard whose leader is being elected.
+_RECOVERING_MARKERS = (
+    ("lookuplog", "Solr is recovering: it is replaying its update log after a restart"),
+    ("no servers hosting shard", "a shard of the collection has no live replica right now"),
+    ("no registered leader", "a shard of the collection is electing its leader"),
+    ("is not the leader", "a shard of the collection is changing its leader"),
+    ("core is loading", "Solr is loading the core"),
+    ("solrcore is loading", "Solr is loading the core"),
+    ("recovering", "the replica is recovering"),
+)
+
+
+def _transient_state(status: int, message: str) -> str | None:
+    """Why this 5xx answer is worth waiting out, or None when Solr has failed and waiting will not help."""
+    lowered = message.lower()
+    for marker, state in _RECOVERING_MARKERS:
+        if marker in lowered:
+            return f"{state} (HTTP {status})"
+    if status in _RETRY_STATUS:
+        return f"HTTP {status}"
+    return None
+
+
+def _server_failure(message: str) -> tuple[str, str]:
+    """The kind of a server-side failure and what the user should do about it."""
+    lowered = message.lower()
+    if "no space left on device" in lowered or "disk full" in lowered:
+        return "disk_full", ("Solr's disk is full: free space on the file system of its data directory, restart "
+                             "Solr, then run the same command with --resume.")
+    if "outofmemoryerror" in lowered or "java heap space" in lowered:
+        return "out_of_memory", ("Solr ran out of memory: restart it with a larger heap "
+                                 "('neardup-solr solr start --heap 4g'), then run the same command with --resume.")
+    if "indexwriter is closed" in lowered or "alreadyclosedexception" in lowered:
+        return "writer_closed", ("Solr's index writer is closed after an earlier failure (a full disk or an "
+                                 "exhausted heap): restart Solr, then run the same command with --resume.")
+    return "server", "This is Solr's failure, not the record's: check Solr's log, then run the same command with --resume."

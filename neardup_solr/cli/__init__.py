@@ -1,7 +1,8 @@
 """``neardup-solr``: a thin command line over the library. Every command is also a Python call.
 
 Errors are printed as one line (no traceback) and set a non-zero exit code:
-2 for usage and input errors, 3 when Solr is unavailable, 1 when records were rejected.
+2 for usage and input errors, 3 when Solr is unavailable or failed, 1 when records were rejected,
+4 when the index lacks documents it should hold (an ``index`` run's final check, or ``verify``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     except SolrUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except (NeardupError, ValueError, FileNotFoundError) as exc:
+    except (NeardupError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -9,12 +9,16 @@ import os
 EXIT_REJECTED = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+# The index lacks what was acknowledged (index) or what the file holds (verify).
+EXIT_INCOMPLETE = 4
 
 
 def open_client(args):
     from ..solr_client import SolrClient
 
-    client = SolrClient(args.solr_url or None, timeout=args.timeout)
+    from ..solr_client import RetryPolicy
+
+    client = SolrClient(args.solr_url or None, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
     client.check()  # one clear line up front when Solr is down or the core is missing
     return client
 
@@ -23,6 +27,9 @@ def add_solr_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--solr-url", default=os.environ.get("SOLR_URL"),
                    help="core URL (default: $SOLR_URL, else the local launcher's http://127.0.0.1:8983/solr/neardup)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP call (default 60)")
+    p.add_argument("--max-wait", type=float, default=None,
+                   help="seconds to wait out Solr being away, loading or recovering before stopping "
+                        "(default $NEARDUP_SOLR_MAX_WAIT or 120)")
 
 
 def add_search_options(p: argparse.ArgumentParser) -> None:

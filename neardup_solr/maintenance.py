@@ -1,0 +1,68 @@
+"""Destructive operations, guarded: nothing is deleted from a core or collection this tool did not make.
+
+Our users run Solr already; one wrong ``--solr-url`` must not cost them a production core. So every delete
+first checks that the target's schema is ours (the fields our documents carry, with our types), and refuses
+with one line naming the core and what it found otherwise, before any change.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .documents import META_DATASET
+from .errors import ForeignCollectionError
+from .solr_client import SolrClient
+
+log = logging.getLogger(__name__)
+
+# The fields every neardup-solr document carries, with the field type our schema gives them. A core that
+# has them all was made from our configset (or one compatible with it).
+SIGNATURE_FIELDS = {
+    "id": "string",
+    "content": "stored_text",
+    "md5_hash": "string",
+    "minhash_sig": "blob_dv",
+    "dataset": "string",
+    "content_lsh": "set_token_dv",
+}
+
+
+def require_neardup_schema(client: SolrClient) -> None:
+    """Raise ForeignCollectionError unless the target's schema has our fields with our types."""
+    fields = client.schema_fields()
+    problems = []
+    for name, field_type in SIGNATURE_FIELDS.items():
+        found = fields.get(name)
+        if found is None:
+            problems.append(f"no field {name!r}")
+        elif found.get("type") != field_type:
+            problems.append(f"field {name!r} is of type {found.get('type')!r}, not {field_type!r}")
+    if problems:
+        shown = ", ".join(sorted(fields)[:8]) + (", ..." if len(fields) > 8 else "")
+        raise ForeignCollectionError(
+            f"{client.url} is not a neardup-solr core or collection ({'; '.join(problems[:3])}; its fields: "
+            f"{shown}). Nothing was changed. Point --solr-url at a collection made from the neardup configset "
+            "('neardup-solr solr start', or 'neardup-solr solr create-collection NAME')."
+        )
+
+
+def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = False) -> int:
+    """Delete one data set's documents (``dataset``), the unlabelled documents (neither), or, only when
+    ``everything`` is said, the whole collection including its stored settings. Returns how many documents
+    were deleted. Refuses a core or collection whose schema is not ours."""
+    if everything and dataset is not None:
+        raise ValueError("clear either one data set or everything, not both")
+    require_neardup_schema(client)
+    if everything:
+        query, params = "*:*", []
+        count = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
+    elif dataset is not None:
+        query, params = "{!term f=dataset v=$nd.dataset}", [("nd.dataset", dataset)]
+        count = client.count(query, params=params)
+    else:
+        query, params = "*:* -dataset:[* TO *]", []
+        count = client.count(query)
+    client.delete_by_query(query, params)
+    log.info("cleared %d documents (%s) from %s", count,
+             "everything" if everything else f"data set {dataset!r}" if dataset else "unlabelled", client.url)
+    return count
