@@ -22,6 +22,9 @@ import json
 import logging
 import os
 import random
+import socket
+import re
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -114,7 +117,17 @@ class RetryPolicy:
 
 
 class SolrClient:
-    """One Solr core. ``url`` is the core URL, e.g. ``http://127.0.0.1:8983/solr/neardup``."""
+    """One Solr core, or one collection of a SolrCloud.
+
+    ``url`` is the core or collection URL, e.g. ``http://127.0.0.1:8983/solr/neardup``, or several URLs of the
+    same collection on different nodes separated by commas
+    (``http://127.0.0.1:8983/solr/neardup,http://127.0.0.1:8984/solr/neardup``).
+
+    On a SolrCloud the client also learns the cluster's live nodes itself (Collections API ``CLUSTERSTATUS``),
+    at :meth:`check` and again when a node stops answering; a node that refuses connections or times out is
+    then left for another live node at once instead of being waited for. A single core (no cluster) is talked
+    to exactly as before: one URL, no extra request per call.
+    """
 
     def __init__(
         self,
@@ -127,13 +140,38 @@ class SolrClient:
         verify: bool | str = True,
         pool_size: int | None = None,
     ):
-        raw_url = (url or settings.solr_url()).rstrip("/")
-        parts = urlsplit(raw_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not a Solr core URL: {redact_url(raw_url)!r} (expected http(s)://host:port/solr/core)")
-        if parts.username and username is None:
-            username, password = unquote(parts.username), unquote(parts.password or "")
-        self.url = redact_url(raw_url)
+        raw = url or settings.solr_url()
+        given = [u.strip().rstrip("/") for u in raw.split(",") if u.strip()]
+        if not given:
+            raise ValueError("no Solr URL given (expected http(s)://host:port/solr/core)")
+        bases: list[str] = []
+        collections = set()
+        for raw_url in given:
+            parts = urlsplit(raw_url)
+            base, _, name = parts.path.rstrip("/").rpartition("/")
+            if parts.scheme not in ("http", "https") or not parts.hostname or not name:
+                raise ValueError(
+                    f"not a Solr core URL: {redact_url(raw_url)!r} (expected http(s)://host:port/solr/core)")
+            if parts.username and username is None:
+                username, password = unquote(parts.username), unquote(parts.password or "")
+            collections.add(name)
+            node = redact_url(urlunsplit((parts.scheme, parts.netloc, base, "", "")))
+            if node not in bases:
+                bases.append(node)
+        if len(collections) > 1:
+            raise ValueError(f"the URLs name different cores or collections ({', '.join(sorted(collections))}); "
+                             "give URLs of one collection on several nodes")
+        # Messages name what the user gave; requests go to the node in use.
+        self.url = ", ".join(redact_url(u) for u in given) if len(given) > 1 else redact_url(given[0])
+        self.collection = collections.pop()
+        self._scheme = urlsplit(given[0]).scheme
+        self._lock = threading.Lock()
+        self._nodes = bases           # every node known to serve the collection: the user's first, then learned
+        self._node = bases[0]         # the node requests go to now
+        self._cloud: bool | None = None   # None until the node has been asked (see _discover)
+        self._live: set[str] | None = None
+        self._shard_nodes: dict[str, list[str]] = {}
+        self._shard_leaders: dict[str, str] = {}
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.session = requests.Session()
@@ -155,6 +193,137 @@ class SolrClient:
     def __repr__(self) -> str:
         return f"SolrClient({self.url!r})"
 
+    @property
+    def is_cloud(self) -> bool | None:
+        """True on a SolrCloud, False on a single core, None until the client has asked (at :meth:`check`)."""
+        return self._cloud
+
+    @property
+    def node_url(self) -> str:
+        """The node (``http://host:port/solr``) requests go to now."""
+        return self._node
+
+    @property
+    def nodes(self) -> list[str]:
+        """Every node known to serve the collection: the user's, then the cluster's live nodes."""
+        with self._lock:
+            return list(self._nodes)
+
+    @property
+    def _what(self) -> str:
+        if self._cloud:
+            return f"collection {self.collection!r}"
+        return f"core {self.collection!r}"
+
+    # ------------------------------------------------------------------ the cluster
+    def _discover(self, nodes: list[str] | None = None) -> bool:
+        """Ask a node (the one in use, or the first of ``nodes`` that answers) whether it is a SolrCloud, and if
+        so which nodes are live and which nodes host each shard. Returns True when some node answered.
+
+        A single node answers 400 ("not running in SolrCloud mode"): from then on the client never asks again."""
+        for node in nodes or [self._node]:
+            try:
+                resp = self.session.get(f"{node}/admin/collections", timeout=min(self.timeout, 10),
+                                        params={"action": "CLUSTERSTATUS", "collection": self.collection,
+                                                "wt": "json"})
+            except (requests.ConnectionError, requests.Timeout):
+                continue
+            if resp.status_code == 200:
+                try:
+                    cluster = resp.json().get("cluster", {})
+                except ValueError:
+                    continue
+                self._learn(cluster)
+                return True
+            if resp.status_code in (400, 404) and self._cloud is None:
+                # Not a SolrCloud (400 "not running in SolrCloud mode"; 404 where the Collections API is
+                # missing): a single core, as before.
+                self._cloud = False
+                return True
+            if resp.status_code in (401, 403):
+                return False
+        return False
+
+    def _learn(self, cluster: dict) -> None:
+        live = {self._node_url(name) for name in cluster.get("live_nodes", [])}
+        coll = cluster.get("collections", {}).get(self.collection, {})
+        shard_nodes = {
+            shard: sorted({rep.get("node_name", "") for rep in body.get("replicas", {}).values()})
+            for shard, body in coll.get("shards", {}).items()
+        }
+        leaders = {
+            shard: rep.get("node_name", "")
+            for shard, body in coll.get("shards", {}).items()
+            for rep in body.get("replicas", {}).values() if str(rep.get("leader", "")).lower() == "true"
+        }
+        hosting = {self._node_url(n) for nodes in shard_nodes.values() for n in nodes}
+        with self._lock:
+            was_cloud = self._cloud
+            self._cloud = True
+            self._live = live
+            self._shard_nodes = shard_nodes
+            self._shard_leaders = leaders
+            # Any live node routes /solr/<collection>/... to the right cores; the collection's own nodes first.
+            for node in sorted(live, key=lambda n: (n not in hosting, n)):
+                if node not in self._nodes:
+                    self._nodes.append(node)
+        if not was_cloud:
+            log.info("%s is a SolrCloud collection with %d shard(s); live nodes: %s", self.url, len(shard_nodes),
+                     ", ".join(sorted(live)) or "none")
+
+    def _node_url(self, node_name: str) -> str:
+        """``http://127.0.0.1:8984/solr`` from ZooKeeper's node name ``127.0.0.1:8984_solr``."""
+        host, _, context = node_name.partition("_")
+        return f"{self._scheme}://{host}/{unquote(context)}".rstrip("/")
+
+    def _fail_over(self, failed: str, reason: str, tried: set[str]) -> str | None:
+        """After ``failed`` stopped answering: the node to try next, or None when no other one is left.
+
+        On a cluster (or an unknown one, given several URLs) the live nodes are read again from another node
+        first, so that a dead node is skipped rather than waited for."""
+        tried.add(failed)
+        with self._lock:
+            if self._node != failed and self._node not in tried:
+                return self._node  # another thread has already moved on
+            others = [n for n in self._nodes if n not in tried]
+        if not others or self._cloud is False:
+            return None
+        self._discover(others)
+        with self._lock:
+            live = self._live
+            candidates = [n for n in self._nodes if n not in tried and (live is None or n in live)]
+            if not candidates:
+                return None
+            self._node = candidates[0]
+        log.warning("Solr node %s is not answering (%s); sending the requests for %s to node %s instead",
+                    failed, reason, self._what, candidates[0])
+        return candidates[0]
+
+    def shard_hosts(self, shard: str, refresh: bool = True) -> tuple[list[str], set[str] | None]:
+        """The node names hosting ``shard`` and the live nodes (None when unknown), read afresh if ``refresh``."""
+        if refresh and self._cloud:
+            self._discover([self._node] + [n for n in self.nodes if n != self._node])
+        with self._lock:
+            live = self._live
+            names = list(self._shard_nodes.get(shard, []))
+        live_names = None if live is None else {n for n in names if self._node_url(n) in live}
+        return names, live_names
+
+    def _unreachable_leaders(self) -> dict[str, str]:
+        """Shard -> leader node name, for the shards whose leader (as ZooKeeper has it) takes no connection."""
+        if self._cloud:
+            self._discover([self._node] + [n for n in self.nodes if n != self._node])
+        with self._lock:
+            leaders = dict(self._shard_leaders)
+        down = {}
+        for shard, name in sorted(leaders.items()):
+            parts = urlsplit(self._node_url(name))
+            try:
+                socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
+            except OSError:
+                down[shard] = name
+        return down
+
     # ------------------------------------------------------------------ transport
     def request(
         self,
@@ -169,10 +338,13 @@ class SolrClient:
         retry: bool = True,
         headers: dict | None = None,
     ) -> requests.Response:
-        url = f"{self.url}/{path.lstrip('/')}" if path else self.url
         attempt = 0
         started = time.monotonic()
+        node = self._node
+        tried: set[str] = set()
         while True:
+            url = f"{node}/{self.collection}/{path.lstrip('/')}" if path else f"{node}/{self.collection}"
+            shard_state = None
             try:
                 resp = self.session.request(
                     method,
@@ -186,6 +358,12 @@ class SolrClient:
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 reason = _short_reason(exc)
+                if len(self._nodes) > 1 or self._cloud:
+                    other = self._fail_over(node, reason, tried)
+                    if other is not None:
+                        # Another node serves the same collection: go there now instead of waiting for this one.
+                        node = other
+                        continue
             else:
                 if resp.status_code in (401, 403):
                     raise SolrAuthError(
@@ -202,14 +380,24 @@ class SolrClient:
                 if state is None:
                     raise self._server_error(resp.status_code, solr_message)
                 reason = state
+                shard_state = _shard_without_replica(solr_message)
+                if shard_state is None and solr_message.startswith(FORWARD_FAILED):
+                    shard_state = _LEADER_UNREACHABLE
+            # Every node known has been tried in this round: wait before the next round, from the start.
+            tried.clear()
             waited = time.monotonic() - started
             wait = self.retry.next_wait(attempt, waited) if retry else None
             if wait is None:
+                if shard_state is _LEADER_UNREACHABLE:
+                    raise SolrUnavailableError(self._leader_message(reason, attempt + 1, waited))
+                if shard_state is not None:
+                    raise SolrUnavailableError(self._shard_message(shard_state, reason, attempt + 1, waited))
                 raise SolrUnavailableError(self._unavailable_message(reason, attempt + 1, waited))
             log.warning("Solr at %s: %s; waiting for it (%.0f of at most %.0f s so far), next try in %.1f s",
                         self.url, reason, waited, self.retry.max_wait, wait)
             time.sleep(wait)
             attempt += 1
+            node = self._node
 
     def _server_error(self, status: int, solr_message: str) -> SolrServerError:
         kind, advice = _server_failure(solr_message)
@@ -219,6 +407,16 @@ class SolrClient:
         )
 
     def _unavailable_message(self, reason: str, attempts: int, seconds: float) -> str:
+        if self._cloud:
+            return (
+                f"Solr is not answering at {self.url}, nor at any other live node of collection "
+                f"{self.collection!r} ({reason}; {attempts} attempt(s) over {seconds:.1f} s; nodes tried: "
+                f"{', '.join(self.nodes)}). Start the cluster's nodes again"
+                + (" ('neardup-solr solr start --cloud' with the cluster's --data-dir)"
+                   if settings.solr_url_is_local() else "")
+                + ", or set SOLR_URL to the collection's URL on a node that is up (several URLs may be given, "
+                "separated by commas)."
+            )
         hint = (
             "Start the local one with 'neardup-solr solr start'"
             if settings.solr_url_is_local()
@@ -227,6 +425,45 @@ class SolrClient:
         return (
             f"Solr is not answering at {self.url} ({reason}; {attempts} attempt(s) over {seconds:.1f} s). "
             f"{hint}, or set SOLR_URL to your Solr core's URL."
+        )
+
+    def _leader_message(self, reason: str, attempts: int, seconds: float) -> str:
+        """One line for updates the node in use could not forward to another shard's leader."""
+        down = self._unreachable_leaders()
+        if down:
+            shards = ", ".join(f"shard {shard}'s leader on node {name}" for shard, name in down.items())
+            nodes = sorted(set(down.values()))
+            what = f"{shards} does not answer"
+            fix = f"start node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)} again"
+        else:
+            what = "a shard's leader does not answer the node in use"
+            fix = "check that every node of the cluster is up"
+        if settings.solr_url_is_local():
+            fix += " ('neardup-solr solr start --cloud' with the cluster's --data-dir starts the nodes that are down)"
+        return (
+            f"collection {self.collection!r} cannot take updates: {what}, and no other replica has taken the lead. "
+            f"Waited {seconds:.1f} s ({attempts} attempt(s) at {self.url}; last answer: {reason}). "
+            f"{fix[0].upper()}{fix[1:]}, or wait until ZooKeeper has moved the lead to another replica."
+        )
+
+    def _shard_message(self, shard: str, reason: str, attempts: int, seconds: float) -> str:
+        """One line for a shard that has no live replica: which shard, on which node, what to do."""
+        names, live = self.shard_hosts(shard)
+        down = [n for n in names if live is None or n not in live]
+        if len(names) == 1:
+            where = f"its only replica is on node {names[0]}, which is " + ("down" if down else "not active yet")
+        elif names:
+            where = f"its replicas are on nodes {', '.join(names)}" + (f", and {', '.join(down)} down" if down else "")
+        else:
+            where = "no node of the cluster serves it"
+        fix = (f"start node{'s' if len(down) > 1 else ''} {', '.join(down)} again" if down
+               else "start the Solr node that hosts it again")
+        if settings.solr_url_is_local():
+            fix += " ('neardup-solr solr start --cloud' with the cluster's --data-dir starts the nodes that are down)"
+        return (
+            f"shard {shard} of collection {self.collection!r} has no live replica: {where}. Waited {seconds:.1f} s "
+            f"({attempts} attempt(s) at {self.url}; last answer: {reason}). Its documents can be neither indexed "
+            f"nor searched until it is back: {fix}."
         )
 
     def get_json(self, path: str, params: dict | list | None = None, **kw) -> dict:
@@ -245,7 +482,8 @@ class SolrClient:
             return False
 
     def check(self) -> None:
-        """Raise SolrUnavailableError (one clear line) unless the core answers a ping.
+        """Raise SolrUnavailableError (one clear line) unless the core or collection answers a ping; then learn
+        whether it is a SolrCloud collection (and its live nodes) or a single core.
 
         Nothing listening fails at once (the user has to start Solr); a Solr that answers but is still loading
         or recovering is waited for, as every other call does."""
@@ -259,15 +497,26 @@ class SolrClient:
         except SolrRequestError as exc:
             if exc.status != 404:
                 raise
-            base, _, core = self.url.rpartition("/")
+            if self._cloud is None:
+                self._discover()
+            name, node = self.collection, self._node
+            if self._cloud:
+                raise SolrCoreNotFoundError(
+                    f"SolrCloud is running at {node}, but it has no collection {name!r} (HTTP 404): create it with "
+                    f"'neardup-solr solr create-collection {name} --solr-url {node}', or set SOLR_URL to an "
+                    "existing collection"
+                ) from None
             hint = (
                 "'neardup-solr solr start' creates it on the local Solr"
-                if settings.solr_url_is_local() and core == settings.CORE_NAME
+                if settings.solr_url_is_local() and name == settings.CORE_NAME
                 else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
             )
             raise SolrCoreNotFoundError(
-                f"Solr is running at {redact_url(base)}, but it has no core {core!r} (HTTP 404): {hint}."
+                f"Solr is running at {node}, but it has no core {name!r} (HTTP 404): {hint}."
             ) from None
+        if self._cloud is None:
+            # Once per client: a cluster's other nodes are what the client falls back on when this one dies.
+            self._discover()
 
     def add(self, docs: list[dict], *, commit_within_ms: int | None = None, timeout: float | None = None) -> None:
         params = {"commitWithin": commit_within_ms} if commit_within_ms else None
@@ -356,7 +605,12 @@ def _short_reason(exc: Exception) -> str:
 
 
 def _solr_error_text(resp: requests.Response) -> str:
-    """Solr's own message (its JSON error, else the first line of the body), kept short."""
+    """Solr's own message (its JSON error, else the first line of the body), kept short.
+
+    On a SolrCloud a document that belongs to another shard is refused by that shard's leader, and the node we
+    sent the batch to wraps the leader's answer: "Async exception during distributed update: Error from server
+    at <leader>: null ... Remote error message: <the real reason>" (the "null" is the HTTP/2 reason phrase,
+    which does not exist). The real reason is what the user needs, so it is taken out of the wrapper."""
     try:
         error = resp.json().get("error", {})
         msg = error.get("msg") or error.get("trace", "").strip().split("\n", 1)[0]
@@ -364,7 +618,50 @@ def _solr_error_text(resp: requests.Response) -> str:
         msg = None
     if not msg:
         msg = resp.text.strip().splitlines()[0] if resp.text.strip() else resp.reason
+    msg = _distributed_reason(msg) or msg
+    # "No registered leader ... slice: shard2 saw state=DocCollection(...)={" is followed by the whole
+    # collection state as JSON: the shard is the news, the state is noise.
+    msg = msg.split(" saw state=", 1)[0]
     return msg[:500]
+
+
+_ASYNC_PREFIX = re.compile(r"^\s*(?:\d+ )?Async exceptions? during distributed update:\s*", re.IGNORECASE)
+_REMOTE_MESSAGE = re.compile(r"Remote error message: *(.*)")
+_REMOTE_SERVER = re.compile(r"Error from server at (\S+?):")
+# What a forwarding node says when the other node did not answer at all (it died, or its socket was cut).
+_FORWARD_FAILURES = ("connectexception", "connection refused", "connection reset", "socketexception",
+                     "timeoutexception", "timed out", "eofexception", "closedchannelexception", "broken pipe",
+                     "closed", "no route to host", "ioexception")
+FORWARD_FAILED = "forwarding to another shard's leader failed"
+_LEADER_UNREACHABLE = object()
+
+
+def _distributed_reason(msg: str) -> str | None:
+    """The reasons inside Solr's "Async exception(s) during distributed update" wrapper, or None for any other
+    message. One reason per failed sub-request, each with the node that gave it."""
+    head = _ASYNC_PREFIX.match(msg)
+    if not head:
+        return None
+    body = msg[head.end():]
+    reasons: list[str] = []
+    # Each sub-error starts on its own line: "Error from server at URL: ..." (the remote node answered) or a
+    # Java exception (it did not); the remote's own message follows on a "Remote error message:" line.
+    entries = re.split(r"\n(?=Error from server at |[\w$]+(?:\.[\w$]+)+: )", body.strip())
+    for entry in entries:
+        server = _REMOTE_SERVER.search(entry)
+        remote = _REMOTE_MESSAGE.search(entry)
+        if remote and remote.group(1).strip():
+            where = f" (refused by another shard's leader, at {server.group(1)})" if server else ""
+            reason = remote.group(1).strip() + where
+        elif server:
+            reason = (f"another shard's leader, at {server.group(1)}, refused it without giving a reason "
+                      f"({entry.strip().splitlines()[0]})")
+        else:
+            first = entry.strip().splitlines()[0] if entry.strip() else "no detail"
+            reason = f"{FORWARD_FAILED}: {first}"
+        if reason not in reasons:
+            reasons.append(reason)
+    return "; ".join(reasons) if reasons else None
 
 
 # Solr answers these while it is coming back, not because anything is broken: a core still loading (503), an
@@ -372,18 +669,41 @@ def _solr_error_text(resp: requests.Response) -> str:
 # fails with a NullPointerException naming lookupLog), a shard whose leader is being elected.
 _RECOVERING_MARKERS = (
     ("lookuplog", "Solr is recovering: it is replaying its update log after a restart"),
-    ("no servers hosting shard", "a shard of the collection has no live replica right now"),
     ("no registered leader", "a shard of the collection is electing its leader"),
     ("is not the leader", "a shard of the collection is changing its leader"),
     ("core is loading", "Solr is loading the core"),
     ("solrcore is loading", "Solr is loading the core"),
     ("recovering", "the replica is recovering"),
 )
+_NO_REPLICA = (
+    re.compile(r"no (?:active )?servers hosting shard:? *([\w.-]+)", re.IGNORECASE),
+    re.compile(r"no registered leader was found.*?slice: *([\w.-]+)", re.IGNORECASE | re.DOTALL),
+)
+
+
+def _shard_without_replica(message: str) -> str | None:
+    """The shard a "no servers hosting shard" / "no registered leader" answer names, if any."""
+    for pattern in _NO_REPLICA:
+        found = pattern.search(message)
+        if found:
+            return found.group(1)
+    return None
 
 
 def _transient_state(status: int, message: str) -> str | None:
     """Why this 5xx answer is worth waiting out, or None when Solr has failed and waiting will not help."""
     lowered = message.lower()
+    shard = _shard_without_replica(message)
+    if shard is not None and "no registered leader" not in lowered:
+        return f"shard {shard} has no live replica right now (HTTP {status})"
+    if shard is not None:
+        return f"shard {shard} has no leader right now (HTTP {status})"
+    if lowered.startswith(FORWARD_FAILED) and all(
+            any(word in part.lower() for word in _FORWARD_FAILURES) for part in message.split("; ")):
+        # The node we talk to could not reach another shard's leader: that node died or is dying. ZooKeeper
+        # notices within its session timeout and another replica takes the lead; until then, wait.
+        return (f"another shard's leader is not answering (its node may be down; a new leader is elected once "
+                f"ZooKeeper notices) (HTTP {status})")
     for marker, state in _RECOVERING_MARKERS:
         if marker in lowered:
             return f"{state} (HTTP {status})"
