@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
+from indexcheck import equals_clean_run
 from netutil import free_port
 
-from neardup_solr.documents import DocumentBuilder, IndexSettings, read_index_settings
 from neardup_solr.indexer import Indexer, IndexingInterrupted
 from neardup_solr.report import report_near_dups
 from neardup_solr.restaurants import prepare_default
@@ -70,26 +70,6 @@ def _records(n=3000):
                    for i in range(1, n + 1))
 
 
-def _stored(client: SolrClient) -> dict:
-    docs = {}
-    cursor = "*"
-    while True:
-        data = client.select({"q": "*:*", "fq": "-dataset:__meta__", "sort": "id asc", "rows": 1000,
-                              "cursorMark": cursor, "fl": "id,content,md5_hash,num_shingles,minhash_sig,first_word"})
-        docs.update({d["id"]: d for d in data["response"]["docs"]})
-        if data["nextCursorMark"] == cursor:
-            return docs
-        cursor = data["nextCursorMark"]
-
-
-def _expected(path, settings: IndexSettings) -> dict:
-    builder = DocumentBuilder(settings)
-    items = [line.split(" ", 1) for line in path.read_text().splitlines()]
-    built = builder.build([(i, t) for i, t in items]).documents
-    keys = ("id", "content", "md5_hash", "num_shingles", "minhash_sig", "first_word")
-    return {d["id"]: {k: d[k] for k in keys} for d in built}
-
-
 def test_outage_stops_with_checkpoint_and_resume_completes_like_a_clean_run(own_solr, tmp_path):
     path = tmp_path / "records.txt"
     path.write_text(_records())
@@ -112,7 +92,7 @@ def test_outage_stops_with_checkpoint_and_resume_completes_like_a_clean_run(own_
     assert resumed.resume_verification.ok and resumed.verification.ok
     assert resumed.indexed == 3000 - checkpoint["line"] and resumed.rejected == 0
     client = SolrClient(own_solr.core_url)
-    assert _stored(client) == _expected(path, read_index_settings(client))
+    assert equals_clean_run(client, path)
 
 
 def test_short_outage_is_ridden_out_by_backoff(own_solr, tmp_path):
@@ -125,7 +105,7 @@ def test_short_outage_is_ridden_out_by_backoff(own_solr, tmp_path):
     assert client.restarted.is_set()
     assert summary.indexed == 2000 and summary.interrupted is None
     plain = SolrClient(own_solr.core_url)
-    assert _stored(plain) == _expected(path, read_index_settings(plain))
+    assert equals_clean_run(plain, path)
 
 
 def test_report_survives_a_restart_with_the_same_result(own_solr, tmp_path):

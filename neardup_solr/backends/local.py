@@ -480,3 +480,17 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def crash_cause(port: int) -> str | None:
+    """Why a Solr this launcher started on ``port`` (a single node, or any node of a local cluster) ended, when
+    its log says so: a clean run that found Solr gone can then tell the user what to change."""
+    entry = registered(port)
+    if not entry:
+        return None
+    for log_path in sorted(Path(entry["data_dir"]).rglob("launcher.out")):
+        tail = _tail(log_path, 5)
+        if "OutOfMemoryError" in tail:
+            return (f"the local Solr ran out of memory and exited (see {log_path}): start it again with a larger "
+                    "--heap (e.g. 'neardup-solr solr start --heap 4g'), then run the same command with --resume")
+    return None

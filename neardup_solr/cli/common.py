@@ -18,9 +18,29 @@ def open_client(args):
 
     from ..solr_client import RetryPolicy
 
+    from ..errors import SolrUnavailableError
+
     client = SolrClient(args.solr_url or None, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
-    client.check()  # one clear line up front when Solr is down or the core is missing
+    try:
+        client.check()  # one clear line up front when Solr is down or the core is missing
+    except SolrUnavailableError as exc:
+        cause = local_crash_cause(client.url)
+        if cause:
+            raise SolrUnavailableError(f"{exc} Why: {cause}.") from None
+        raise
     return client
+
+
+def local_crash_cause(url: str) -> str | None:
+    """What the launcher's log says ended the local Solr behind ``url``, if it was ours and said so."""
+    from urllib.parse import urlsplit
+
+    from ..backends.local import crash_cause
+
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost") or not parts.port:
+        return None
+    return crash_cause(parts.port)
 
 
 def add_solr_options(p: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import EXIT_INCOMPLETE, EXIT_REJECTED, EXIT_UNAVAILABLE, add_solr_options, open_client
+from .common import EXIT_INCOMPLETE, EXIT_REJECTED, EXIT_UNAVAILABLE, add_solr_options, local_crash_cause, open_client
 
 
 def cmd_index(args) -> int:
@@ -43,6 +43,9 @@ def cmd_index(args) -> int:
         )
     except IndexingInterrupted as exc:
         print(exc.summary.format(), file=sys.stderr)
+        cause = local_crash_cause(client.url)
+        if cause:
+            print(f"why: {cause}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except IndexIncomplete as exc:
         print(exc.summary.format(), file=sys.stderr)
