@@ -338,14 +338,14 @@ class Indexer:
                 if checkpoint is not None:
                     checkpoint.clear()
             else:
-                log.error("index incomplete after the final commit: %s", summary.verification.format())
+                log.warning("index incomplete after the final commit: %s", summary.verification.format())
                 if checkpoint is not None:
                     checkpoint.save(min(summary.verification.first_bad_line - 1, progress["acknowledged_line"]))
         except SolrUnavailableError as exc:
             summary.interrupted = str(exc)
             for future, _, _ in in_flight:
                 future.cancel()
-            log.error("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
+            log.warning("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             acknowledged.close()
