@@ -627,7 +627,7 @@ def _solr_error_text(resp: requests.Response) -> str:
 
 _ASYNC_PREFIX = re.compile(r"^\s*(?:\d+ )?Async exceptions? during distributed update:\s*", re.IGNORECASE)
 _REMOTE_MESSAGE = re.compile(r"Remote error message: *(.*)")
-_REMOTE_SERVER = re.compile(r"Error from server at (\S+?):")
+_REMOTE_SERVER = re.compile(r"Error from server at (\S+?):(?: |$)", re.MULTILINE)
 # What a forwarding node says when the other node did not answer at all (it died, or its socket was cut).
 _FORWARD_FAILURES = ("connectexception", "connection refused", "connection reset", "socketexception",
                      "timeoutexception", "timed out", "eofexception", "closedchannelexception", "broken pipe",
