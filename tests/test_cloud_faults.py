@@ -7,6 +7,8 @@ nodes for the kill tests (a 2 x 2 collection, plus a 2 x 1 one), one of small-he
 
 from __future__ import annotations
 
+import os
+
 import logging
 import random
 import threading
@@ -180,6 +182,9 @@ def _leaderless(node_url: str) -> list[str]:
             if not any(str(r.get("leader")).lower() == "true" for r in body["replicas"].values())]
 
 
+@pytest.mark.skipif(os.environ.get("NEARDUP_TEST_CLUSTER_OOM") != "1",
+                    reason="takes about 4.5 minutes on 2 cores (a node starved to OutOfMemoryError, a leader forced "
+                           "after the crash); run with NEARDUP_TEST_CLUSTER_OOM=1")
 def test_a_node_out_of_memory_after_failover_stops_the_run_and_resume_completes(tmp_path_factory, tmp_path):
     # 256 MB is the smallest heap the launcher accepts for 2 x 2 (16 MB of indexing buffer for each of the four
     # cores a node may host after a failover).
