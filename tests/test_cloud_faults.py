@@ -16,11 +16,11 @@ import time
 
 import pytest
 
+from indexcheck import equals_clean_run
 from netutil import free_port
 
 from neardup_solr.backends.local import probe_update
 from neardup_solr.backends.cloud import LocalSolrCloud, cluster_status, create_collection, _admin
-from neardup_solr.documents import DocumentBuilder, IndexSettings, read_index_settings
 from neardup_solr.indexer import Indexer, IndexingInterrupted
 from neardup_solr.searcher import Searcher
 from neardup_solr.solr_client import RetryPolicy, SolrClient
@@ -29,31 +29,9 @@ from neardup_solr.verify import verify_file
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
-_KEYS = ("id", "content", "md5_hash", "num_shingles", "minhash_sig", "first_word")
-
-
 def _records(n: int) -> str:
     return "".join(f"{i} record {i} about topic {i % 97} with words w{i % 13} w{i % 7} and w{i % 5}\n"
                    for i in range(1, n + 1))
-
-
-def _stored(client: SolrClient) -> dict:
-    """Every record of the collection (the settings document left out), by id, in the fields that matter."""
-    docs, cursor = {}, "*"
-    while True:
-        data = client.select({"q": "*:*", "fq": "-dataset:__meta__", "sort": "id asc", "rows": 1000,
-                              "cursorMark": cursor, "fl": ",".join(_KEYS)})
-        docs.update({d["id"]: d for d in data["response"]["docs"]})
-        if data["nextCursorMark"] == cursor:
-            return docs
-        cursor = data["nextCursorMark"]
-
-
-def _expected(path, settings: IndexSettings) -> dict:
-    """What a clean run stores for ``path``: the documents built from it, in the same fields."""
-    items = [line.split(" ", 1) for line in path.read_text().splitlines()]
-    built = DocumentBuilder(settings).build([(i, t) for i, t in items]).documents
-    return {d["id"]: {k: d[k] for k in _KEYS} for d in built}
 
 
 def _cloud(tmp_path_factory, name: str, **kw) -> LocalSolrCloud:
@@ -91,7 +69,7 @@ class KillingClient(SolrClient):
 
 
 def _assert_equals_clean_run(client: SolrClient, path) -> None:
-    assert _stored(client) == _expected(path, read_index_settings(client))
+    assert equals_clean_run(client, path)
     result = verify_file(client, path)
     assert result.ok, result.format()
 
