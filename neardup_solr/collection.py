@@ -5,18 +5,23 @@ trips for a million documents. Here Solr only serves data in bulk and the simila
 
 1. **Signatures.** ``(id, minhash_sig)`` of every document (or of one data set) is streamed with cursor
    paging over ``/select`` (``sort=id asc``, ~10,000 rows a page: one request per page, never per
-   document) into one ``(n, num_hashes)`` uint32 array. 1,000,000 documents of 128 values take 512 MB.
-2. **Candidates.** The signature is cut into ``b`` bands of ``r`` rows (:func:`~neardup_solr.lsh.band_keys`);
-   per band the ``n`` keys are sorted, runs of equal keys are buckets, and every pair inside a bucket is a
-   candidate, encoded as ``i * n + j`` (int64, ``i < j``) and de-duplicated across bands by sorting. A
+   document; on a SolrCloud collection the cursor runs over every shard). Each page goes straight to a
+   :class:`~neardup_solr.signature_store.SignatureStore` on disk: signatures, ids, and the page's ``b`` band
+   keys (:func:`~neardup_solr.lsh.band_keys`), split by the key's top bits into partitions of about 4 million
+   records.
+2. **Candidates.** One (band, partition) of keys is read at a time; its keys are sorted, runs of equal keys
+   are buckets, and every pair inside a bucket is a candidate, encoded as ``i * n + j`` (int64, ordinals,
+   ``i < j``) and de-duplicated across bands by sorting. Equal keys always share a partition, so nothing is
+   lost by the split. A
    bucket larger than ``max_bucket`` (thousands of documents agreeing on a band: mass-produced boilerplate)
    would emit millions of pairs; it is split into blocks of ``max_bucket`` and the pairs between blocks are
    not generated. That is logged and counted (``stats.oversized_buckets``, ``stats.pairs_not_generated``),
    never silent.
 3. **Estimate.** The share of equal signature positions estimates the Jaccard similarity; it is computed for
-   all candidates at once (in chunks) and only pairs that can plausibly reach ``t`` go on (see *Margin*).
+   the candidates in chunks (their signatures read back from the store) and only pairs that can plausibly
+   reach ``t`` go on (see *Margin*).
 4. **Exact verification** (``exact=True``, the default). The texts of the documents in surviving pairs are
-   fetched in batches of 500 ids (one ``{!terms f=id}`` query each, two requests in flight), shingled with
+   fetched (a slice of at most ``verify_documents`` documents at a time) in batches of 500 ids (one ``{!terms f=id}`` query each, two requests in flight), shingled with
    the index's own :class:`~neardup_solr.text.Shingler` and the exact Jaccard of the distinct shingle-hash
    sets is computed for every pair, vectorised; pairs with Jaccard >= t are reported with that Jaccard. With
    ``exact=False`` nothing is fetched: pairs whose *estimate* reaches ``t`` are reported with the estimate,
@@ -41,10 +46,15 @@ Margin
     smaller and its mean higher). For t = 0.8 and k = 128 the margin is 0.106: estimates >= 0.695 are
     verified.
 
-Memory (1,000,000 documents, 128 values)
-    signatures 512 MB + ids ~70 MB + one band's keys, sort order and temporaries (~70 MB) + the candidate
-    codes (8 bytes each); the signatures are released before verification, whose largest structure is the
-    shingle hashes of the documents being verified (8 bytes per shingle).
+Memory
+    Nothing in the client is sized by ``documents x hashes``: a cursor page (10,000 signatures, 5 MB), the band
+    keys of up to 100,000 documents waiting to be written (8 bytes a band each), one (band, partition) of keys
+    (<= ~4 million records, ~160 MB with the sort's temporaries), the candidate codes (8 bytes a candidate
+    pair), and during verification the shingle hashes of one slice of documents (8 bytes a shingle). What
+    grows with the collection is the disk: ``4 * num_hashes + 12 * bands + 8 + len(id)`` bytes a document
+    (~0.8 GB a million at 128 values and 21 bands), and the candidates and pairs, which follow the number of
+    near duplicates rather than the number of documents. Before the store this module held every signature
+    in one array: 512 MB a million documents, which would be 51 GB at 100 million.
 
 Cost (2 cores shared with Solr, 128 values, t = 0.8, exact verification)
     100,000 benchmark documents: 6.3 s (signatures 4.2 s, candidates 0.4 s, verification of 13,333
@@ -80,6 +90,7 @@ from .documents import (
 from .errors import InvalidTextError
 from .lsh import LSHParams, band_keys, optimal_params
 from .searcher import id_sort_key
+from .signature_store import SignatureStore
 from .solr_client import SolrClient
 from .text import Shingler
 from .threshold import SimilarPair
@@ -91,8 +102,11 @@ __all__ = [
     "CollectionStats",
     "dedupe_collection",
     "fetch_signatures",
+    "signature_pages",
     "candidate_pairs",
+    "store_candidate_pairs",
     "matching_positions",
+    "store_matching_positions",
     "estimate_margin",
 ]
 
@@ -110,6 +124,9 @@ _PAIR_CHUNK = 4_000_000
 _ESTIMATE_CHUNK = 65_536
 # Token lookups per exact-verification batch (a few int64 temporaries of this length).
 _VERIFY_LOOKUPS = 4_000_000
+# Texts (their shingle sets) held at once during exact verification: pairs are verified in slices of half as
+# many pairs, so a slice never needs more documents than this.
+VERIFY_DOCUMENTS = 200_000
 
 
 @dataclass
@@ -124,12 +141,14 @@ class CollectionStats:
     margin: float = 0.0
     oversized_buckets: int = 0
     pairs_not_generated: int = 0  # pairs inside oversized buckets that were not emitted
-    fetched_documents: int = 0  # texts fetched for exact verification
+    fetched_documents: int = 0  # texts fetched for exact verification (a text needed by two slices: twice)
     missing_documents: int = 0  # gone (deleted) between reading signatures and fetching texts
     requests: int = 0  # HTTP requests to Solr
     exact: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_mib: float = 0.0  # peak resident memory of this process so far (not Solr's)
+    partitions: int = 1  # slices of each band's keys read one at a time (see signature_store)
+    work_dir_mib: float = 0.0  # disk taken by the signature store
 
 
 @dataclass
@@ -147,16 +166,17 @@ class CollectionResult:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def fetch_signatures(
+def signature_pages(
     client: SolrClient,
     num_hashes: int,
     *,
     dataset: str | None = None,
     page_size: int = 10_000,
     stats: CollectionStats | None = None,
-    on_page: Callable[[int], None] | None = None,
-) -> tuple[list[str], np.ndarray]:
-    """Ids and ``(n, num_hashes)`` uint32 signatures of every document (of ``dataset``), in id order."""
+) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Ids and ``(len(ids), num_hashes)`` uint32 signatures of every document (of ``dataset``), one cursor page
+    at a time, in id order. Documents whose ``minhash_sig`` is missing or of another length are skipped,
+    counted in ``stats.skipped_documents`` and named (the first five) in a warning."""
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     stats = stats if stats is not None else CollectionStats()
@@ -172,20 +192,13 @@ def fetch_signatures(
     ]
     if dataset is not None:
         params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
-    ids: list[str] = []
-    sigs = np.empty((0, num_hashes), dtype=np.uint32)
-    n = 0
     cursor = "*"
     bad: list[str] = []
     while True:
         data = client.select(params + [("cursorMark", cursor)])
         stats.requests += 1
-        if cursor == "*":
-            # Sized once from numFound; documents added while paging only make it grow.
-            sigs = np.empty((int(data["response"]["numFound"]), num_hashes), dtype=np.uint32)
-        docs = data["response"]["docs"]
-        values = []
-        for doc in docs:
+        ids, values = [], []
+        for doc in data["response"]["docs"]:
             value = doc.get("minhash_sig")
             if doc["id"] == SETTINGS_DOC_ID:
                 continue
@@ -194,15 +207,8 @@ def fetch_signatures(
                 continue
             ids.append(doc["id"])
             values.append(value)
-        if values:
-            if n + len(values) > sigs.shape[0]:
-                grown = np.empty((max(n + len(values), sigs.shape[0] * 5 // 4), num_hashes), dtype=np.uint32)
-                grown[:n] = sigs[:n]
-                sigs = grown
-            sigs[n : n + len(values)] = decode_signatures(values, num_hashes)
-            n += len(values)
-        if on_page:
-            on_page(len(docs))
+        yield ids, (decode_signatures(values, num_hashes) if values
+                    else np.empty((0, num_hashes), dtype=np.uint32))
         next_cursor = data.get("nextCursorMark", cursor)
         if next_cursor == cursor:
             break
@@ -213,9 +219,28 @@ def fetch_signatures(
             "or with other settings?), e.g. %s", len(bad), num_hashes, ", ".join(map(repr, bad[:5])),
         )
     stats.skipped_documents += len(bad)
-    if n < sigs.shape[0]:
-        sigs = sigs[:n].copy() if sigs.shape[0] - n > n // 8 else sigs[:n]
-    return ids, sigs
+
+
+def fetch_signatures(
+    client: SolrClient,
+    num_hashes: int,
+    *,
+    dataset: str | None = None,
+    page_size: int = 10_000,
+    stats: CollectionStats | None = None,
+    on_page: Callable[[int], None] | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """Ids and ``(n, num_hashes)`` uint32 signatures of every document (of ``dataset``), in id order, in memory
+    (``4 * num_hashes`` bytes a document). :func:`dedupe_collection` does not use this: it spills the pages to
+    a :class:`~neardup_solr.signature_store.SignatureStore`."""
+    ids: list[str] = []
+    pages: list[np.ndarray] = []
+    for page_ids, page in signature_pages(client, num_hashes, dataset=dataset, page_size=page_size, stats=stats):
+        ids.extend(page_ids)
+        pages.append(page)
+        if on_page:
+            on_page(len(page_ids))
+    return ids, (np.concatenate(pages) if pages else np.empty((0, num_hashes), dtype=np.uint32))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -229,12 +254,23 @@ def _concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - firsts, counts)
 
 
-def _bucket_pairs(keys: np.ndarray, max_bucket: int, stats: CollectionStats) -> Iterator[np.ndarray]:
-    """Codes ``i * n + j`` (i < j) of every pair of documents with equal keys, in chunks."""
+def _bucket_pairs(
+    keys: np.ndarray,
+    max_bucket: int,
+    stats: CollectionStats,
+    ordinals: np.ndarray | None = None,
+    total: int | None = None,
+) -> Iterator[np.ndarray]:
+    """Codes ``i * total + j`` (i < j) of every pair of documents with equal keys, in chunks.
+
+    ``ordinals`` (ascending) name the documents whose keys these are (default: 0, 1, 2...); ``total`` is the
+    number of documents the codes are counted over (default: ``keys.size``)."""
     n = keys.size
     if n < 2:
         return
-    # Stable: equal keys keep ascending document order, so the first of two members is the smaller index.
+    labels = ordinals if ordinals is not None else np.arange(n, dtype=np.int64)
+    total = n if total is None else total
+    # Stable: equal keys keep ascending ordinal order, so the first of two members is the smaller ordinal.
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     boundary = np.empty(n, dtype=bool)
@@ -276,7 +312,7 @@ def _bucket_pairs(keys: np.ndarray, max_bucket: int, stats: CollectionStats) -> 
         pos, cnt = positions[lo:hi], later[lo:hi]
         first = np.repeat(pos, cnt)
         step = np.arange(first.size, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        yield order[first] * np.int64(n) + order[first + 1 + step]
+        yield labels[order[first]] * np.int64(total) + labels[order[first + 1 + step]]
         lo = hi
 
 
@@ -294,6 +330,16 @@ def _merge_unique(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return merged[keep]
 
 
+def _partition_candidates(
+    keys: np.ndarray, ordinals: np.ndarray | None, total: int, max_bucket: int, stats: CollectionStats
+) -> np.ndarray:
+    """Sorted distinct codes of the pairs sharing a key within one band (or one partition of a band)."""
+    chunks = [np.unique(codes) for codes in _bucket_pairs(keys, max_bucket, stats, ordinals, total)]
+    if not chunks:
+        return np.empty(0, dtype=np.int64)
+    return chunks[0] if len(chunks) == 1 else np.unique(np.concatenate(chunks))
+
+
 def candidate_pairs(
     signatures: np.ndarray,
     params: LSHParams,
@@ -302,7 +348,8 @@ def candidate_pairs(
     stats: CollectionStats | None = None,
     on_band: Callable[[], None] | None = None,
 ) -> np.ndarray:
-    """Sorted distinct codes ``i * n + j`` (i < j, rows of ``signatures``) of pairs sharing a band."""
+    """Sorted distinct codes ``i * n + j`` (i < j, rows of ``signatures``) of pairs sharing a band (in memory;
+    :func:`store_candidate_pairs` does the same from a store on disk)."""
     if max_bucket < 2:
         raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
     stats = stats if stats is not None else CollectionStats()
@@ -315,13 +362,31 @@ def candidate_pairs(
         # One band at a time keeps a single (n,) key array alive instead of (n, bands). The keys are only
         # compared within their band, so every band may use band_keys' first-band seed.
         keys = band_keys(sigs[:, band * params.rows : (band + 1) * params.rows], one_band)[:, 0]
-        chunks = [np.unique(codes) for codes in _bucket_pairs(keys, max_bucket, stats)]
+        seen = _merge_unique(seen, _partition_candidates(keys, None, sigs.shape[0], max_bucket, stats))
         del keys
-        if chunks:
-            found = chunks[0] if len(chunks) == 1 else np.unique(np.concatenate(chunks))
-            seen = _merge_unique(seen, found)
         if on_band:
             on_band()
+    return seen
+
+
+def store_candidate_pairs(
+    store: SignatureStore,
+    *,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    stats: CollectionStats | None = None,
+    on_partition: Callable[[], None] | None = None,
+) -> np.ndarray:
+    """Sorted distinct codes ``i * n + j`` (i < j, ordinals of ``store``) of pairs sharing a band, reading one
+    (band, partition) of keys at a time: memory follows the partition size and the candidates, not ``n``."""
+    if max_bucket < 2:
+        raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
+    stats = stats if stats is not None else CollectionStats()
+    seen = np.empty(0, dtype=np.int64)
+    for _band, keys, ordinals in store.band_partitions():
+        seen = _merge_unique(seen, _partition_candidates(keys, ordinals, store.count, max_bucket, stats))
+        del keys, ordinals
+        if on_partition:
+            on_partition()
     return seen
 
 
@@ -336,6 +401,18 @@ def matching_positions(signatures: np.ndarray, a: np.ndarray, b: np.ndarray) -> 
     for lo in range(0, a.size, _ESTIMATE_CHUNK):
         hi = lo + _ESTIMATE_CHUNK
         out[lo:hi] = np.count_nonzero(signatures[a[lo:hi]] == signatures[b[lo:hi]], axis=1)
+    return out
+
+
+def store_matching_positions(store: SignatureStore, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`matching_positions` with the signatures read from ``store``, chunk by chunk."""
+    out = np.empty(a.size, dtype=np.int32)
+    for lo in range(0, a.size, _ESTIMATE_CHUNK):
+        hi = lo + _ESTIMATE_CHUNK
+        rows, inverse = np.unique(np.concatenate((a[lo:hi], b[lo:hi])), return_inverse=True)
+        sigs = store.signatures(rows)
+        m = hi - lo if hi <= a.size else a.size - lo
+        out[lo:hi] = np.count_nonzero(sigs[inverse[:m]] == sigs[inverse[m:]], axis=1)
     return out
 
 
@@ -485,6 +562,8 @@ def dedupe_collection(
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
     page_size: int = 10_000,
+    work_dir: str | None = None,
+    verify_documents: int = VERIFY_DOCUMENTS,
 ) -> CollectionResult:
     """Every pair of documents (of ``dataset``, or of the whole collection) with Jaccard >= ``threshold``.
 
@@ -493,6 +572,9 @@ def dedupe_collection(
     (in (0, 1); the false-positive weight is its complement) steers the LSH bands towards recall, see
     :func:`~neardup_solr.lsh.optimal_params`; ``lsh_params`` sets bands and rows directly. Buckets larger
     than ``max_bucket`` are split (logged, counted in the stats). ``page_size`` is the cursor page size.
+    ``work_dir`` holds the signature store (default: the system's temporary directory; about
+    ``4 * num_hashes + 12 * bands + 8 + len(id)`` bytes a document, removed at the end).
+    ``verify_documents`` caps the texts held at once during exact verification.
 
     >>> result = dedupe_collection(SolrClient(), 0.8)
     >>> result.pairs[:1], result.stats.candidate_pairs
@@ -502,6 +584,10 @@ def dedupe_collection(
         raise ValueError(f"threshold must be a Jaccard similarity in (0, 1], got {threshold!r}")
     if not 0.0 < false_negative_weight < 1.0:
         raise ValueError(f"false_negative_weight must be in (0, 1), got {false_negative_weight!r}")
+    if max_bucket < 2:
+        raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
+    if isinstance(verify_documents, bool) or not isinstance(verify_documents, int) or verify_documents < 2:
+        raise ValueError(f"verify_documents must be an integer of at least 2, got {verify_documents!r}")
     started = time.perf_counter()
     settings = read_index_settings(client)
     if settings is None:
@@ -512,71 +598,80 @@ def dedupe_collection(
     if params.num_hashes > k:
         raise ValueError(f"{params} needs {params.num_hashes} signature values; the index holds {k}")
     stats = CollectionStats(bands=params.bands, rows=params.rows, exact=exact)
+    expected = client.count("*:*", _dataset_filters(dataset))
+    stats.requests += 1
+    with SignatureStore(k, params, expected_documents=expected, directory=work_dir) as store:
+        stats.partitions = store.partitions
 
-    # 1. signatures
-    t0 = time.perf_counter()
-    total = client.count("*:*", _dataset_filters(dataset)) if progress else None
-    with _bar(progress, desc="signatures", total=total, unit=" docs", unit_scale=True) as bar:
-        ids, sigs = fetch_signatures(client, k, dataset=dataset, page_size=page_size, stats=stats,
-                                     on_page=bar.update if bar else None)
-    n = stats.documents = len(ids)
-    stats.seconds["signatures"] = round(time.perf_counter() - t0, 3)
-    log.info("read %d signatures in %.1f s (%d requests)", n, stats.seconds["signatures"], stats.requests)
+        # 1. signatures, spilled to disk page by page
+        t0 = time.perf_counter()
+        with _bar(progress, desc="signatures", total=expected, unit=" docs", unit_scale=True) as bar:
+            for page_ids, page in signature_pages(client, k, dataset=dataset, page_size=page_size, stats=stats):
+                store.append(page_ids, page)
+                if bar:
+                    bar.update(len(page_ids))
+            store.finish()
+        n = stats.documents = store.count
+        stats.work_dir_mib = round(store.disk_bytes() / 2**20, 1)
+        stats.seconds["signatures"] = round(time.perf_counter() - t0, 3)
+        log.info("read %d signatures in %.1f s (%d requests; %.0f MiB in %s)", n, stats.seconds["signatures"],
+                 stats.requests, stats.work_dir_mib, store.path)
 
-    # 2. candidates
-    t0 = time.perf_counter()
-    with _bar(progress, desc=f"LSH {params.bands}x{params.rows}", total=params.bands, unit=" bands") as bar:
-        codes = candidate_pairs(sigs, params, max_bucket=max_bucket, stats=stats,
-                                on_band=bar.update if bar else None)
-    stats.candidate_pairs = int(codes.size)
-    stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
-    log.info("%d candidate pairs from %d bands of %d rows in %.1f s", codes.size, params.bands, params.rows,
-             stats.seconds["candidates"])
+        # 2. candidates
+        t0 = time.perf_counter()
+        with _bar(progress, desc=f"LSH {params.bands}x{params.rows}", total=params.bands * store.partitions,
+                  unit=" slices") as bar:
+            codes = store_candidate_pairs(store, max_bucket=max_bucket, stats=stats,
+                                          on_partition=bar.update if bar else None)
+        stats.candidate_pairs = int(codes.size)
+        stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
+        log.info("%d candidate pairs from %d bands of %d rows in %.1f s", codes.size, params.bands, params.rows,
+                 stats.seconds["candidates"])
 
-    # 3. estimate
-    t0 = time.perf_counter()
-    a, b = np.divmod(codes, np.int64(max(n, 1)))
-    del codes
-    matches = matching_positions(sigs, a, b)
-    del sigs  # the largest array; verification needs only the ids
-    stats.margin = estimate_margin(threshold, k) if exact else 0.0
-    min_matches = math.ceil((threshold - stats.margin) * k - 1e-9)
-    keep = matches >= min_matches
-    a, b, matches = a[keep], b[keep], matches[keep]
-    stats.estimated_pairs = int(a.size)
-    stats.seconds["estimate"] = round(time.perf_counter() - t0, 3)
-    log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, min_matches / k, min_matches, k)
+        # 3. estimate
+        t0 = time.perf_counter()
+        a, b = np.divmod(codes, np.int64(max(n, 1)))
+        del codes
+        matches = store_matching_positions(store, a, b)
+        stats.margin = estimate_margin(threshold, k) if exact else 0.0
+        min_matches = math.ceil((threshold - stats.margin) * k - 1e-9)
+        keep = matches >= min_matches
+        a, b, matches = a[keep], b[keep], matches[keep]
+        stats.estimated_pairs = int(a.size)
+        stats.seconds["estimate"] = round(time.perf_counter() - t0, 3)
+        log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, min_matches / k, min_matches, k)
 
-    # 4. exact verification
-    t0 = time.perf_counter()
-    if exact and a.size:
-        need, inverse = np.unique(np.concatenate((a, b)), return_inverse=True)
-        x, y = inverse[: a.size], inverse[a.size :]
-        shingler = DocumentBuilder(settings).shingler
-        with _bar(progress, desc="verifying", total=int(need.size), unit=" docs", unit_scale=True) as bar:
-            keyed, sizes, found = _fetch_sets(client, shingler, [ids[i] for i in need.tolist()], stats,
-                                              bar.update if bar else None)
-        stats.missing_documents = int(need.size - found.sum())
+        # 4. exact verification, a slice of pairs at a time so that at most verify_documents texts are held
+        t0 = time.perf_counter()
+        pairs: list[SimilarPair] = []
+        step = verify_documents // 2
+        slices = [(lo, min(lo + step, a.size)) for lo in range(0, a.size, step)]
+        shingler = DocumentBuilder(settings).shingler if exact else None
+        if exact and a.size:
+            total_docs = sum(np.unique(np.concatenate((a[lo:hi], b[lo:hi]))).size for lo, hi in slices)
+        else:
+            total_docs = 0
+        with _bar(progress and exact, desc="verifying", total=total_docs, unit=" docs", unit_scale=True) as bar:
+            for lo, hi in slices:
+                need, inverse = np.unique(np.concatenate((a[lo:hi], b[lo:hi])), return_inverse=True)
+                x, y = inverse[: hi - lo], inverse[hi - lo :]
+                need_ids = store.ids(need)
+                if shingler is not None:
+                    keyed, sizes, found = _fetch_sets(client, shingler, need_ids, stats, bar.update if bar else None)
+                    missing = int(need.size - found.sum())
+                    stats.missing_documents += missing
+                    both = found[x] & found[y]
+                    x, y = x[both], y[both]
+                    similarity = _exact_jaccard(keyed, sizes, x, y)
+                    del keyed
+                else:
+                    similarity = matches[lo:hi] / k
+                pairs.extend(_pairs(need_ids, x, y, similarity, threshold))
         if stats.missing_documents:
             log.warning("%d document(s) disappeared before their texts were read; their pairs are dropped",
                         stats.missing_documents)
-        both = found[x] & found[y]
-        a, b, x, y = a[both], b[both], x[both], y[both]
-        similarity = _exact_jaccard(keyed, sizes, x, y)
-        del keyed
-        keep = similarity >= threshold
-    else:
-        similarity = matches / k
-        keep = np.ones(a.size, dtype=bool)
-    a, b, similarity = a[keep], b[keep], similarity[keep]
-    stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
+        stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
 
-    pairs = []
-    for i, j, sim in zip(a.tolist(), b.tolist(), similarity.tolist()):
-        first, second = ids[i], ids[j]
-        if id_sort_key(second) < id_sort_key(first):
-            first, second = second, first
-        pairs.append(SimilarPair(first, second, sim))
     pairs.sort(key=lambda p: (id_sort_key(p.id), id_sort_key(p.neighbor_id)))
     stats.verified_pairs = len(pairs)
     stats.seconds["total"] = round(time.perf_counter() - started, 3)
@@ -584,6 +679,18 @@ def dedupe_collection(
     log.info("%d pairs >= %g (%s) among %d documents in %.1f s, peak RSS %.0f MiB", len(pairs), threshold,
              "exact" if exact else "estimated", n, stats.seconds["total"], stats.peak_rss_mib)
     return CollectionResult(pairs=pairs, stats=stats, threshold=threshold, exact=exact)
+
+
+def _pairs(ids: list[str], x: np.ndarray, y: np.ndarray, similarity: np.ndarray, threshold: float) -> list[SimilarPair]:
+    """The pairs ``(ids[x[i]], ids[y[i]])`` whose similarity reaches ``threshold``, smaller id first."""
+    keep = similarity >= threshold
+    out = []
+    for i, j, sim in zip(x[keep].tolist(), y[keep].tolist(), similarity[keep].tolist()):
+        first, second = ids[i], ids[j]
+        if id_sort_key(second) < id_sort_key(first):
+            first, second = second, first
+        out.append(SimilarPair(first, second, sim))
+    return out
 
 
 @contextmanager

@@ -20,7 +20,10 @@ from neardup_solr.collection import (
     dedupe_collection,
     estimate_margin,
     matching_positions,
+    store_candidate_pairs,
+    store_matching_positions,
 )
+from neardup_solr.signature_store import SignatureStore
 from neardup_solr.documents import IndexSettings
 from neardup_solr.indexer import Indexer
 from neardup_solr.lsh import LSHParams, band_keys
@@ -61,6 +64,45 @@ def test_candidates_equal_brute_force(n, values, bands, rows, seed):
     assert codes.dtype == np.int64
     assert np.all(np.diff(codes) > 0)  # sorted and distinct
     assert _decode(codes, n) == _brute_force_candidates(sigs, params)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(0, 60),
+    values=st.integers(1, 3),
+    bands=st.integers(1, 4),
+    rows=st.integers(1, 3),
+    page=st.integers(1, 25),
+    partition_entries=st.sampled_from([1, 7, 10**9]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_disk_store_gives_the_in_memory_candidates_signatures_and_ids(
+    n, values, bands, rows, page, partition_entries, seed, tmp_path_factory
+):
+    """Spilled page by page, split into key partitions (1 entry per partition forces 2**k slices per band) and
+    read back one slice at a time: the same candidates, signatures and ids as the arrays in memory."""
+    rng = np.random.default_rng(seed)
+    sigs = rng.integers(0, values, size=(n, bands * rows + 1), dtype=np.uint32)
+    ids = [f"dóc\u00e9{i}\t" * (i % 3 + 1) for i in range(n)]  # unicode, tabs, lengths vary
+    params = LSHParams(bands, rows)
+    with SignatureStore(bands * rows + 1, params, expected_documents=n,
+                        directory=tmp_path_factory.mktemp("store"), partition_entries=partition_entries) as store:
+        for lo in range(0, n, page):
+            store.append(ids[lo : lo + page], sigs[lo : lo + page])
+        assert store.count == n
+        slices_needed = -(-max(n, 1) // partition_entries)
+        assert store.partitions >= slices_needed and store.partitions < 2 * slices_needed
+        codes = store_candidate_pairs(store)
+        assert np.array_equal(codes, candidate_pairs(sigs, params))
+        if n:
+            wanted = np.unique(rng.integers(0, n, size=min(n, 9)))
+            assert np.array_equal(store.signatures(wanted), sigs[wanted])
+            assert store.ids(wanted) == [ids[i] for i in wanted.tolist()]
+            assert store.ids(np.arange(n)) == ids
+        a, b = np.divmod(codes, np.int64(max(n, 1)))
+        assert np.array_equal(store_matching_positions(store, a, b), matching_positions(sigs, a, b))
+        path = store.path
+    assert not path.exists()  # removed on close
 
 
 def test_oversized_buckets_are_split_counted_and_logged(caplog):
