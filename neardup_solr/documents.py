@@ -11,21 +11,34 @@ import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from .errors import InvalidTextError
+from .errors import (
+    InvalidParameterError,
+    InvalidTextError,
+    ParameterTypeError,
+    SettingsConflictError,
+    StoredSettingsError,
+)
 from .lsh import LSHParams, band_keys, band_tokens, recall_params
 from .text import MinHash, ProcessedText, Shingler, normalize
+from .validation import check_choice, check_float, check_int, id_problem
+
+if TYPE_CHECKING:
+    from .solr_client import SolrClient
 
 log = logging.getLogger(__name__)
 
 SETTINGS_DOC_ID = "__neardup_settings__"
 META_DATASET = "__meta__"
+RESERVED_IDS = frozenset({SETTINGS_DOC_ID})
 # Lucene refuses terms over 32,766 bytes; long "words" (base64 blobs, URLs) are stored as a digest instead.
 MAX_TOKEN_BYTES = 256
 
+
+UNITS = ("word", "char")
 
 # Token field of each kind of token, in the schema.
 TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh", "words": "content_words"}
@@ -51,23 +64,35 @@ class IndexSettings:
     # smaller index, and similar documents still share about 1/sample_mod of their shingles.
     sample_mod: int = 1
 
-    def __post_init__(self):
-        object.__setattr__(self, "fields", tuple(self.fields))
-        if self.sample_mod < 1:
-            raise ValueError("sample_mod must be at least 1 (1 keeps every shingle)")
-        unknown = set(self.fields) - set(TOKEN_FIELDS)
+    def __post_init__(self) -> None:
+        # Checked here, before a settings object can reach the index: a stored lsh_threshold of 1.5 or NaN, or
+        # a num_hashes of 128.0, used to make every later Searcher and Indexer fail on that collection.
+        set_ = object.__setattr__
+        set_(self, "ngram", check_int("ngram", self.ngram, "ngram"))
+        set_(self, "unit", check_choice("unit", self.unit, UNITS))
+        set_(self, "num_hashes", check_int("num_hashes", self.num_hashes, "num_hashes"))
+        set_(self, "seed", check_int("seed", self.seed, "seed"))
+        set_(self, "lsh_threshold", check_float("lsh_threshold", self.lsh_threshold, "lsh_threshold"))
+        set_(self, "bands", check_int("bands", self.bands, "bands", none_ok=True))
+        set_(self, "rows", check_int("rows", self.rows, "rows_per_band", none_ok=True))
+        set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
+        if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
+            raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
+                                     f"choose from {', '.join(TOKEN_FIELDS)}")
+        set_(self, "fields", tuple(self.fields))
+        unknown = [f for f in self.fields if f not in TOKEN_FIELDS]
         if unknown:
-            raise ValueError(f"unknown token field(s) {sorted(unknown)}; choose from {', '.join(TOKEN_FIELDS)}")
-        if self.ngram < 1:
-            raise ValueError("ngram must be at least 1")
-        if self.unit not in ("word", "char"):
-            raise ValueError("unit must be 'word' or 'char'")
-        if self.num_hashes < 1:
-            raise ValueError("num_hashes must be at least 1")
+            raise InvalidParameterError("fields", f"token field names from {', '.join(TOKEN_FIELDS)}", self.fields,
+                                        f"unknown: {', '.join(map(repr, unknown))}")
+        if len(set(self.fields)) != len(self.fields):
+            raise InvalidParameterError("fields", "token field names, each once", self.fields)
         if (self.bands is None) != (self.rows is None):
-            raise ValueError("give both bands and rows, or neither (then they are chosen for lsh_threshold)")
-        if self.bands is not None and self.bands * self.rows > self.num_hashes:
-            raise ValueError(f"bands*rows = {self.bands * self.rows} exceeds num_hashes = {self.num_hashes}")
+            raise InvalidParameterError("bands", "given together with rows, or neither (then they are chosen "
+                                        "for lsh_threshold)", self.bands, show_value=False)
+        if self.bands is not None and self.rows is not None and self.bands * self.rows > self.num_hashes:
+            raise InvalidParameterError(
+                "bands", f"such that bands * rows <= num_hashes ({self.num_hashes})", self.bands,
+                f"bands * rows = {self.bands * self.rows}; lower one of them or raise num_hashes")
 
     def require(self, kind: str) -> None:
         """Raise a clear error when a query needs a token field this collection was indexed without."""
@@ -78,21 +103,28 @@ class IndexSettings:
             )
 
     def lsh_params(self) -> LSHParams:
-        if self.bands is not None:
+        """The LSH bands and rows: the explicit ones, else those chosen for ``lsh_threshold`` (recall 0.95)."""
+        if self.bands is not None and self.rows is not None:
             return LSHParams(self.bands, self.rows)
         return recall_params(self.lsh_threshold, self.num_hashes)
 
     def to_json(self) -> str:
+        """The settings as the JSON stored in the collection's settings document."""
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "IndexSettings":
+        """Settings from :meth:`to_json`'s JSON; raises InvalidParameterError (a ValueError) or
+        ParameterTypeError (a TypeError) for values it would not accept, ValueError for broken JSON."""
         data = json.loads(text)
-        if "fields" in data:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        if isinstance(data.get("fields"), list):
             data["fields"] = tuple(data["fields"])
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def settings_document(self) -> dict:
+        """The Solr document that stores these settings in the collection."""
         return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": self.to_json()}
 
 
@@ -185,8 +217,9 @@ class DocumentBuilder:
         out = BuiltBatch()
         processed: list[tuple[int, str, str, ProcessedText]] = []
         for index, (doc_id, text, *_) in enumerate(items):
-            if not doc_id or doc_id == SETTINGS_DOC_ID:
-                out.rejected.append((index, f"id {doc_id!r} is empty or reserved"))
+            problem = record_problem(doc_id, text)
+            if problem:
+                out.rejected.append((index, problem))
                 continue
             try:
                 processed.append((index, doc_id, text, self.process(text)))
@@ -236,8 +269,9 @@ class DocumentBuilder:
         normalized: list[str] = []
         words: list[list[str]] = []
         for index, (doc_id, text, *_) in enumerate(items):
-            if not doc_id or doc_id == SETTINGS_DOC_ID:
-                out.rejected.append((index, f"id {doc_id!r} is empty or reserved"))
+            problem = record_problem(doc_id, text)
+            if problem:
+                out.rejected.append((index, problem))
                 continue
             norm = normalize(text)
             if not norm:
@@ -271,6 +305,22 @@ class DocumentBuilder:
         return out
 
 
+def record_problem(doc_id: object, text: object) -> str | None:
+    """Why a record cannot become a document (its id, or a text that is not a str), or None. Checked for every
+    record of a batch before any of it is built, so that one bad record is rejected with its reason instead of
+    raising half-way through the batch."""
+    problem = id_problem(doc_id)
+    if problem:
+        return problem
+    if str(doc_id) in RESERVED_IDS:
+        return f"the id {doc_id!r} is reserved for neardup-solr's settings document"
+    if text is None:
+        return "the text is missing (None)"
+    if not isinstance(text, str):
+        return f"the text must be a str, not {type(text).__name__}"
+    return None
+
+
 def _distinct_counts(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Number of distinct values in each document's slice of ``hashes``, vectorised over the batch."""
     ndocs = len(offsets) - 1
@@ -282,27 +332,184 @@ def _distinct_counts(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.bincount((keys[first] >> np.uint64(32)).astype(np.int64), minlength=ndocs)
 
 
-def _holds_no_documents(client) -> bool:
+def _holds_no_documents(client: SolrClient) -> bool:
     return client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)]) == 0
 
 
-def read_index_settings(client) -> IndexSettings | None:
+def _stored_settings_json(client: SolrClient) -> str | None:
     docs = client.get_by_ids([SETTINGS_DOC_ID], "content")
-    return IndexSettings.from_json(docs[0]["content"]) if docs else None
+    return docs[0].get("content") if docs else None
 
 
-def ensure_index_settings(client, settings: IndexSettings | None) -> IndexSettings:
+def _settings_problem(text: str | None) -> str:
+    """Why a stored settings JSON is not valid settings ('' when it is)."""
+    if text is None:
+        return "the settings document has no content"
+    try:
+        IndexSettings.from_json(text)
+    except (ValueError, TypeError) as exc:  # broken JSON, or a value IndexSettings refuses
+        return str(exc)
+    return ""
+
+
+def read_index_settings(client: SolrClient) -> IndexSettings | None:
+    """The settings stored in the collection, or None when none are stored.
+
+    Raises :class:`~neardup_solr.errors.StoredSettingsError` when the stored document is invalid (an older
+    version stored what it did not check); :func:`repair_index_settings` replaces it."""
+    docs = client.get_by_ids([SETTINGS_DOC_ID], "content")
+    if not docs:
+        return None
+    text = docs[0].get("content")
+    problem = _settings_problem(text)
+    if problem:
+        why = f"the settings stored in {client.url} are invalid ({problem})"
+        raise StoredSettingsError(
+            f"{why}; replace them with neardup_solr.repair_index_settings(client), which checks the indexed "
+            "documents first, or clear the collection",
+            cli_message=f"{why}; run 'neardup-solr settings --repair', which checks the indexed documents first",
+            url=client.url, problem=problem)
+    assert text is not None
+    return IndexSettings.from_json(text)
+
+
+def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) -> IndexSettings:
     """The settings the collection was indexed with; writes ``settings`` (or defaults) into an empty collection
     and refuses to mix documents indexed with different settings."""
-    stored = read_index_settings(client)
+    if settings is not None and not isinstance(settings, IndexSettings):
+        raise ParameterTypeError("settings", "an IndexSettings or None", settings)
+    try:
+        stored = read_index_settings(client)
+    except StoredSettingsError:
+        if not _holds_no_documents(client):
+            raise
+        # Nothing was indexed with the broken settings (the usual case: the run that stored them failed on
+        # them), so nothing can be mixed up by replacing them.
+        log.warning("replacing the invalid settings stored in %s: the collection holds no documents", client.url)
+        stored = None
     if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
         # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
         chosen = settings or IndexSettings()
         client.add([chosen.settings_document()])
         return chosen
     if settings is not None and settings != stored:
-        raise ValueError(
-            f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
-            "shingles/signatures. Use the same settings, or empty the collection first (--clear-all)."
-        )
+        why = (f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
+               "shingles/signatures. Use the same settings, or empty the collection first")
+        raise SettingsConflictError(
+            f"{why} (neardup_solr.maintenance.clear(client, everything=True)).",
+            cli_message=f"{why} (index --clear-all).")
     return stored
+
+
+@dataclass
+class SettingsRepair:
+    """What :func:`repair_index_settings` did: ``action`` is ``"none"`` (the stored settings are valid, or none
+    are stored), ``"removed"`` (an invalid document removed from an empty collection) or ``"replaced"``;
+    ``settings`` the settings now stored (None when none are), ``checked`` how many indexed documents were
+    re-signed to confirm them, ``message`` one line saying so."""
+
+    action: str
+    settings: IndexSettings | None
+    checked: int
+    message: str
+
+
+def _salvaged_settings(text: str | None, signature_length: int | None) -> IndexSettings:
+    """The stored values that are valid on their own, the signature length the documents show, and defaults for
+    the rest."""
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    kept: dict = {}
+    for name in IndexSettings.__dataclass_fields__:
+        if name in data:
+            value = data[name]
+            if name == "fields" and isinstance(value, list):
+                value = tuple(value)
+            try:
+                IndexSettings(**{**kept, name: value})
+            except (ValueError, TypeError):
+                continue
+            kept[name] = value
+    if signature_length is not None:
+        kept["num_hashes"] = signature_length
+        if "bands" in kept and "rows" in kept and kept["bands"] * kept["rows"] > signature_length:
+            kept.pop("bands"), kept.pop("rows")
+    try:
+        return IndexSettings(**kept)
+    except (ValueError, TypeError):
+        return IndexSettings(num_hashes=signature_length or IndexSettings.num_hashes)
+
+
+def repair_index_settings(client: SolrClient, settings: IndexSettings | None = None, *,
+                          sample: int = 50) -> SettingsRepair:
+    """Replace an invalid settings document stored in the collection; leave valid ones alone.
+
+    The replacement is ``settings`` when given, else the stored values that are valid, the signature length
+    the indexed documents show, and defaults for the rest. When the collection holds documents, up to
+    ``sample`` of them are signed again with the replacement, and it is stored only if every one's MinHash
+    signature (and LSH band keys, when indexed) comes out the same: settings that do not match the index would
+    make every later lookup quietly wrong. Otherwise :class:`~neardup_solr.errors.StoredSettingsError` says so
+    and nothing is changed; give the settings the documents were indexed with, or clear the collection. In an
+    empty collection an invalid document is simply removed (the next index run stores its own settings)
+    unless ``settings`` is given."""
+    if settings is not None and not isinstance(settings, IndexSettings):
+        raise ParameterTypeError("settings", "an IndexSettings or None", settings)
+    sample = check_int("sample", sample, minimum=1, maximum=100_000)
+    text = _stored_settings_json(client)
+    problem = _settings_problem(text) if client.get_by_ids([SETTINGS_DOC_ID], "id") else ""
+    if not problem:
+        stored = read_index_settings(client)
+        what = f"the settings stored in {client.url} are valid" if stored else f"no settings are stored in {client.url}"
+        if settings is not None and stored is not None and settings != stored:
+            what += f" (and differ from the ones given: {stored}); nothing was changed"
+        return SettingsRepair("none", stored, 0, f"{what}; nothing to repair")
+    docs = client.select([("q", "*:*"), ("fq", "-{!term f=dataset v=$nd.meta}"), ("nd.meta", META_DATASET),
+                          ("rows", sample), ("sort", "id asc"), ("fl", "id,content,minhash_sig,content_lsh")]
+                         )["response"]["docs"]
+    if not docs:
+        if settings is None:
+            client.delete_ids([SETTINGS_DOC_ID])
+            client.commit()
+            return SettingsRepair("removed", None, 0,
+                                  f"removed the invalid settings from {client.url} ({problem}); it holds no "
+                                  "documents, so the next index run stores its own settings")
+        client.add([settings.settings_document()])
+        client.commit()
+        return SettingsRepair("replaced", settings, 0, f"replaced the invalid settings in {client.url} "
+                                                        f"({problem}) with {settings}")
+    lengths = {len(base64.b64decode(d["minhash_sig"])) // 4 for d in docs if d.get("minhash_sig")}
+    candidate = settings or _salvaged_settings(text, lengths.pop() if len(lengths) == 1 else None)
+    mismatch = _signing_mismatch(candidate, docs)
+    if mismatch:
+        why = (f"cannot repair the settings stored in {client.url} ({problem}): the indexed documents were not "
+               f"signed with {candidate} ({mismatch}). Give the settings they were indexed with")
+        raise StoredSettingsError(
+            f"{why} (repair_index_settings(client, IndexSettings(...))), or clear the collection and index again",
+            cli_message=f"{why} ('neardup-solr settings --repair --ngram N --num-hashes K ...'), or index again "
+                        "with --clear-all",
+            url=client.url, problem=problem)
+    client.add([candidate.settings_document()])
+    client.commit()
+    return SettingsRepair("replaced", candidate, len(docs),
+                          f"replaced the invalid settings in {client.url} ({problem}) with {candidate}; "
+                          f"{len(docs)} indexed document(s) re-signed with them match")
+
+
+def _signing_mismatch(settings: IndexSettings, docs: list[dict]) -> str:
+    """'' when every document's stored signature (and band keys) is what ``settings`` gives its content."""
+    builder = DocumentBuilder(settings)
+    built = builder.build([(d["id"], d.get("content", "")) for d in docs])
+    by_id = {d["id"]: d for d in built.documents}
+    for doc in docs:
+        mine = by_id.get(doc["id"])
+        if mine is None:
+            return f"document {doc['id']!r} cannot be signed"
+        if doc.get("minhash_sig") != mine["minhash_sig"]:
+            return f"document {doc['id']!r} has another MinHash signature"
+        if doc.get("content_lsh") and sorted(doc["content_lsh"]) != sorted(mine.get("content_lsh", [])):
+            return f"document {doc['id']!r} has other LSH band keys"
+    return ""

@@ -26,22 +26,43 @@ import os
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
-from .documents import DocumentBuilder, IndexSettings, ensure_index_settings
-from .errors import InvalidRecordError, NeardupError, SolrRequestError, SolrUnavailableError
+from .documents import META_DATASET, DocumentBuilder, IndexSettings, ensure_index_settings
+from .errors import InvalidRecordError, NeardupError, ParameterTypeError, SolrRequestError, SolrUnavailableError
 from .maintenance import require_neardup_schema
-from .readers import Record, RecordReader
+from .outputs import check_output_path
+from .readers import DECODE_POLICIES, FORMATS, Record, RecordReader
 from .solr_client import SolrClient
+from .validation import check_bool, check_choice, check_float, check_int, check_label, check_str, record_problem
 from .verify import SortedSpill, VerifyResult, compare, verify_ids
 
 log = logging.getLogger(__name__)
 
 
+# Rejections kept in memory on the summary (every one goes to the rejects file and the log, and is counted).
+MAX_REJECTIONS_KEPT = 10_000
+
+
+@dataclass
+class Rejection:
+    """One record that was not indexed: where it came from, its id (None when it had none) and why."""
+
+    source: str
+    line: int | None
+    id: str | None
+    reason: str
+
+
 @dataclass
 class IndexSummary:
+    """What an indexing run did: counts, timings, where its rejects and checkpoint are, and its checks.
+
+    ``rejections`` holds the first :data:`MAX_REJECTIONS_KEPT` rejected records with their reasons (all of them
+    are counted in ``rejected`` and written to the rejects file when there is one)."""
+
     source: str
     read: int = 0
     indexed: int = 0
@@ -56,12 +77,15 @@ class IndexSummary:
     interrupted: str | None = None
     verification: VerifyResult | None = None
     resume_verification: VerifyResult | None = None
+    rejections: list[Rejection] = field(default_factory=list)
 
     @property
     def docs_per_second(self) -> float:
+        """Documents indexed per second of the run."""
         return self.indexed / self.seconds if self.seconds > 0 else 0.0
 
     def format(self) -> str:
+        """The summary as the CLI prints it."""
         parts = [
             f"read {self.read}",
             f"indexed {self.indexed}",
@@ -127,26 +151,32 @@ class _Checkpoint:
 
 
 class _Rejects:
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, kept: list[Rejection]):
         self.path = path
-        self._fh = None
+        self._fh: TextIO | None = None
         self.count = 0
+        self.kept = kept
 
-    def write(self, *, source: str, line: int | None, record_id: str | None, reason: str, text: str | None = None):
+    def write(self, *, source: str, line: int | None, record_id: str | None, reason: str,
+              text: object = None) -> None:
         self.count += 1
+        if len(self.kept) < MAX_REJECTIONS_KEPT:
+            self.kept.append(Rejection(source, line, record_id, reason))
         log.warning("rejected %s line %s (id %r): %s", source, line, record_id, reason)
         if self.path is None:
             return
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")
+        if text is not None and not isinstance(text, str):
+            text = repr(text)  # a record's text that was not a str is shown, not serialised
         self._fh.write(
             json.dumps({"source": source, "line": line, "id": record_id, "reason": reason, "text": text},
                        ensure_ascii=False) + "\n"
         )
         self._fh.flush()
 
-    def close(self):
+    def close(self) -> None:
         if self._fh:
             self._fh.close()
 
@@ -170,19 +200,26 @@ class Indexer:
         progress: bool = False,
         dataset: str | None = None,
     ):
-        self.client = client or SolrClient()
-        self.requested_settings = settings
-        if batch_size < 1 or commit_every < 1 or not commit_seconds > 0:
-            raise ValueError("batch_size and commit_every must be at least 1, commit_seconds more than 0")
-        self.batch_size = batch_size
+        """``settings`` are used for an empty collection and must equal the stored ones otherwise (None: the
+        stored ones, else defaults). ``batch_size`` documents go to Solr per request, ``workers`` requests at
+        a time; a hard commit (which moves the checkpoint) follows every ``commit_every`` documents or
+        ``commit_seconds`` seconds. ``dataset`` labels the records (for joins); ``progress`` shows a bar."""
+        if client is not None and not isinstance(client, SolrClient):
+            raise ParameterTypeError("client", "a SolrClient or None", client)
+        if settings is not None and not isinstance(settings, IndexSettings):
+            raise ParameterTypeError("settings", "an IndexSettings or None", settings,
+                                     "build one with IndexSettings(ngram=..., num_hashes=...)")
+        self.batch_size: int = check_int("batch_size", batch_size, "batch_size")
         # A hard commit (no new searcher: cheap) every commit_every documents or commit_seconds seconds makes the
         # acknowledged documents durable; the checkpoint moves only then. A smaller interval re-sends less
         # after a failure and costs a little indexing speed.
-        self.commit_every = commit_every
-        self.commit_seconds = commit_seconds
-        self.workers = max(1, workers)
-        self.progress = progress
-        self.dataset = dataset
+        self.commit_every: int = check_int("commit_every", commit_every, "commit_every")
+        self.commit_seconds: float = check_float("commit_seconds", commit_seconds, "commit_seconds")
+        self.workers: int = check_int("workers", workers, "workers")
+        self.progress = check_bool("progress", progress)
+        self.dataset: str | None = check_label("dataset", dataset, reserved=(META_DATASET,))
+        self.requested_settings = settings
+        self.client = client or SolrClient()
 
     # ------------------------------------------------------------------ public API
     def index_file(
@@ -197,7 +234,26 @@ class Indexer:
         resume: bool = False,
         checkpoint_path: str | Path | None = None,
     ) -> IndexSummary:
+        """Index the records of a file (``fmt``: lines, tsv, jsonl or csv; None guesses from the name).
+
+        Rejected records go to ``rejects_path`` (JSONL) with their reasons; ``resume=True`` continues a stopped
+        run from its checkpoint. Raises :class:`IndexingInterrupted` when Solr stays away (the summary says how
+        far the run got) and :class:`IndexIncomplete` when the final check finds documents missing."""
+        if not isinstance(path, (str, Path)):
+            raise ParameterTypeError("path", "a file path (str or Path)", path)
         path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"input file not found: {path}" if not path.exists()
+                                    else f"input {path} is not a file")
+        check_choice("fmt", fmt, FORMATS, none_ok=True)
+        check_str("id_field", id_field)
+        check_str("text_field", text_field)
+        check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
+        check_bool("resume", resume)
+        if rejects_path is not None:
+            check_output_path(rejects_path, name="rejects_path")
+        if checkpoint_path is not None:
+            check_output_path(checkpoint_path, name="checkpoint_path")
 
         def reader() -> RecordReader:
             return RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
@@ -210,7 +266,7 @@ class Indexer:
         if not resume:
             checkpoint.clear()
         summary = IndexSummary(source=str(path), checkpoint_path=str(checkpoint.path))
-        rejects = _Rejects(Path(rejects_path) if rejects_path else None)
+        rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
         summary.rejects_path = str(rejects_path) if rejects_path else None
         try:
             self._run(records, summary, rejects, checkpoint, start_line, skipped=lambda line: _ids_up_to(reader(), line))
@@ -220,13 +276,21 @@ class Indexer:
             summary.blank_lines = records.stats.blank_lines
         return summary
 
-    def index_records(self, records: Iterable[tuple[str, str]], rejects_path: str | Path | None = None) -> IndexSummary:
-        """Index (id, text) pairs from memory."""
-        items = (Record(str(i), t, "<records>", n) for n, (i, t) in enumerate(records, start=1))
-        summary = IndexSummary(source="<records>")
-        rejects = _Rejects(Path(rejects_path) if rejects_path else None)
+    def index_records(self, records: Iterable[Any], rejects_path: str | Path | None = None) -> IndexSummary:
+        """Index ``(id, text)`` pairs from memory (ids are str or int).
+
+        Each record is indexed or rejected with its reason (``summary.rejections``, and ``rejects_path`` when
+        given); a bad record (not a pair, an id of None or with a tab or control character, a text that is
+        None or not a str) never stops the batch. See :func:`neardup_solr.validation.id_problem` for ids."""
+        if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
+            raise ParameterTypeError("records", "an iterable of (id, text) pairs", records)
+        if rejects_path is not None:
+            check_output_path(rejects_path, name="rejects_path")
+        summary = IndexSummary(source=RECORDS_SOURCE)
+        rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
+        summary.rejects_path = str(rejects_path) if rejects_path else None
         try:
-            self._run(items, summary, rejects, None, 0)
+            self._run(_checked_records(records), summary, rejects, None, 0)
         finally:
             rejects.close()
         return summary
@@ -396,6 +460,31 @@ class IndexIncomplete(NeardupError):
     def __init__(self, summary: IndexSummary):
         self.summary = summary
         super().__init__(summary.verification.format())
+
+
+RECORDS_SOURCE = "<records>"
+
+
+def _checked_records(records: Iterable[Any]) -> Iterator[Record | InvalidRecordError]:
+    """In-memory records as Records, or as InvalidRecordErrors with their reasons (rejected, never raised)."""
+    for number, record in enumerate(records, start=1):
+        checked = record_problem(record)
+        if isinstance(checked, str):
+            doc_id = _shown_id(record)
+            yield InvalidRecordError(checked, source=RECORDS_SOURCE, line=number, record_id=doc_id)
+        else:
+            yield Record(checked[0], checked[1], RECORDS_SOURCE, number)
+
+
+def _shown_id(record: Any) -> str | None:
+    """The id of a rejected in-memory record, for its rejection, when it has one that can be shown."""
+    if isinstance(record, (tuple, list)) and len(record) == 2:
+        doc_id = record[0]
+        if isinstance(doc_id, str):
+            return doc_id
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            return str(doc_id)
+    return None
 
 
 def _ids_up_to(records: Iterable, last_line: int):

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import SolrUnavailableError
+from .errors import InvalidParameterError, NeardupError, ParameterTypeError, SolrUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ PROGRESS_INTERVAL_S = 1.0
 DIGEST_KEYS = ("documents", "records")
 
 
-class OutputInUseError(ValueError):
+class OutputInUseError(NeardupError, ValueError):
     """Another run holds the lock on this output file."""
 
 
@@ -69,18 +69,26 @@ def sibling(path: str | Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
-def check_output_path(path: str | Path) -> Path:
-    """``path`` as a Path when a file can be written there; otherwise ValueError saying what to do."""
+def check_output_path(path: str | Path, name: str = "out") -> Path:
+    """``path`` as a Path when a file can be written there; otherwise
+    :class:`~neardup_solr.errors.InvalidParameterError` naming the parameter (``name``) and saying what to do.
+    Jobs call it before any Solr work, so that a result is never computed only to find it cannot be written."""
+    if not isinstance(path, (str, Path)) or (isinstance(path, str) and not path.strip()):
+        if isinstance(path, str):
+            raise InvalidParameterError(name, "a file path", path)
+        raise ParameterTypeError(name, "a file path (str or Path)", path)
     path = Path(path)
+    requirement = "a path where a file can be written"
     if path.is_dir():
-        raise ValueError(f"output {path} is a directory: give a file path (e.g. {path / 'pairs.tsv'})")
+        raise InvalidParameterError(name, requirement, str(path),
+                                    f"{path} is a directory: give a file path (e.g. {path / 'pairs.tsv'})")
     parent = path.parent
     if not parent.is_dir():
-        raise ValueError(f"cannot write {path}: the directory {parent} does not exist (create it, or choose "
-                         "another output path)")
+        raise InvalidParameterError(name, requirement, str(path),
+                                    f"the directory {parent} does not exist (create it, or choose another path)")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write {path}: no permission to create files in {parent} (choose another "
-                         "output path)")
+        raise InvalidParameterError(name, requirement, str(path),
+                                    f"no permission to create files in {parent} (choose another path)")
     return path
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Union
 
-from .errors import InvalidRecordError
+from .errors import InvalidRecordError, ParameterTypeError
+from .validation import check_choice, check_str, id_problem
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ DECODE_POLICIES = ("latin-1", "reject", "replace")
 
 @dataclass
 class Record:
+    """One readable record: its id, its text, and where it was read (file and line)."""
+
     id: str
     text: str
     source: str
@@ -44,6 +47,8 @@ class Record:
 
 @dataclass
 class ReadStats:
+    """Counts of what a reader saw: lines, records, blank lines, lines decoded as Latin-1, invalid records."""
+
     lines: int = 0
     records: int = 0
     blank_lines: int = 0
@@ -55,6 +60,7 @@ ReadItem = Union[Record, InvalidRecordError]
 
 
 def guess_format(path: str | Path) -> str:
+    """The input format a file name suggests: .tsv, .jsonl/.ndjson, .csv, else 'lines'."""
     suffix = Path(path).suffix.lower()
     return {".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}.get(suffix, "lines")
 
@@ -71,14 +77,13 @@ class RecordReader:
         text_field: str = "text",
         on_decode_error: str = "latin-1",
     ):
+        if not isinstance(path, (str, Path)):
+            raise ParameterTypeError("path", "a file path (str or Path)", path)
         self.path = Path(path)
-        self.fmt = fmt or guess_format(path)
-        if self.fmt not in FORMATS:
-            raise ValueError(f"unknown input format {self.fmt!r}; choose one of {', '.join(FORMATS)}")
-        if on_decode_error not in DECODE_POLICIES:
-            raise ValueError(f"on_decode_error must be one of {', '.join(DECODE_POLICIES)}")
-        self.id_field = id_field
-        self.text_field = text_field
+        self.fmt: str = check_choice("fmt", fmt, FORMATS, none_ok=True) or guess_format(path)
+        check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
+        self.id_field: str = check_str("id_field", id_field)
+        self.text_field: str = check_str("text_field", text_field)
         # "name,city" reads several text columns: the text is their concatenation, and each column's words
         # are also indexed per field (weighted separately by IdfWeights / ThresholdFinder field_weights).
         self.text_fields = [f.strip() for f in text_field.split(",") if f.strip()] or [text_field]
@@ -142,9 +147,16 @@ class RecordReader:
         if not sep:
             head, tab, rest = doc_id.partition("\t")
             if tab:  # '<id>\t<text>' in a lines file is still unambiguous
-                return Record(head, rest, str(self.path), lineno)
-            return Record(doc_id, "", str(self.path), lineno)  # an id without text: rejected as empty text
-        return Record(doc_id, body, str(self.path), lineno)
+                return self._record(head, rest, lineno)
+            return self._record(doc_id, "", lineno)  # an id without text: rejected as empty text
+        return self._record(doc_id, body, lineno)
+
+    def _record(self, doc_id: str, text: str, lineno: int, fields: dict | None = None) -> ReadItem:
+        """A Record, or the reason its id cannot be indexed (ids end up in TSV outputs, see validation)."""
+        problem = id_problem(doc_id)
+        if problem:
+            return InvalidRecordError(problem, source=self.path, line=lineno, record_id=doc_id)
+        return Record(doc_id, text, str(self.path), lineno, fields)
 
     def _parse_tsv(self, text: str, lineno: int) -> ReadItem:
         doc_id, sep, body = text.partition("\t")
@@ -152,7 +164,7 @@ class RecordReader:
             return InvalidRecordError("expected '<id><TAB><text>' but the line has no tab", source=self.path, line=lineno)
         if not doc_id.strip():
             return InvalidRecordError("empty id", source=self.path, line=lineno)
-        return Record(doc_id.strip(), body, str(self.path), lineno)
+        return self._record(doc_id.strip(), body, lineno)
 
     def _parse_jsonl(self, text: str, lineno: int) -> ReadItem:
         try:
@@ -169,6 +181,10 @@ class RecordReader:
         doc_id, text = obj.get(self.id_field), obj.get(self.text_field)
         if doc_id is None or str(doc_id).strip() == "":
             return InvalidRecordError(f"missing or empty {what} {self.id_field!r}", source=self.path, line=lineno)
+        if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+            # 3.0 or true would become the ids '3.0' and 'True': refuse rather than guess.
+            return InvalidRecordError(f"{what} {self.id_field!r} must be a string or an integer, not "
+                                      f"{type(doc_id).__name__} ({doc_id!r})", source=self.path, line=lineno)
         if text is None:
             return InvalidRecordError(
                 f"missing {what} {self.text_field!r}", source=self.path, line=lineno, record_id=str(doc_id)
@@ -177,12 +193,15 @@ class RecordReader:
             return InvalidRecordError(
                 f"{what} {self.text_field!r} is not a string", source=self.path, line=lineno, record_id=str(doc_id)
             )
-        return Record(str(doc_id).strip(), text, str(self.path), lineno)
+        return self._record(str(doc_id).strip(), text, lineno)
 
     def _from_mapping_fields(self, obj: dict, lineno: int, what: str) -> ReadItem:
         doc_id = obj.get(self.id_field)
         if doc_id is None or str(doc_id).strip() == "":
             return InvalidRecordError(f"missing or empty {what} {self.id_field!r}", source=self.path, line=lineno)
+        if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+            return InvalidRecordError(f"{what} {self.id_field!r} must be a string or an integer, not "
+                                      f"{type(doc_id).__name__} ({doc_id!r})", source=self.path, line=lineno)
         fields = {}
         for name in self.text_fields:
             value = obj.get(name)
@@ -196,7 +215,7 @@ class RecordReader:
                 source=self.path, line=lineno, record_id=str(doc_id),
             )
         text = " ".join(v for v in fields.values() if v.strip())
-        return Record(str(doc_id).strip(), text, str(self.path), lineno, fields)
+        return self._record(str(doc_id).strip(), text, lineno, fields)
 
     def _read_csv(self) -> Iterator[ReadItem]:
         lines = (text if isinstance(text, str) else "" for _, text in self._decoded_lines())
@@ -205,11 +224,12 @@ class RecordReader:
         header = reader.fieldnames or []
         missing = [c for c in (self.id_field, *self.text_fields) if c not in header]
         if missing:
-            raise InvalidRecordError(
-                f"CSV header has no column {', '.join(map(repr, missing))} (columns: {', '.join(header) or 'none'}); "
-                "choose them with --id-column / --text-column",
-                source=self.path, line=1,
-            )
+            what = (f"CSV header has no column {', '.join(map(repr, missing))} (columns: "
+                    f"{', '.join(header) or 'none'}); choose them with ")
+            error = InvalidRecordError(what + "id_field= / text_field=", source=self.path, line=1)
+            error.cli_message = str(InvalidRecordError(what + "--id-column / --text-column", source=self.path,
+                                                       line=1))
+            raise error
         for row in reader:
             lineno = reader.line_num
             if None in row:

@@ -25,11 +25,15 @@ def solr_config_dir() -> Path:
 
 
 def configset_dir() -> Path:
+    """The neardup configset this package ships (schema and solrconfig)."""
     return solr_config_dir() / "configsets" / CONFIGSET_NAME
 
 
 def local_port() -> int:
-    return int(os.environ.get("NEARDUP_SOLR_PORT", DEFAULT_PORT))
+    """The local launcher's port: ``NEARDUP_SOLR_PORT`` (checked: an integer between 1 and 65535), else 8983."""
+    from .validation import Limit, env_int
+
+    return env_int("NEARDUP_SOLR_PORT", DEFAULT_PORT, Limit("int", 1, 65535))
 
 
 def local_data_dir(port: int | None = None) -> Path:
@@ -48,6 +52,7 @@ def run_dir() -> Path:
 
 
 def local_core_url(port: int | None = None, core: str = CORE_NAME) -> str:
+    """The URL of the local launcher's core on ``port`` (default :func:`local_port`)."""
     return f"http://127.0.0.1:{port or local_port()}/solr/{core}"
 
 
@@ -58,4 +63,5 @@ def solr_url() -> str:
 
 
 def solr_url_is_local() -> bool:
+    """True when no ``SOLR_URL`` is set, so the local launcher's Solr is the one meant."""
     return not os.environ.get("SOLR_URL")

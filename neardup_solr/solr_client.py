@@ -33,7 +33,18 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import requests
 
 from . import settings
-from .errors import SolrAuthError, SolrCoreNotFoundError, SolrRequestError, SolrServerError, SolrUnavailableError
+from .errors import (
+    ClientClosedError,
+    InvalidParameterError,
+    ParameterTypeError,
+    SolrAuthError,
+    SolrCoreNotFoundError,
+    SolrRequestError,
+    SolrServerError,
+    SolrTimeoutError,
+    SolrUnavailableError,
+)
+from .validation import check_float, check_int, env_float, env_int
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +69,12 @@ def load_credentials(config_file: str | Path | None = None) -> tuple[str, str] |
     user, password = os.environ.get("SOLR_USERNAME"), os.environ.get("SOLR_PASSWORD")
     if user and password is not None:
         return user, password
-    path = Path(config_file or os.environ.get("NEARDUP_CONFIG") or DEFAULT_CONFIG_FILE)
+    named = os.environ.get("NEARDUP_CONFIG")
+    if config_file is None and named and not Path(named).is_file():
+        # A file the user named on purpose and that is not there is a mistake, not "no credentials".
+        raise InvalidParameterError("NEARDUP_CONFIG", "the path of an existing config file", named,
+                                    "unset it to use ~/.config/neardup-solr/config.ini")
+    path = Path(config_file or named or DEFAULT_CONFIG_FILE)
     if path.is_file():
         parser = configparser.ConfigParser()
         parser.read(path)
@@ -72,16 +88,15 @@ DEFAULT_MAX_WAIT = 120.0
 
 def default_max_wait() -> float:
     """Seconds a job waits out Solr being away or loading: ``NEARDUP_SOLR_MAX_WAIT``, else 120."""
-    raw = os.environ.get("NEARDUP_SOLR_MAX_WAIT")
-    if raw is None:
-        return DEFAULT_MAX_WAIT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"NEARDUP_SOLR_MAX_WAIT must be a number of seconds, got {raw!r}") from None
-    if not 0 <= value < float("inf"):
-        raise ValueError(f"NEARDUP_SOLR_MAX_WAIT must be a finite number of seconds >= 0, got {raw!r}")
-    return value
+    return env_float("NEARDUP_SOLR_MAX_WAIT", DEFAULT_MAX_WAIT, "max_wait")
+
+
+def default_pool_size() -> int:
+    """Connections one client opens to Solr at most: ``NEARDUP_SOLR_MAX_CONNECTIONS``, else 4."""
+    return env_int("NEARDUP_SOLR_MAX_CONNECTIONS", DEFAULT_POOL_SIZE, "pool_size")
+
+
+DEFAULT_POOL_SIZE = 4
 
 
 class RetryPolicy:
@@ -94,17 +109,15 @@ class RetryPolicy:
 
     def __init__(self, max_wait: float | None = None, base: float = 0.5, cap: float = 10.0,
                  attempts: int | None = None, seed: int | None = None):
-        if attempts is not None and attempts < 1:
-            raise ValueError("attempts must be at least 1")
-        self.max_wait = default_max_wait() if max_wait is None else float(max_wait)
-        if not 0 <= self.max_wait < float("inf"):
-            raise ValueError(f"max_wait must be a finite number of seconds >= 0, got {max_wait!r}")
-        self.attempts = attempts
-        self.base = base
-        self.cap = cap
-        self._random = random.Random(seed)
+        self.attempts: int | None = check_int("attempts", attempts, minimum=1, maximum=10**6, none_ok=True)
+        self.max_wait: float = (default_max_wait() if max_wait is None
+                                else check_float("max_wait", max_wait, "max_wait"))
+        self.base: float = check_float("base", base, "commit_seconds")
+        self.cap: float = check_float("cap", cap, "commit_seconds")
+        self._random = random.Random(check_int("seed", seed, "seed", none_ok=True))
 
     def delay(self, attempt: int) -> float:
+        """The random pause before retry ``attempt + 1`` (before the ``max_wait`` bound)."""
         return self._random.uniform(0, min(self.cap, self.base * (2**attempt)))
 
     def next_wait(self, attempt: int, waited: float) -> float | None:
@@ -114,6 +127,33 @@ class RetryPolicy:
         if waited >= self.max_wait:
             return None
         return min(self.delay(attempt), self.max_wait - waited)
+
+
+def _core_urls(raw: str, param: str) -> list[str]:
+    """The comma-separated core URLs in ``raw``, each checked: http(s), a host, a valid port and a path that
+    names the core or collection (``/solr/<name>``). Errors name ``param`` (``url`` or ``SOLR_URL``)."""
+    example = "http://127.0.0.1:8983/solr/neardup"
+    given = [u.strip().rstrip("/") for u in raw.split(",") if u.strip()]
+    if not given:
+        raise InvalidParameterError(param, f"a Solr core URL such as {example}", raw)
+    for url in given:
+        parts = urlsplit(url)
+        shown = redact_url(url)
+        try:
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:  # "host:abc" or a port over 65535
+            port_ok = False
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            raise InvalidParameterError(param, f"a Solr core URL such as {example}", shown,
+                                        "expected http(s)://host:port/solr/<core or collection>")
+        segments = [seg for seg in parts.path.split("/") if seg]
+        if len(segments) < 2:
+            base = redact_url(urlunsplit((parts.scheme, parts.netloc, "", "", "")))
+            suggestion = "/".join([base, *(segments or ["solr"]), settings.CORE_NAME])
+            raise InvalidParameterError(
+                param, "the URL of a core or collection, ending in /solr/<its name>", shown,
+                f"it names no core or collection: add its name, e.g. {suggestion}")
+    return given
 
 
 class SolrClient:
@@ -140,18 +180,24 @@ class SolrClient:
         verify: bool | str = True,
         pool_size: int | None = None,
     ):
-        raw = url or settings.solr_url()
-        given = [u.strip().rstrip("/") for u in raw.split(",") if u.strip()]
-        if not given:
-            raise ValueError("no Solr URL given (expected http(s)://host:port/solr/core)")
+        if url is not None and not isinstance(url, str):
+            raise ParameterTypeError("url", "a Solr core URL (str) or None", url)
+        if not isinstance(verify, (bool, str)):
+            raise ParameterTypeError("verify", "True, False or the path of a CA bundle", verify)
+        self.timeout: float = check_float("timeout", timeout, "timeout")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ParameterTypeError("retry", "a RetryPolicy or None", retry)
+        # pool_size (or NEARDUP_SOLR_MAX_CONNECTIONS) of 0 made every request wait forever for a connection.
+        self.pool_size: int = (default_pool_size() if pool_size is None
+                               else check_int("pool_size", pool_size, "pool_size"))
+        raw = url if url is not None else settings.solr_url()
+        given = _core_urls(raw, "url" if url is not None else "SOLR_URL" if not settings.solr_url_is_local()
+                           else "NEARDUP_SOLR_PORT")
         bases: list[str] = []
         collections = set()
         for raw_url in given:
             parts = urlsplit(raw_url)
             base, _, name = parts.path.rstrip("/").rpartition("/")
-            if parts.scheme not in ("http", "https") or not parts.hostname or not name:
-                raise ValueError(
-                    f"not a Solr core URL: {redact_url(raw_url)!r} (expected http(s)://host:port/solr/core)")
             if parts.username and username is None:
                 username, password = unquote(parts.username), unquote(parts.password or "")
             collections.add(name)
@@ -172,14 +218,13 @@ class SolrClient:
         self._live: set[str] | None = None
         self._shard_nodes: dict[str, list[str]] = {}
         self._shard_leaders: dict[str, str] = {}
-        self.timeout = timeout
+        self._closed = False
         self.retry = retry or RetryPolicy()
         self.session = requests.Session()
         # https certificates are verified unless the caller passes verify=False or a CA bundle path.
         self.session.verify = verify
         # pool_block: however many worker threads share this client, at most pool_size connections are open
         # to Solr at once; extra requests wait for a free connection instead of opening more.
-        self.pool_size = pool_size or int(os.environ.get("NEARDUP_SOLR_MAX_CONNECTIONS", "4"))
         adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=self.pool_size, pool_block=True)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
@@ -192,6 +237,17 @@ class SolrClient:
 
     def __repr__(self) -> str:
         return f"SolrClient({self.url!r})"
+
+    def close(self) -> None:
+        """Close the client's connections. Calls after this raise ClientClosedError; closing twice is fine."""
+        self._closed = True
+        self.session.close()
+
+    def __enter__(self) -> "SolrClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def is_cloud(self) -> bool | None:
@@ -338,13 +394,18 @@ class SolrClient:
         retry: bool = True,
         headers: dict | None = None,
     ) -> requests.Response:
+        """One HTTP call to the collection (``path`` relative to it), with the retry policy (unless ``retry`` is
+        False) and the error mapping described in the module docstring."""
+        if self._closed:
+            raise ClientClosedError(f"this SolrClient for {self.url} is closed; create a new one")
         attempt = 0
         started = time.monotonic()
         node = self._node
         tried: set[str] = set()
         while True:
             url = f"{node}/{self.collection}/{path.lstrip('/')}" if path else f"{node}/{self.collection}"
-            shard_state = None
+            shard_state: object = None
+            timed_out = False
             try:
                 resp = self.session.request(
                     method,
@@ -358,6 +419,7 @@ class SolrClient:
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 reason = _short_reason(exc)
+                timed_out = isinstance(exc, requests.Timeout)
                 if len(self._nodes) > 1 or self._cloud:
                     other = self._fail_over(node, reason, tried)
                     if other is not None:
@@ -372,6 +434,8 @@ class SolrClient:
                     )
                 if resp.status_code < 400:
                     return resp
+                if resp.status_code == 404:
+                    raise self._not_found(node, path, resp)
                 solr_message = _solr_error_text(resp)
                 if resp.status_code < 500:
                     raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: {solr_message}",
@@ -391,7 +455,9 @@ class SolrClient:
                 if shard_state is _LEADER_UNREACHABLE:
                     raise SolrUnavailableError(self._leader_message(reason, attempt + 1, waited))
                 if shard_state is not None:
-                    raise SolrUnavailableError(self._shard_message(shard_state, reason, attempt + 1, waited))
+                    raise SolrUnavailableError(self._shard_message(str(shard_state), reason, attempt + 1, waited))
+                if timed_out:
+                    raise self._timeout_error(timeout or self.timeout, attempt + 1, waited)
                 raise SolrUnavailableError(self._unavailable_message(reason, attempt + 1, waited))
             log.warning("Solr at %s: %s; waiting for it (%.0f of at most %.0f s so far), next try in %.1f s",
                         self.url, reason, waited, self.retry.max_wait, wait)
@@ -405,6 +471,49 @@ class SolrClient:
             f"Solr at {self.url} failed on its side (HTTP {status}: {solr_message}). {advice}",
             status=status, kind=kind,
         )
+
+    def _timeout_error(self, timeout: float, attempts: int, seconds: float) -> SolrTimeoutError:
+        """Solr took longer than the timeout: not the same as Solr being down, so not "start it"."""
+        what = (f"timed out: Solr at {self.url} did not answer within {timeout:g} s per request ({attempts} "
+                f"attempt(s) over {seconds:.1f} s). If Solr is busy or the request is large, give it more time "
+                "with a larger timeout")
+        tail = "; if it never answers, check its log and that the URL names the right host and port."
+        return SolrTimeoutError(f"{what} (SolrClient(timeout=SECONDS)){tail}", timeout,
+                                cli_message=f"{what} (--timeout SECONDS){tail}")
+
+    def _not_found(self, node: str, path: str, resp: requests.Response) -> Exception:
+        """A 404: the core or collection is missing (one line naming it, never Jetty's HTML page), or the core
+        is there and only this path is unknown (a short Solr message)."""
+        if not path.startswith("admin/ping"):
+            try:
+                ping = self.session.get(f"{node}/{self.collection}/admin/ping", params={"wt": "json"},
+                                        timeout=min(self.timeout, 10))
+                core_missing = ping.status_code == 404
+            except (requests.ConnectionError, requests.Timeout):
+                core_missing = False
+        else:
+            core_missing = True
+        if core_missing:
+            return self._core_missing_error()
+        return SolrRequestError(f"Solr at {self.url} answered HTTP 404 for {path}: {_solr_error_text(resp)}",
+                                status=404)
+
+    def _core_missing_error(self) -> SolrCoreNotFoundError:
+        if self._cloud is None:
+            self._discover()
+        name, node = self.collection, self._node
+        if self._cloud:
+            return SolrCoreNotFoundError(
+                f"SolrCloud is running at {node}, but it has no collection {name!r} (HTTP 404): create it with "
+                f"'neardup-solr solr create-collection {name} --solr-url {node}', or set SOLR_URL to an "
+                "existing collection"
+            )
+        hint = (
+            "'neardup-solr solr start' creates it on the local Solr"
+            if settings.solr_url_is_local() and name == settings.CORE_NAME
+            else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
+        )
+        return SolrCoreNotFoundError(f"Solr is running at {node}, but it has no core {name!r} (HTTP 404): {hint}.")
 
     def _unavailable_message(self, reason: str, attempts: int, seconds: float) -> str:
         if self._cloud:
@@ -466,13 +575,15 @@ class SolrClient:
             f"nor searched until it is back: {fix}."
         )
 
-    def get_json(self, path: str, params: dict | list | None = None, **kw) -> dict:
-        params = _with_json(params)
-        return self.request("GET", path, params=params, **kw).json()
+    def get_json(self, path: str, params: dict | list | None = None, *, timeout: float | None = None,
+                 retry: bool = True) -> dict:
+        """GET ``path`` with ``params`` and return Solr's JSON answer."""
+        return self.request("GET", path, params=_with_json(params), timeout=timeout, retry=retry).json()
 
-    def post_form(self, path: str, params: dict | list, **kw) -> dict:
+    def post_form(self, path: str, params: dict | list, *, timeout: float | None = None,
+                  retry: bool = True) -> dict:
         """POST parameters as a form body: shingle queries of long documents outgrow any URL."""
-        return self.request("POST", path, data=_with_json(params), **kw).json()
+        return self.request("POST", path, data=_with_json(params), timeout=timeout, retry=retry).json()
 
     # ------------------------------------------------------------------ core operations
     def ping(self, retry: bool = False) -> bool:
@@ -485,35 +596,17 @@ class SolrClient:
         """Raise SolrUnavailableError (one clear line) unless the core or collection answers a ping; then learn
         whether it is a SolrCloud collection (and its live nodes) or a single core.
 
-        Nothing listening fails at once (the user has to start Solr); a Solr that answers but is still loading
-        or recovering is waited for, as every other call does."""
+        Nothing listening fails at once (the user has to start Solr), and so does a ping that times out
+        (SolrTimeoutError: the timeout is too short, or Solr is stuck); a Solr that answers but is still
+        loading or recovering is waited for, as every other call does. A missing core raises
+        SolrCoreNotFoundError naming it."""
+        ping_timeout = min(self.timeout, 10)
         try:
-            try:
-                self.get_json("admin/ping", retry=False, timeout=10)
-            except SolrUnavailableError as exc:
-                if "connection refused" in str(exc):
-                    raise
-                self.get_json("admin/ping", timeout=10)
-        except SolrRequestError as exc:
-            if exc.status != 404:
+            self.get_json("admin/ping", retry=False, timeout=ping_timeout)
+        except SolrUnavailableError as exc:
+            if "connection refused" in str(exc) or isinstance(exc, (SolrTimeoutError, SolrCoreNotFoundError)):
                 raise
-            if self._cloud is None:
-                self._discover()
-            name, node = self.collection, self._node
-            if self._cloud:
-                raise SolrCoreNotFoundError(
-                    f"SolrCloud is running at {node}, but it has no collection {name!r} (HTTP 404): create it with "
-                    f"'neardup-solr solr create-collection {name} --solr-url {node}', or set SOLR_URL to an "
-                    "existing collection"
-                ) from None
-            hint = (
-                "'neardup-solr solr start' creates it on the local Solr"
-                if settings.solr_url_is_local() and name == settings.CORE_NAME
-                else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
-            )
-            raise SolrCoreNotFoundError(
-                f"Solr is running at {node}, but it has no core {name!r} (HTTP 404): {hint}."
-            ) from None
+            self.get_json("admin/ping", timeout=ping_timeout)
         if self._cloud is None:
             # Once per client: a cluster's other nodes are what the client falls back on when this one dies.
             self._discover()
