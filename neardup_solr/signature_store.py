@@ -52,7 +52,7 @@ class SignatureStore:
     ``expected_documents`` sizes the band partitions; more documents than expected only make each partition
     larger. ``directory``: where the files go (default: the system's temporary directory); they take about
     ``4 * num_hashes + 12 * bands + 8 + len(id)`` bytes per document. ``partition_entries``: the records of
-    one band read at once (the partition count is the power of two that brings them to about this many).
+    one band read at once, default :data:`PARTITION_ENTRIES` (the partition count is the power of two that brings them to about this many).
     """
 
     def __init__(
@@ -62,13 +62,13 @@ class SignatureStore:
         *,
         expected_documents: int = 0,
         directory: str | os.PathLike | None = None,
-        partition_entries: int = PARTITION_ENTRIES,
+        partition_entries: int | None = None,
     ):
         if params.num_hashes > num_hashes:
             raise ValueError(f"{params} needs {params.num_hashes} signature values; the signatures hold {num_hashes}")
         self.num_hashes = num_hashes
         self.params = params
-        wanted = max(1, math.ceil(max(expected_documents, 1) / partition_entries))
+        wanted = max(1, math.ceil(max(expected_documents, 1) / (partition_entries or PARTITION_ENTRIES)))
         self.partition_bits = max(0, math.ceil(math.log2(wanted)))
         self.partitions = 1 << self.partition_bits
         self.path = Path(tempfile.mkdtemp(prefix="neardup-collection-", dir=directory))

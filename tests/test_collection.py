@@ -23,6 +23,7 @@ from neardup_solr.collection import (
     store_candidate_pairs,
     store_matching_positions,
 )
+from neardup_solr import signature_store
 from neardup_solr.signature_store import SignatureStore
 from neardup_solr.documents import IndexSettings
 from neardup_solr.indexer import Indexer
@@ -228,7 +229,7 @@ def test_fetch_texts_survives_every_separator(solr):
 
 @pytest.mark.solr
 @pytest.mark.slow
-def test_corpus_recall_and_exact_similarities(solr, tmp_path):
+def test_corpus_recall_and_exact_similarities(solr, tmp_path, monkeypatch):
     generate(20_000, 11, tmp_path)
     records = list(iter_documents(tmp_path))
     ids = [i for i, _ in records]
@@ -250,6 +251,13 @@ def test_corpus_recall_and_exact_similarities(solr, tmp_path):
     assert stats.documents == 20_000 and (stats.bands, stats.rows) == (21, 6)
     assert stats.candidate_pairs >= stats.estimated_pairs >= stats.verified_pairs == len(found)
     assert stats.oversized_buckets == 0
+
+    # Bands cut into 8 key partitions (~2,500 records each) and 200 texts held at a time: the same pairs.
+    monkeypatch.setattr(signature_store, "PARTITION_ENTRIES", 2_500)
+    sliced = dedupe_collection(solr, 0.8, verify_documents=200)
+    assert sliced.stats.partitions == 8
+    assert sliced.pairs == result.pairs
+    assert sliced.stats.fetched_documents > stats.fetched_documents  # a text needed by two slices is read twice
 
     estimated = dedupe_collection(solr, 0.8, exact=False)
     est = {(p.id, p.neighbor_id) for p in estimated.pairs}

@@ -688,8 +688,9 @@ class LocalSolrCloud:
         self._set_pid("node", i, None)
 
     def start_node(self, i: int, timeout: float = 180.0) -> float:
-        """(Re)start node ``i`` and wait until every replica, its own included, is active again; returns the
-        seconds it took."""
+        """(Re)start node ``i`` and wait until every replica, its own included, is active again and the collection
+        takes updates (a replica reported active may still be replaying its update log); returns the seconds it
+        took."""
         t0 = time.monotonic()
         deadline = t0 + timeout
         if self.node_pid(i) is None:
@@ -697,6 +698,7 @@ class LocalSolrCloud:
             proc = self._launch_node(i, classpath, ram_buffer_mb(self.heap, self.shards * self.replicas))
             self._wait_for_node_port(i, proc, deadline)
         self.wait_for_active(timeout=max(deadline - time.monotonic(), 1))
+        self._wait_until_updatable(deadline)
         return time.monotonic() - t0
 
     # ------------------------------------------------------------------ stop / status
