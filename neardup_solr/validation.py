@@ -77,7 +77,7 @@ def _num(value: float) -> str:
 LIMITS: dict[str, Limit] = {
     # How a collection is indexed (IndexSettings, Shingler, MinHash; index flags).
     "ngram": Limit("int", 1, 1000),
-    "num_hashes": Limit("int", 1, 8192, hint="the signature length; 128 is the default"),
+    "num_hashes": Limit("int", 1, 8192, unit="MinHash values"),
     "seed": Limit("int", 0, 2**32 - 1),
     "lsh_threshold": Limit("float", 0.0, 1.0, open_min=True, unit="a Jaccard similarity"),
     "bands": Limit("int", 1, 8192),

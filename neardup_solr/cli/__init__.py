@@ -1,8 +1,10 @@
 """``neardup-solr``: a thin command line over the library. Every command is also a Python call.
 
 Errors are printed as one line (no traceback) and set a non-zero exit code:
-2 for usage and input errors, 3 when Solr is unavailable or failed, 1 when records were rejected,
-4 when the index lacks documents it should hold (an ``index`` run's final check, or ``verify``).
+2 for usage and input errors (a bad flag value, an option that does not apply, an unwritable output, an
+invalid environment variable), 3 when Solr is unavailable, timed out or failed, 1 when records were rejected,
+4 when the index lacks documents it should hold (an ``index`` run's final check, or ``verify``), 70 for an
+unexpected internal error (a bug; ``-vv`` shows its traceback).
 """
 
 from __future__ import annotations
@@ -11,23 +13,25 @@ import argparse
 import logging
 import sys
 
-from ..errors import NeardupError, SolrUnavailableError
-from . import index_cmd, search_cmd, solr_cmd, tools_cmd
-from .common import EXIT_UNAVAILABLE, EXIT_USAGE
+from ..errors import InvalidParameterError, NeardupError, SolrUnavailableError
+from . import index_cmd, search_cmd, settings_cmd, solr_cmd, tools_cmd
+from .common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
 
 log = logging.getLogger("neardup_solr")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.")
+    """The parser of every command (each module registers its own)."""
+    parser = Parser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for module in (solr_cmd, index_cmd, search_cmd, tools_cmd):
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd):
         module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
@@ -36,15 +40,22 @@ def main(argv: list[str] | None = None) -> int:
         # Per-record warnings go to the rejects file and the summary; keep the terminal readable.
         logging.getLogger("neardup_solr.indexer").setLevel(logging.ERROR)
     try:
-        return args.func(args)
+        return int(args.func(args))
+    except InvalidParameterError as exc:
+        # The library names its parameters (num_hashes); say it with this command's flags (--num-hashes).
+        print_error(exc.render(flag_for(exc.param, getattr(args, "param_flags", None))))
+        return EXIT_USAGE
     except SolrUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(exc.cli_message or str(exc))
         return EXIT_UNAVAILABLE
     except (NeardupError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-
-
+    except Exception as exc:  # a bug: still one line, with the traceback in the debug log
+        log.debug("internal error", exc_info=True)
+        print_error(f"internal error ({type(exc).__name__}: {exc}); this is a bug in neardup-solr: please report "
+                    "it with the output of the same command with -vv")
+        return EXIT_INTERNAL

@@ -1,32 +1,148 @@
-"""What every command shares: exit codes, the Solr options, the client and searcher they open."""
+"""What every command shares: exit codes, the parser that errs in one line, checked number flags, the Solr
+options, and the client and searcher they open.
+
+Every number flag goes through :mod:`neardup_solr.validation` with the same limits the Python API applies
+(``--num-hashes`` accepts what ``num_hashes=`` accepts), so a bad value ends in one line and exit code 2
+before anything is sent to Solr or written. Errors the library raises about a parameter
+(:class:`~neardup_solr.errors.InvalidParameterError`) are rendered with the flag's name: see :func:`flag_for`.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
+import re
+import sys
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
+from ..validation import LIMITS, Limit, check_label, parse_value
 
+if TYPE_CHECKING:
+    from ..documents import IndexSettings
+    from ..searcher import Searcher
+    from ..solr_client import SolrClient
+
+EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 # The index lacks what was acknowledged (index) or what the file holds (verify).
 EXIT_INCOMPLETE = 4
+# A bug: an exception the command does not expect. One line (the traceback with -vv), never exit 1 or 2,
+# which mean something about the user's records or options.
+EXIT_INTERNAL = 70
+
+# Python parameter (as the library names it in InvalidParameterError) -> the flag that sets it. Parameters
+# that are spelled the same with dashes (num_hashes -> --num-hashes) need no entry; environment variables
+# (upper case) are named as they are.
+PARAM_FLAGS = {
+    "url": "--solr-url",
+    "out": "--out",
+    "rejects_path": "--rejects",
+    "checkpoint_path": "--rejects",
+    "fmt": "--format",
+    "id_field": "--id-column",
+    "text_field": "--text-column",
+    "path": "FILE",
+    "rows": "--rows-per-band",  # IndexSettings.rows; the search option --rows is checked by the parser itself
+    "doc_id": "ID",
+    "settings": "the index settings (--ngram, --unit, --num-hashes, --lsh-threshold, --bands, --rows-per-band, "
+                "--fields, --sample-mod)",
+}
 
 
-def open_client(args):
-    from ..solr_client import SolrClient
+def flag_for(param: str, overrides: dict[str, str] | None = None) -> str:
+    """The command line's name for a library parameter."""
+    if overrides and param in overrides:
+        return overrides[param]
+    if param.isupper():  # an environment variable
+        return param
+    return PARAM_FLAGS.get(param, "--" + param.replace("_", "-"))
 
-    from ..solr_client import RetryPolicy
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``neardup-solr CMD: error: ...``) and exit code 2, and
+    that reads ``--text=--`` as the text ``--`` (argparse alone turns it into an empty list)."""
+
+    def error(self, message: str) -> NoReturn:
+        # "argument --rows: --rows must be ..." says the flag twice; our number types name it already.
+        found = re.match(r"argument ([^:]+): (.*)$", message, re.DOTALL)
+        if found and found.group(2).startswith(found.group(1).split("/")[-1]):
+            message = found.group(2)
+        self.exit(EXIT_USAGE, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if action.nargs is None and action.option_strings and getattr(parsed, action.dest, None) == []:
+                # argparse drops a literal "--" given as an option's value (--text=--) and leaves [].
+                setattr(parsed, action.dest, "--")
+        return parsed, extras
+
+
+class Number:
+    """An argparse ``type`` that parses a flag's value with the library's limits and names the flag."""
+
+    def __init__(self, flag: str, limit: str | Limit):
+        self.flag = flag
+        self.limit = LIMITS[limit] if isinstance(limit, str) else limit
+        self.__name__ = "number"  # argparse names the type in some of its own messages
+
+    def __call__(self, raw: str) -> Any:
+        from ..errors import InvalidParameterError
+
+        try:
+            return parse_value(self.flag, raw, self.limit)
+        except InvalidParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def number(flag: str, limit: str | Limit) -> Callable[[str], Any]:
+    """The type for ``flag``: an int or float within ``limit`` (a key of validation.LIMITS, or a Limit)."""
+    return Number(flag, limit)
+
+
+def label(flag: str) -> Callable[[str], str]:
+    """The type for a name flag such as --dataset: no control characters, not a reserved name."""
+    from ..documents import META_DATASET
+    from ..errors import InvalidParameterError
+
+    def parse(raw: str) -> str:
+        try:
+            return check_label(flag, raw, reserved=(META_DATASET,), none_ok=False)
+        except InvalidParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def refuse_unless(args: argparse.Namespace, applies: bool, flags: dict[str, str], why: str) -> None:
+    """Refuse the options in ``flags`` (dest -> flag) that were given when they do not apply: a command
+    that silently ignores an option gives an answer to another question than the one asked."""
+    if applies:
+        return
+    given = [flag for dest, flag in flags.items() if getattr(args, dest, None) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply {why}")
+
+
+class UsageError(ValueError):
+    """A combination of options the command refuses (exit 2)."""
+
+
+def open_client(args: argparse.Namespace) -> "SolrClient":
+    """The client for --solr-url (else $SOLR_URL, else the local Solr), checked: one clear line up front when
+    Solr is down, times out or lacks the core."""
     from ..errors import SolrUnavailableError
+    from ..solr_client import RetryPolicy, SolrClient
 
-    client = SolrClient(args.solr_url or None, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
+    client = SolrClient(args.solr_url, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
     try:
-        client.check()  # one clear line up front when Solr is down or the core is missing
+        client.check()
     except SolrUnavailableError as exc:
         cause = local_crash_cause(client.url)
         if cause:
-            raise SolrUnavailableError(f"{exc} Why: {cause}.") from None
+            raise SolrUnavailableError(f"{exc.cli_message or exc} Why: {cause}.") from None
         raise
     return client
 
@@ -44,55 +160,131 @@ def local_crash_cause(url: str) -> str | None:
 
 
 def add_solr_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--solr-url", default=os.environ.get("SOLR_URL"),
+    """--solr-url, --timeout and --max-wait."""
+    # No default from $SOLR_URL here: the client reads it itself, so that its errors name SOLR_URL.
+    p.add_argument("--solr-url", default=None,
                    help="core URL (default: $SOLR_URL, else the local launcher's http://127.0.0.1:8983/solr/neardup)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP call (default 60)")
-    p.add_argument("--max-wait", type=float, default=None,
+    p.add_argument("--timeout", type=number("--timeout", "timeout"), default=60.0,
+                   help="seconds per HTTP call (default 60)")
+    p.add_argument("--max-wait", type=number("--max-wait", "max_wait"), default=None,
                    help="seconds to wait out Solr being away, loading or recovering before stopping "
                         "(default $NEARDUP_SOLR_MAX_WAIT or 120)")
 
 
+# The search options, with their defaults. They are parsed with None as default so that a command can tell
+# which were given and refuse those that do not apply (report --threshold, near-dups --min-share).
+SEARCH_DEFAULTS = {"mode": "shingles", "max_edit_distance": 2, "min_jaccard": None, "rows": 10,
+                   "first_word_filter": True, "num_hashes": None}
+SEARCH_FLAGS = {"mode": "--mode", "max_edit_distance": "--max-edit-distance", "min_jaccard": "--min-jaccard",
+                "rows": "--rows", "first_word_filter": "--first-word-filter/--no-first-word-filter",
+                "num_hashes": "--num-hashes"}
+
+
 def add_search_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", choices=["shingles", "minhash", "lsh"], default="shingles",
-                   help="candidate query: shared shingles, shared MinHash values, or shared LSH bands")
-    p.add_argument("--max-edit-distance", type=int, default=2,
+    """The lookup options of near-dups and report (write-up ranking: first word, edit distance, rows)."""
+    p.add_argument("--mode", choices=["shingles", "minhash", "lsh"], default=None,
+                   help="candidate query: shared shingles (default), shared MinHash values, or shared LSH bands")
+    p.add_argument("--max-edit-distance", type=number("--max-edit-distance", "max_edit_distance"), default=None,
                    help="keep candidates within this word edit distance (default 2; -1 = no limit)")
-    p.add_argument("--min-jaccard", type=float, default=None, help="keep candidates with exact Jaccard >= this")
-    p.add_argument("--rows", type=int, default=10, help="candidates asked from Solr per lookup (default 10)")
-    p.add_argument("--first-word-filter", dest="first_word_filter", action="store_true", default=True,
-                   help="only candidates with the same first word (default)")
-    p.add_argument("--no-first-word-filter", dest="first_word_filter", action="store_false")
-    p.add_argument("--num-hashes", type=int, default=None,
+    p.add_argument("--min-jaccard", type=number("--min-jaccard", "min_jaccard"), default=None,
+                   help="keep candidates with exact Jaccard >= this (0 to 1)")
+    p.add_argument("--rows", type=number("--rows", "rows"), default=None,
+                   help="candidates asked from Solr per lookup (default 10)")
+    p.add_argument("--first-word-filter", dest="first_word_filter", action="store_const", const=True,
+                   default=None, help="only candidates with the same first word (default)")
+    p.add_argument("--no-first-word-filter", dest="first_word_filter", action="store_const", const=False)
+    p.add_argument("--num-hashes", type=number("--num-hashes", "num_hashes"), default=None,
                    help="MinHash values to query with in minhash mode (default: all the index holds)")
-    p.add_argument("--ngram", type=int, default=None,
+    p.add_argument("--ngram", type=number("--ngram", "ngram"), default=None,
                    help="expected shingle size; the index's own setting is used, this only checks it")
 
 
-def open_searcher(args):
+def fill_search_defaults(args: argparse.Namespace) -> None:
+    """Set the search options that were not given to their defaults (after refusing inapplicable ones)."""
+    for dest, default in SEARCH_DEFAULTS.items():
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, default)
+    if args.num_hashes is not None and args.mode != "minhash":
+        raise UsageError("--num-hashes applies to --mode minhash only")
+
+
+def add_index_settings_options(p: argparse.ArgumentParser) -> None:
+    """How a collection is indexed (index, settings --repair)."""
+    p.add_argument("--ngram", type=number("--ngram", "ngram"), default=None, help="shingle size (default 3)")
+    p.add_argument("--unit", choices=["word", "char"], default=None, help="word (default) or char shingles")
+    p.add_argument("--num-hashes", type=number("--num-hashes", "num_hashes"), default=None,
+                   help="MinHash signature length (default 128)")
+    p.add_argument("--lsh-threshold", type=number("--lsh-threshold", "lsh_threshold"), default=None,
+                   help="choose LSH bands for this Jaccard (default 0.8)")
+    p.add_argument("--bands", type=number("--bands", "bands"), default=None)
+    p.add_argument("--rows-per-band", type=number("--rows-per-band", "rows_per_band"), default=None)
+    p.add_argument("--sample-mod", type=number("--sample-mod", "sample_mod"), default=None,
+                   help="index only shingles whose hash is 0 modulo this (write-up 003's sampling; default 1 = all)")
+    p.add_argument("--fields", type=_fields, default=None,
+                   help="token fields to index, comma-separated from shingles,minhash,lsh,words (default all; "
+                        "'lsh' alone is fastest and enough for LSH lookups and whole-collection dedup)")
+
+
+def _fields(raw: str) -> tuple[str, ...]:
+    from ..documents import TOKEN_FIELDS
+
+    names = tuple(f.strip() for f in raw.split(",") if f.strip())
+    unknown = [n for n in names if n not in TOKEN_FIELDS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"--fields must be names from {','.join(TOKEN_FIELDS)}, comma-separated, got {raw!r}")
+    return names
+
+
+INDEX_SETTINGS_FLAGS = {"ngram": "--ngram", "unit": "--unit", "num_hashes": "--num-hashes",
+                        "lsh_threshold": "--lsh-threshold", "bands": "--bands", "rows_per_band": "--rows-per-band",
+                        "sample_mod": "--sample-mod", "fields": "--fields"}
+
+
+def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None":
+    """IndexSettings from the flags that were given (defaults for the others), or None when none was."""
+    from ..documents import IndexSettings
+
+    if all(getattr(args, dest) is None for dest in INDEX_SETTINGS_FLAGS):
+        return None
+    given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes,
+             "lsh_threshold": args.lsh_threshold, "bands": args.bands, "rows": args.rows_per_band,
+             "sample_mod": args.sample_mod, "fields": args.fields}
+    # "is not None", never "or": --num-hashes 0 used to mean the default instead of an error.
+    return IndexSettings(**{k: v for k, v in given.items() if v is not None})
+
+
+def open_searcher(args: argparse.Namespace) -> "Searcher":
+    """A Searcher on the checked client; refuses --ngram when the index uses another shingle size."""
     from ..searcher import Searcher
 
     searcher = Searcher(open_client(args))
     ngram = getattr(args, "ngram", None)
     if ngram is not None and ngram != searcher.settings.ngram:
-        raise ValueError(f"this collection was indexed with {searcher.settings.ngram}-shingles, not {ngram}; "
+        raise UsageError(f"this collection was indexed with {searcher.settings.ngram}-shingles, not {ngram}; "
                          f"re-index with --ngram {ngram} to search with it")
     return searcher
 
 
 def parse_field_weights(text: str | None) -> dict[str, float] | None:
+    """``name=2,city=0.5`` as {column: weight}: finite weights >= 0."""
     if not text:
         return None
     weights = {}
+    limit = Limit("float", 0.0, 1e6)
     for part in text.split(","):
         name, sep, value = part.partition("=")
-        try:
-            weights[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"--field-weights wants column=weight pairs like name=2,city=0.5; got {part!r}")
         if not sep or not name.strip():
-            raise ValueError(f"--field-weights wants column=weight pairs like name=2,city=0.5; got {part!r}")
+            raise UsageError(f"--field-weights wants column=weight pairs like name=2,city=0.5; got {part!r}")
+        weights[name.strip()] = parse_value(f"--field-weights {name.strip()}", value, limit)
     return weights
 
 
-def max_distance(args):
+def max_distance(args: argparse.Namespace) -> int | None:
+    """--max-edit-distance as the API's max_distance: -1 (no limit) becomes None."""
     return None if args.max_edit_distance is not None and args.max_edit_distance < 0 else args.max_edit_distance
+
+
+def print_error(message: str) -> None:
+    """One line on stderr: ``error: ...``."""
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)

@@ -1,41 +1,56 @@
-"""The ``index`` command: files into the collection, with rejects, checkpoints and resume."""
+"""The ``index`` command: files into the collection, with rejects, checkpoints and resume; and ``verify``."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-from .common import EXIT_INCOMPLETE, EXIT_REJECTED, EXIT_UNAVAILABLE, add_solr_options, local_crash_cause, open_client
+from .common import (
+    EXIT_INCOMPLETE,
+    EXIT_REJECTED,
+    EXIT_UNAVAILABLE,
+    UsageError,
+    add_index_settings_options,
+    add_solr_options,
+    index_settings_from_args,
+    label,
+    local_crash_cause,
+    number,
+    open_client,
+)
 
 
-def cmd_index(args) -> int:
-    from ..documents import IndexSettings
+def _check_input(path: str) -> None:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"input file not found: {path}")
+    if not Path(path).is_file():
+        raise UsageError(f"input {path} is not a file")
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Index one file; exit 1 when records were rejected, 3 when Solr stopped the run, 4 when incomplete."""
     from ..indexer import IndexIncomplete, Indexer, IndexingInterrupted
     from ..maintenance import clear
+    from ..outputs import check_output_path
 
-    client = open_client(args)
+    # Everything that can be refused is refused before the first request to Solr.
     if args.clear and args.clear_all:
-        raise ValueError("give --clear (this data set) or --clear-all (the whole collection), not both")
+        raise UsageError("give --clear (this data set) or --clear-all (the whole collection), not both")
+    if args.resume and (args.clear or args.clear_all):
+        raise UsageError("--resume continues a stopped run; --clear/--clear-all would delete what it did")
+    _check_input(args.file)
+    rejects = args.rejects or f"{Path(args.file).name}.rejects.jsonl"
+    check_output_path(rejects, name="rejects_path")
+    index_settings = index_settings_from_args(args)
+    client = open_client(args)
+    indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
+                      workers=args.workers, progress=not args.quiet, dataset=args.dataset)
     if args.clear or args.clear_all:
         deleted = clear(client, None if args.clear_all else args.dataset, everything=args.clear_all)
         what = ("the whole collection" if args.clear_all else f"data set {args.dataset!r}" if args.dataset
                 else "the documents without a data set")
         print(f"cleared {what}: {deleted} documents deleted from {client.url}")
-    index_settings = None
-    if any(v is not None for v in (args.ngram, args.unit, args.num_hashes, args.bands, args.rows_per_band,
-                                   args.lsh_threshold, args.fields, args.sample_mod)):
-        base = IndexSettings()
-        index_settings = IndexSettings(
-            ngram=args.ngram or base.ngram, unit=args.unit or base.unit,
-            num_hashes=args.num_hashes or base.num_hashes,
-            lsh_threshold=args.lsh_threshold or base.lsh_threshold,
-            bands=args.bands, rows=args.rows_per_band,
-            fields=tuple(f.strip() for f in args.fields.split(",") if f.strip()) if args.fields else base.fields,
-            sample_mod=args.sample_mod or base.sample_mod,
-        )
-    indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
-                      workers=args.workers, progress=not args.quiet, dataset=args.dataset)
-    rejects = args.rejects or f"{Path(args.file).name}.rejects.jsonl"
     try:
         summary = indexer.index_file(
             args.file, args.format, id_field=args.id_column, text_field=args.text_column,
@@ -54,16 +69,18 @@ def cmd_index(args) -> int:
     return EXIT_REJECTED if summary.rejected else 0
 
 
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Compare a file with the index; exit 4 on any difference."""
     from ..verify import verify_file
 
+    _check_input(args.file)
     result = verify_file(open_client(args), args.file, args.format, id_field=args.id_column,
                          text_field=args.text_column, on_decode_error=args.on_decode_error)
     print(result.format())
     return 0 if result.ok else EXIT_INCOMPLETE
 
 
-def _add_input_options(p) -> None:
+def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None,
                    help="input format (default: from the file name; 'lines' = '<id> <text>')")
@@ -75,25 +92,23 @@ def _add_input_options(p) -> None:
                    help="lines that are not UTF-8: decode as Latin-1 (default), reject, or replace bad bytes")
 
 
-def register(sub) -> None:
-    p = sub.add_parser("index", help="index a file of records")
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``index`` and ``verify``."""
+    p = sub.add_parser(
+        "index", help="index a file of records",
+        description="Index a file of records. Ids must not contain tabs, newlines or other control characters, "
+                    "start or end with white space, or start with '#' (they are written into TSV outputs): such "
+                    "records are rejected with their reason, like empty texts.")
     _add_input_options(p)
-    p.add_argument("--batch-size", type=int, default=500)
-    p.add_argument("--commit-every", type=int, default=20000,
+    p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
+                   help="documents per request (default 500)")
+    p.add_argument("--commit-every", type=number("--commit-every", "commit_every"), default=20000,
                    help="hard-commit (and move the checkpoint) every N documents, or every minute (default 20000)")
-    p.add_argument("--workers", type=int, default=2, help="batches in flight to Solr at once (default 2)")
-    p.add_argument("--ngram", type=int, default=None, help="shingle size (default 3)")
-    p.add_argument("--unit", choices=["word", "char"], default=None, help="word (default) or char shingles")
-    p.add_argument("--num-hashes", type=int, default=None, help="MinHash signature length (default 128)")
-    p.add_argument("--lsh-threshold", type=float, default=None, help="choose LSH bands for this Jaccard (default 0.8)")
-    p.add_argument("--bands", type=int, default=None)
-    p.add_argument("--rows-per-band", type=int, default=None)
-    p.add_argument("--sample-mod", type=int, default=None,
-                   help="index only shingles whose hash is 0 modulo this (write-up 003's sampling; default 1 = all)")
-    p.add_argument("--fields", default=None,
-                   help="token fields to index, comma-separated from shingles,minhash,lsh,words (default all; "
-                        "'lsh' alone is fastest and enough for LSH lookups and whole-collection dedup)")
-    p.add_argument("--dataset", default=None, help="label the records (for joins of two data sets)")
+    p.add_argument("--workers", type=number("--workers", "workers"), default=2,
+                   help="batches in flight to Solr at once (default 2)")
+    add_index_settings_options(p)
+    p.add_argument("--dataset", type=label("--dataset"), default=None,
+                   help="label the records (for joins of two data sets)")
     p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint")
     p.add_argument("--clear", action="store_true",

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from .common import EXIT_USAGE, add_search_options, add_solr_options, max_distance, open_client, open_searcher, parse_field_weights
+from .common import (
+    SEARCH_FLAGS,
+    UsageError,
+    add_search_options,
+    add_solr_options,
+    fill_search_defaults,
+    label,
+    max_distance,
+    number,
+    open_client,
+    open_searcher,
+    parse_field_weights,
+    refuse_unless,
+)
 
 
 def _print_matches(source_label: str, source_text: str, matches) -> None:
@@ -16,13 +30,16 @@ def _print_matches(source_label: str, source_text: str, matches) -> None:
         print(f"  {m.id}: {m.content}  ({tag}, jaccard {m.jaccard:.3f}{est}, overlap {m.score:g})")
 
 
-def cmd_near_dups(args) -> int:
-    searcher = open_searcher(args)
-    kw = dict(mode=args.mode, max_distance=max_distance(args), rows=args.rows,
-              first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
+def cmd_near_dups(args: argparse.Namespace) -> int:
+    """Near duplicates of one document, or of a text (or the documents holding a share of its shingles)."""
     if (args.id is None) == (args.text is None):
-        print("error: give a document id or --text", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("give a document id or --text, not both and not neither")
+    if args.text is not None and not args.text.strip():
+        raise UsageError("--text is empty: give the text to look up")
+    refuse_unless(args, args.min_share is None, SEARCH_FLAGS,
+                  "with --min-share, which lists every document holding that share of the shingles")
+    fill_search_defaults(args)
+    searcher = open_searcher(args)
     if args.min_share is not None:
         text = args.text if args.text is not None else searcher.get_by_id(args.id).content
         shared = [(i, share) for i, share in searcher.find_by_shingle_share(text, args.min_share) if i != args.id]
@@ -34,32 +51,61 @@ def cmd_near_dups(args) -> int:
             if not shared:
                 print(f"no document holds {args.min_share:.0%} of its shingles")
         return 0
+    kw = dict(mode=args.mode, max_distance=max_distance(args), rows=args.rows,
+              first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
     if args.id is not None:
         source = searcher.get_by_id(args.id)
         matches = searcher.find_near_dups(args.id, **kw)
-        label, text = source.id, source.content
+        source_label, text = source.id, source.content
     else:
         matches = searcher.find_near_dups_of_text(args.text, **kw)
-        label, text = "text", args.text
+        source_label, text = "text", args.text
     if args.json:
         print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
     elif matches:
-        _print_matches(label, text, matches)
+        _print_matches(source_label, text, matches)
     else:
-        print(f"no near duplicates of {label} within the limits")
+        print(f"no near duplicates of {source_label} within the limits")
     return 0
 
 
-def cmd_report(args) -> int:
+# Options of report's threshold mode, and the defaults they take there.
+THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset": "--dataset",
+                   "field_weights": "--field-weights"}
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Every near-duplicate pair of the collection (lookup mode), or every pair above --threshold."""
     from ..outputs import check_output_path
     from ..report import report_near_dups
 
+    threshold = args.threshold is not None
+    # Options that do not apply are refused, not ignored: a threshold report over the whole collection when
+    # an id range was asked for answers another question than the one asked.
+    refuse_unless(args, not threshold, {"start_id": "--start-id", "end_id": "--end-id", **SEARCH_FLAGS},
+                  "to report --threshold, which compares every document with every other one without a row cap, "
+                  "first-word filter or edit distance; leave them out, or drop --threshold")
+    refuse_unless(args, threshold, THRESHOLD_FLAGS, "without --threshold (they choose the threshold mode)")
+    if threshold:
+        args.similarity = args.similarity or "jaccard"
+        args.method = args.method or "exact"
+        if args.method == "lsh":
+            refuse_unless(args, False, {"workers": "--workers", "field_weights": "--field-weights"},
+                          "to --method lsh, a single batch job over exported signatures")
+            if args.similarity != "jaccard":
+                raise UsageError("--method lsh verifies plain Jaccard; use --method exact for --similarity idf")
+            if args.resume:
+                raise UsageError("--method lsh is one batch job and does not resume; run it again without --resume")
+        if args.field_weights is not None and args.similarity != "idf":
+            raise UsageError("--field-weights applies to --similarity idf only")
+    else:
+        fill_search_defaults(args)
+    args.workers = args.workers or 1
+    field_weights = parse_field_weights(args.field_weights)
     check_output_path(args.out)  # before any Solr work
-    if args.resume and args.threshold is not None and args.method == "lsh":
-        raise ValueError("--method lsh is one batch job and does not resume; run it again without --resume")
     searcher = open_searcher(args)
-    if args.threshold is not None:
-        return _threshold_report(args, searcher)
+    if threshold:
+        return _threshold_report(args, searcher, field_weights)
 
     def show(doc, matches):
         print(f"{doc.id}: {doc.content}")
@@ -77,7 +123,7 @@ def cmd_report(args) -> int:
     return 0
 
 
-def _threshold_report(args, searcher) -> int:
+def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[str, float] | None) -> int:
     import time
 
     from ..threshold import ThresholdFinder, threshold_pairs, write_pairs
@@ -86,14 +132,12 @@ def _threshold_report(args, searcher) -> int:
     if args.method == "lsh":
         from ..collection import dedupe_collection
 
-        if args.similarity != "jaccard":
-            raise ValueError("--method lsh verifies plain Jaccard; use --method exact for --similarity idf")
         result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
         write_pairs(result.pairs, args.out)
         pairs = result.pairs
     else:
         finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
-                                 field_weights=parse_field_weights(args.field_weights))
+                                 field_weights=field_weights)
         pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset,
                                 out=args.out, resume=args.resume)
     print(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} "
@@ -101,12 +145,20 @@ def _threshold_report(args, searcher) -> int:
     return 0
 
 
-def cmd_join(args) -> int:
+def cmd_join(args: argparse.Namespace) -> int:
+    """Stream a file against the indexed data set: every cross pair above --threshold."""
     from ..outputs import check_output_path
     from ..readers import Record, RecordReader
     from ..searcher import Searcher
     from ..threshold import ThresholdFinder, join_pairs
 
+    if args.field_weights is not None and args.similarity != "idf":
+        raise UsageError("--field-weights applies to --similarity idf only")
+    field_weights = parse_field_weights(args.field_weights)
+    from pathlib import Path
+
+    if not Path(args.file).is_file():
+        raise FileNotFoundError(f"input file not found: {args.file}")
     check_output_path(args.out)  # before any Solr work
     searcher = Searcher(open_client(args))
     reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
@@ -114,7 +166,7 @@ def cmd_join(args) -> int:
     if reader.stats.invalid:
         print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
     finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
-                             field_weights=parse_field_weights(args.field_weights))
+                             field_weights=field_weights)
     pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
                        progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
     print(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity >= "
@@ -122,13 +174,16 @@ def cmd_join(args) -> int:
     return 0
 
 
-def cmd_groups(args) -> int:
+def cmd_groups(args: argparse.Namespace) -> int:
+    """Groups of near duplicates (and a keep list) from a pairs file."""
     from ..groups import group_pairs, keep_list, read_distance_pairs, write_groups_jsonl, write_keep_list
     from ..outputs import check_output_path
 
-    for path in (args.out, args.keep):
-        if path:
-            check_output_path(path)  # before reading the pairs or asking Solr
+    if args.keep is not None and args.keep == args.out:
+        raise UsageError("--keep and --out name the same file; give them different paths")
+    check_output_path(args.out)  # before reading the pairs or asking Solr
+    if args.keep is not None:
+        check_output_path(args.keep, name="keep")
     pairs = read_distance_pairs(args.pairs)
     with open(args.pairs, encoding="utf-8") as fh:
         header = fh.readline()
@@ -155,11 +210,12 @@ def cmd_groups(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add near-dups, report, join and groups."""
     p = sub.add_parser("near-dups", help="near duplicates of one document or of a new text")
     p.add_argument("id", nargs="?", default=None)
     p.add_argument("--text", default=None, help="a text that is not in the index")
-    p.add_argument("--min-share", type=float, default=None,
+    p.add_argument("--min-share", type=number("--min-share", "min_share"), default=None,
                    help="instead: every document holding at least this share of the text's shingles "
                         "(write-up 003's lookup; exact duplicates by MD5 first)")
     p.add_argument("--json", action="store_true")
@@ -176,18 +232,20 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="TSV file to write (appears only when complete)")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and data required)")
-    p.add_argument("--start-id", default=None)
-    p.add_argument("--end-id", default=None)
-    p.add_argument("--workers", type=int, default=1, help="lookups in flight at once (default 1)")
-    p.add_argument("--threshold", type=float, default=None,
+    p.add_argument("--start-id", default=None, help="first id of the range to report (lookup mode only)")
+    p.add_argument("--end-id", default=None, help="last id of the range to report (lookup mode only)")
+    p.add_argument("--workers", type=number("--workers", "workers"), default=None,
+                   help="lookups in flight at once (default 1)")
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
                    help="threshold mode: every pair with similarity >= this, verified exactly (no row cap, no "
                         "first-word filter); writes id, neighbor_id, similarity")
-    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default=None,
                    help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard")
-    p.add_argument("--method", choices=["exact", "lsh"], default="exact",
+    p.add_argument("--method", choices=["exact", "lsh"], default=None,
                    help="threshold mode candidates: 'exact' = one bounded query per document (complete), "
                         "'lsh' = LSH bands over exported signatures (fast on large collections)")
-    p.add_argument("--dataset", default=None, help="threshold mode: only pairs within this data set")
+    p.add_argument("--dataset", type=label("--dataset"), default=None,
+                   help="threshold mode: only pairs within this data set")
     p.add_argument("--field-weights", default=None,
                    help="with --similarity idf on records indexed from several text columns: column=weight,... "
                         "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
@@ -206,9 +264,11 @@ def register(sub) -> None:
                    help="TSV of (streamed id, indexed id, similarity); appears only when complete")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and input required)")
-    p.add_argument("--threshold", type=float, default=0.8)
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=0.8,
+                   help="similarity a pair must reach (default 0.8)")
     p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
-    p.add_argument("--indexed-dataset", default=None, help="match only indexed records of this data set")
+    p.add_argument("--indexed-dataset", type=label("--indexed-dataset"), default=None,
+                   help="match only indexed records of this data set")
     p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
     p.add_argument("--field-weights", default=None,
                    help="with --similarity idf on records indexed from several text columns: column=weight,... "
@@ -216,7 +276,8 @@ def register(sub) -> None:
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None)
     p.add_argument("--id-column", default="id")
     p.add_argument("--text-column", default="text")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=number("--workers", "workers"), default=2,
+                   help="lookups in flight at once (default 2)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_solr_options(p)
     p.set_defaults(func=cmd_join)

@@ -3,12 +3,14 @@ and create the collection on users' own SolrCloud clusters."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
 from pathlib import Path
 
 from .. import settings
+from .common import UsageError, number, refuse_unless
 
 _CLOUD_DEFAULTS = {"nodes": 2, "shards": 2, "replicas": 1}
 
@@ -50,7 +52,23 @@ def stop_hint(port: int, data_dir: Path) -> str:
     return shlex.join(cmd)
 
 
-def cmd_solr(args) -> int:
+def cmd_solr(args: argparse.Namespace) -> int:
+    """solr start|stop|status|build|create-collection."""
+    refuse_unless(args, args.action == "create-collection", {"name": "NAME", "configset": "--configset",
+                                                              "solr_url": "--solr-url"},
+                  f"to solr {args.action} (they are for create-collection)")
+    if args.overwrite_configset and args.action != "create-collection":
+        raise UsageError(f"--overwrite-configset does not apply to solr {args.action} (it is for create-collection)")
+    refuse_unless(args, args.action in ("start", "create-collection"),
+                  {"nodes": "--nodes", "shards": "--shards", "replicas": "--replicas"},
+                  f"to solr {args.action} (they shape a new cluster: start --cloud, create-collection)")
+    refuse_unless(args, args.action == "create-collection" or args.cloud or args.action != "start",
+                  {"nodes": "--nodes", "shards": "--shards", "replicas": "--replicas"},
+                  "to a single-node start: add --cloud")
+    refuse_unless(args, args.action != "create-collection", {"nodes": "--nodes"},
+                  "to create-collection (it uses the cluster's running nodes)")
+    if args.json and args.action != "status":
+        raise UsageError(f"--json does not apply to solr {args.action} (it is for status)")
     if args.action == "create-collection":
         return _create_collection(args)
     if args.action == "build":
@@ -155,14 +173,15 @@ def _create_collection(args) -> int:
 
     if not args.name:
         raise ValueError("create-collection needs the collection's name: neardup-solr solr create-collection NAME")
+    configset = args.configset or settings.CONFIGSET_NAME
     url = args.solr_url or os.environ.get("SOLR_URL") or f"http://127.0.0.1:{_port(args)}/solr"
     node = node_base_url(url)
     result = create_collection(
-        node, args.name, args.shards or 1, args.replicas or 1, configset=args.configset,
+        node, args.name, args.shards or 1, args.replicas or 1, configset=configset,
         overwrite_configset=args.overwrite_configset, auth=load_credentials(),
     )
     if result.configset_uploaded:
-        print(f"configset {args.configset!r} uploaded from {settings.configset_dir() / 'conf'}")
+        print(f"configset {configset!r} uploaded from {settings.configset_dir() / 'conf'}")
     print(result.message)
     if result.created:
         print(f"  URL: {node}/{args.name}  (export SOLR_URL={node}/{args.name})")
@@ -173,7 +192,7 @@ def register(sub) -> None:
     p = sub.add_parser("solr", help="run the local Solr or SolrCloud (no Docker needed); create collections")
     p.add_argument("action", choices=["start", "stop", "status", "build", "create-collection"])
     p.add_argument("name", nargs="?", help="create-collection: the collection's name")
-    p.add_argument("--port", type=int, default=None,
+    p.add_argument("--port", type=number("--port", "port"), default=None,
                    help=f"port (default $NEARDUP_SOLR_PORT or {settings.DEFAULT_PORT}); with --cloud node 1's port")
     p.add_argument("--data-dir", default=None, help="Solr home and index (default ~/.neardup-solr/solr-<port>)")
     p.add_argument("--heap", default=None,
@@ -182,13 +201,15 @@ def register(sub) -> None:
     cloud = p.add_argument_group("SolrCloud (start --cloud, create-collection)")
     cloud.add_argument("--cloud", action="store_true",
                        help="a local SolrCloud: ZooKeeper plus one JVM per node (status/stop detect it by themselves)")
-    cloud.add_argument("--nodes", type=int, default=None, help="Solr nodes (default 2)")
-    cloud.add_argument("--shards", type=int, default=None, help="shards of the collection (default 2; create-collection 1)")
-    cloud.add_argument("--replicas", type=int, default=None, help="replicas of each shard (default 1)")
+    cloud.add_argument("--nodes", type=number("--nodes", "nodes"), default=None, help="Solr nodes (default 2)")
+    cloud.add_argument("--shards", type=number("--shards", "shards"), default=None,
+                       help="shards of the collection (default 2; create-collection 1)")
+    cloud.add_argument("--replicas", type=number("--replicas", "replicas"), default=None,
+                       help="replicas of each shard (default 1)")
     cloud.add_argument("--solr-url", default=None,
                        help="create-collection: any node of the cluster, e.g. http://host:8983/solr "
                             "(default $SOLR_URL's node, else the local port)")
-    cloud.add_argument("--configset", default=settings.CONFIGSET_NAME,
+    cloud.add_argument("--configset", default=None,
                        help=f"create-collection: the configset's name in ZooKeeper (default {settings.CONFIGSET_NAME})")
     cloud.add_argument("--overwrite-configset", action="store_true",
                        help="create-collection: replace a configset of that name already in ZooKeeper with ours")

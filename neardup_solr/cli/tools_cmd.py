@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from .common import add_solr_options
+from .common import UsageError, add_solr_options, number, refuse_unless
 
 
-def cmd_evaluate(args) -> int:
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Precision, recall and F1 of a pairs file against a gold file."""
     from ..evaluate import evaluate_files
 
     result = evaluate_files(args.pairs, args.gold)
@@ -15,23 +17,43 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The restaurant demo, end to end."""
     from ..demo import run_demo
 
     run_demo(solr_url=args.solr_url, workdir=args.workdir, out=sys.stdout)
     return 0
 
 
-def cmd_tune(args) -> int:
+def cmd_tune(args: argparse.Namespace) -> int:
+    """The LSH bands for a threshold, and their S-curve."""
     from ..lsh import LSHParams, curve_table, optimal_params, recall_params
+    from ..outputs import check_output_path
 
-    if args.bands and args.rows_per_band:
+    if (args.bands is None) != (args.rows_per_band is None):
+        raise UsageError("give --bands and --rows-per-band together (to show that curve), or neither (to choose)")
+    chosen = args.bands is not None
+    refuse_unless(args, not chosen, {"min_recall": "--min-recall", "false_positive_weight": "--false-positive-weight",
+                                     "false_negative_weight": "--false-negative-weight"},
+                  "with --bands and --rows-per-band, which show a given curve instead of choosing one")
+    refuse_unless(args, args.min_recall is None, {"false_positive_weight": "--false-positive-weight",
+                                                  "false_negative_weight": "--false-negative-weight"},
+                  "with --min-recall, which chooses by recall instead of by error areas")
+    if chosen and args.bands * args.rows_per_band > args.num_hashes:
+        raise UsageError(f"--bands x --rows-per-band = {args.bands * args.rows_per_band} exceeds --num-hashes "
+                         f"{args.num_hashes}; lower them or raise --num-hashes")
+    fp = 0.5 if args.false_positive_weight is None else args.false_positive_weight
+    fn = 0.5 if args.false_negative_weight is None else args.false_negative_weight
+    if fp == 0 and fn == 0:
+        raise UsageError("--false-positive-weight and --false-negative-weight cannot both be 0")
+    if args.plot:
+        check_output_path(args.plot, name="plot")  # before the work, not after it
+    if chosen:
         params = LSHParams(args.bands, args.rows_per_band)
     elif args.min_recall is not None:
         params = recall_params(args.threshold, args.num_hashes, args.min_recall)
     else:
-        params = optimal_params(args.threshold, args.num_hashes, args.false_positive_weight,
-                                args.false_negative_weight)
+        params = optimal_params(args.threshold, args.num_hashes, fp, fn)
     print(f"threshold {args.threshold}, {args.num_hashes} hashes -> bands b={params.bands}, rows r={params.rows} "
           f"(uses {params.bands * params.rows} values; curve midpoint ~{(1 / params.bands) ** (1 / params.rows):.3f})")
     print("similarity  P(candidate) = 1-(1-s^r)^b")
@@ -45,7 +67,8 @@ def cmd_tune(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add evaluate, demo and tune."""
     p = sub.add_parser("evaluate", help="precision, recall and F1 of a pairs file against a gold file")
     p.add_argument("pairs")
     p.add_argument("gold")
@@ -57,14 +80,19 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("tune", help="choose LSH bands and rows for a Jaccard threshold")
-    p.add_argument("--threshold", type=float, default=0.8)
-    p.add_argument("--num-hashes", type=int, default=128)
-    p.add_argument("--false-positive-weight", type=float, default=0.5)
-    p.add_argument("--false-negative-weight", type=float, default=0.5)
-    p.add_argument("--min-recall", type=float, default=None,
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=0.8,
+                   help="the Jaccard similarity to find (default 0.8)")
+    p.add_argument("--num-hashes", type=number("--num-hashes", "num_hashes"), default=128,
+                   help="signature length (default 128)")
+    p.add_argument("--false-positive-weight", type=number("--false-positive-weight", "error_weight"), default=None,
+                   help="weight of the area of dissimilar pairs let through (default 0.5)")
+    p.add_argument("--false-negative-weight", type=number("--false-negative-weight", "error_weight"), default=None,
+                   help="weight of the area of similar pairs missed (default 0.5)")
+    p.add_argument("--min-recall", type=number("--min-recall", "min_recall"), default=None,
                    help="instead of minimising error areas, find pairs at the threshold with at least this "
                         "probability (how indexes choose their bands: 0.95)")
-    p.add_argument("--bands", type=int, default=None, help="show this b instead of choosing")
-    p.add_argument("--rows-per-band", type=int, default=None, help="show this r instead of choosing")
+    p.add_argument("--bands", type=number("--bands", "bands"), default=None, help="show this b instead of choosing")
+    p.add_argument("--rows-per-band", type=number("--rows-per-band", "rows_per_band"), default=None,
+                   help="show this r instead of choosing")
     p.add_argument("--plot", default=None, help="write the S-curve to this PNG")
     p.set_defaults(func=cmd_tune)
