@@ -92,11 +92,11 @@ class InvalidRecordError(NeardupError, ValueError):
     """An input record is malformed (no id, missing column, undecodable bytes...)."""
 
     def __init__(self, reason: str, *, source: object = None, line: int | None = None,
-                 record_id: str | None = None):
+                 record_id: str | int | None = None):
         self.reason = reason
         self.source = source
         self.line = line
-        self.record_id = record_id
+        self.record_id: str | None = None if record_id is None else str(record_id)
         where = []
         if source is not None:
             where.append(str(source))

@@ -304,7 +304,8 @@ class Indexer:
         summary.resume_verification = result
         if result.ok:
             return start_line
-        restart = result.first_bad_line - 1
+        # Not ok means some id is missing, and a missing id always has a line.
+        restart = (result.first_bad_line or 1) - 1
         log.warning("resume: %s; sending again from line %d", result.format(), restart + 1)
         checkpoint.save(restart)
         return restart
@@ -330,7 +331,7 @@ class Indexer:
         batch_has_repeat = False
 
         def commit_durably() -> None:
-            line = progress["acknowledged_line"]
+            line = int(progress["acknowledged_line"])
             self.client.commit(open_searcher=False)
             if checkpoint is not None:
                 checkpoint.save(line)
@@ -406,7 +407,8 @@ class Indexer:
             else:
                 log.warning("index incomplete after the final commit: %s", summary.verification.format())
                 if checkpoint is not None:
-                    checkpoint.save(min(summary.verification.first_bad_line - 1, progress["acknowledged_line"]))
+                    first_bad = summary.verification.first_bad_line or 1
+                    checkpoint.save(min(first_bad - 1, int(progress["acknowledged_line"])))
         except SolrUnavailableError as exc:
             summary.interrupted = str(exc)
             for future, _, _ in in_flight:
@@ -459,7 +461,7 @@ class IndexIncomplete(NeardupError):
 
     def __init__(self, summary: IndexSummary):
         self.summary = summary
-        super().__init__(summary.verification.format())
+        super().__init__(summary.verification.format() if summary.verification else "index incomplete")
 
 
 RECORDS_SOURCE = "<records>"

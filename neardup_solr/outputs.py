@@ -33,7 +33,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from .errors import InvalidParameterError, NeardupError, ParameterTypeError, SolrUnavailableError
 
@@ -204,29 +204,49 @@ class ResumableOutput:
         self.pairs = 0
         self.total = 0
         self.last: str | None = None
-        self._params: dict | None = None
+        self._params: dict = {}
         self._bytes = 0
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._saved_at = 0.0
         self._lock = OutputLock(self.out) if self.out is not None else None
 
     @property
     def partial_path(self) -> Path | None:
+        """``<out>.partial`` (None without an output file)."""
         return sibling(self.out, PARTIAL_SUFFIX) if self.out is not None else None
 
     @property
     def progress_path(self) -> Path | None:
+        """``<out>.partial.progress.json`` (None without an output file)."""
         return sibling(self.out, PROGRESS_SUFFIX) if self.out is not None else None
+
+    # The internals below run only with an output file; these give its paths without the None case.
+    @property
+    def _out(self) -> Path:
+        assert self.out is not None
+        return self.out
+
+    @property
+    def _partial(self) -> Path:
+        return sibling(self._out, PARTIAL_SUFFIX)
+
+    @property
+    def _progress(self) -> Path:
+        return sibling(self._out, PROGRESS_SUFFIX)
+
+    def _file(self) -> BinaryIO:
+        assert self._fh is not None
+        return self._fh
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> "ResumableOutput":
         if self._lock is not None:
             self._lock.acquire()
             # A .tmp is only ever a final file that did not get renamed; under the lock nobody else writes it.
-            sibling(self.out, TMP_SUFFIX).unlink(missing_ok=True)
+            sibling(self._out, TMP_SUFFIX).unlink(missing_ok=True)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         try:
             if self._fh is not None and exc is not None:
                 self._stop(exc)
@@ -236,7 +256,6 @@ class ResumableOutput:
                 self._fh = None
             if self._lock is not None:
                 self._lock.release()
-        return False
 
     def begin(self, params: dict[str, Any], total: int) -> list[list]:
         """Start the partial, or continue the stopped run's. Returns the records of the units already done
@@ -269,22 +288,22 @@ class ResumableOutput:
         """Write the final file from ``chunks`` (atomically) and remove the partial and its progress."""
         if self.out is None:
             return
-        _replace_atomically(self.out, chunks)
+        _replace_atomically(self._out, chunks)
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-        self.progress_path.unlink(missing_ok=True)
-        self.partial_path.unlink(missing_ok=True)
+        self._progress.unlink(missing_ok=True)
+        self._partial.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ internals
     def _start_fresh(self) -> None:
-        if self.partial_path.exists():
+        if self._partial.exists():
             log.warning("%s: discarding %s from a stopped run (--resume would have continued it)",
-                        self.job, self.partial_path)
-        self.progress_path.unlink(missing_ok=True)
-        self._fh = open(self.partial_path, "wb")
+                        self.job, self._partial)
+        self._progress.unlink(missing_ok=True)
+        self._fh = open(self._partial, "wb")
         header = PARTIAL_HEADER.encode("utf-8")
-        self._fh.write(header)
+        self._file().write(header)
         self._bytes = len(header)
         self.done, self.pairs, self.last = 0, 0, None
         self._save_progress()
@@ -292,29 +311,29 @@ class ResumableOutput:
     def _continue(self) -> list[list] | None:
         """The stopped run's records after truncating its partial, or None when there is nothing to resume."""
         try:
-            progress = json.loads(self.progress_path.read_text(encoding="utf-8"))
-            size = self.partial_path.stat().st_size
+            progress = json.loads(self._progress.read_text(encoding="utf-8"))
+            size = self._partial.stat().st_size
         except (FileNotFoundError, ValueError):
             log.warning("%s: nothing to resume for %s, starting from the top", self.job, self.out)
             return None
         if progress.get("job") != self.job or progress.get("params") != self._params:
             raise ValueError(self._mismatch(progress))
         if progress.get("total") != self.total:
-            raise ValueError(f"cannot resume {self.partial_path}: the stopped run had {progress.get('total')} "
+            raise ValueError(f"cannot resume {self._partial}: the stopped run had {progress.get('total')} "
                              f"{self.unit}, this one has {self.total}; run without --resume to start over")
         if size < progress["bytes"]:
             # Only possible if the partial lost data the progress file had seen (e.g. a power cut).
             log.warning("%s: %s is shorter than its progress says; starting from the top", self.job,
-                        self.partial_path)
+                        self._partial)
             return None
-        self._fh = open(self.partial_path, "r+b")
-        self._fh.truncate(progress["bytes"])
-        self._fh.seek(progress["bytes"])
+        self._fh = open(self._partial, "r+b")
+        self._file().truncate(progress["bytes"])
+        self._file().seek(progress["bytes"])
         self._bytes = progress["bytes"]
         self.done, self.pairs, self.last = progress["done"], progress["pairs"], progress.get("last")
-        earlier = list(_read_records(self.partial_path, self._bytes))
+        earlier = list(_read_records(self._partial, self._bytes))
         if len(earlier) != self.pairs:
-            raise ValueError(f"cannot resume {self.partial_path}: it holds {len(earlier)} records where its "
+            raise ValueError(f"cannot resume {self._partial}: it holds {len(earlier)} records where its "
                              f"progress file says {self.pairs}; run without --resume to start over")
         log.warning("%s: resuming %s after %s of %s %s (%s pairs so far)", self.job, self.out, f"{self.done:,}",
                     f"{self.total:,}", self.unit, f"{self.pairs:,}")
@@ -328,32 +347,32 @@ class ResumableOutput:
             keys = sorted(k for k in set(theirs) | set(self._params) if theirs.get(k) != self._params.get(k))
             what = "; ".join(f"{k} changed" if k in DIGEST_KEYS
                              else f"{k} was {_short(theirs.get(k))}, now {_short(self._params.get(k))}" for k in keys)
-        return (f"cannot resume {self.partial_path}: the stopped run differs ({what}); rerun it with the same "
+        return (f"cannot resume {self._partial}: the stopped run differs ({what}); rerun it with the same "
                 "options and data, or without --resume to start over")
 
     def _save_progress(self) -> None:
         # Order matters for a crash between the two writes: the partial's bytes reach the disk first, then the
         # sidecar that vouches for them. A partial ahead of its progress is harmless (resume truncates it); a
         # progress ahead of its partial would point at bytes that were never written.
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._file().flush()
+        os.fsync(self._file().fileno())
         state = {"job": self.job, "params": self._params, "total": self.total, "done": self.done,
                  "last": self.last, "bytes": self._bytes, "pairs": self.pairs,
                  "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        tmp = sibling(self.progress_path, TMP_SUFFIX)
+        tmp = sibling(self._progress, TMP_SUFFIX)
         tmp.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, self.progress_path)
+        os.replace(tmp, self._progress)
         self._saved_at = time.monotonic()
 
     def _stop(self, exc: BaseException) -> None:
         self._save_progress()
         where = (f"after {self.done:,} of {self.total:,} {self.unit} ({self.pairs:,} pairs); its partial result "
-                 f"is in {self.partial_path}")
+                 f"is in {self._partial}")
         if isinstance(exc, SolrUnavailableError) and not isinstance(exc, RunStopped):
             raise RunStopped(
                 f"the {self.job} stopped {where}. {exc} Once Solr answers again, run the same command with "
                 "--resume (resume=True in Python) to continue it.",
-                self.partial_path, self.done, self.total,
+                self._partial, self.done, self.total,
             ) from exc
         log.warning("%s stopped %s; the same command with --resume continues it", self.job, where)
 

@@ -697,7 +697,7 @@ class MinHash:
 
     # -- core ----------------------------------------------------------------------------------------------------
 
-    def _sign(self, hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def _sign(self, hashes: np.ndarray, offsets: np.ndarray) -> "Signature":
         """Signatures of documents whose hashes are ``hashes[offsets[d]:offsets[d+1]]`` (all non-empty)."""
         ndocs = len(offsets) - 1
         # (num_hashes, docs) so reduceat runs along contiguous rows; transposed once at the end.
@@ -728,14 +728,14 @@ class MinHash:
 
     # -- public API ----------------------------------------------------------------------------------------------
 
-    def signature_from_hashes(self, hashes) -> np.ndarray:
+    def signature_from_hashes(self, hashes: Iterable[int] | np.ndarray) -> "Signature":
         """Signature (``num_hashes`` uint32) of one set of 32-bit shingle hashes."""
         h = _as_hashes(hashes)
         if h.size == 0:
             raise InvalidTextError("cannot sign an empty set of shingle hashes: the text had no shingles")
         return self._sign(h, np.array([0, h.size], dtype=np.int64))[0]
 
-    def signatures_from_hashes(self, hash_arrays: Iterable) -> np.ndarray:
+    def signatures_from_hashes(self, hash_arrays: Iterable) -> "Signature":
         """Signatures (n, num_hashes) of many sets of shingle hashes."""
         arrays = [_as_hashes(h) for h in hash_arrays]
         for i, h in enumerate(arrays):
@@ -746,7 +746,7 @@ class MinHash:
         hashes = np.concatenate(arrays) if arrays else np.empty(0, dtype=_U32)
         return self._sign(hashes, offsets)
 
-    def signature(self, text: str) -> np.ndarray:
+    def signature(self, text: str) -> "Signature":
         """Signature of one text. Raises InvalidTextError when the text has no shingles."""
         h = self.shingler._hash_one(normalize(text))
         if h.size == 0:
@@ -756,7 +756,7 @@ class MinHash:
             )
         return self._sign(h, np.array([0, h.size], dtype=np.int64))[0]
 
-    def signatures(self, texts: Sequence[str]) -> np.ndarray:
+    def signatures(self, texts: Sequence[str]) -> "Signature":
         """Signatures (len(texts), num_hashes) of many texts, computed batch-wise (the fast path).
 
         Raises InvalidTextError naming the index of the first text without shingles. Working memory is about

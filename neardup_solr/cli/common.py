@@ -70,7 +70,7 @@ class Parser(argparse.ArgumentParser):
             message = found.group(2)
         self.exit(EXIT_USAGE, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
-    def parse_known_args(self, args: Sequence[str] | None = None,
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
         for action in self._actions:

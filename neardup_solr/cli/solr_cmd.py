@@ -118,7 +118,8 @@ def _cloud(args, data_dir: Path) -> int:
     from ..backends.cloud import LocalSolrCloud
 
     shape = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in _CLOUD_DEFAULTS.items()}
-    cloud = LocalSolrCloud(port=args.port, data_dir=data_dir, heap=args.heap, **shape)
+    cloud = LocalSolrCloud(port=args.port, data_dir=data_dir, heap=args.heap, nodes=shape["nodes"],
+                           shards=shape["shards"], replicas=shape["replicas"])
     if args.action == "start":
         existed = cloud.exists()
         result = cloud.start()
