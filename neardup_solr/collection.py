@@ -87,7 +87,7 @@ from .documents import (
     decode_signatures,
     read_index_settings,
 )
-from .errors import InvalidTextError
+from .errors import InvalidTextError, SolrUnavailableError
 from .lsh import LSHParams, band_keys, optimal_params
 from .searcher import id_sort_key
 from .signature_store import SignatureStore
@@ -173,10 +173,12 @@ def signature_pages(
     dataset: str | None = None,
     page_size: int = 10_000,
     stats: CollectionStats | None = None,
+    local: bool = False,
 ) -> Iterator[tuple[list[str], np.ndarray]]:
     """Ids and ``(len(ids), num_hashes)`` uint32 signatures of every document (of ``dataset``), one cursor page
     at a time, in id order. Documents whose ``minhash_sig`` is missing or of another length are skipped,
-    counted in ``stats.skipped_documents`` and named (the first five) in a warning."""
+    counted in ``stats.skipped_documents`` and named (the first five) in a warning. ``local``: read only the
+    core ``client`` names (``distrib=false``: one shard's replica)."""
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     stats = stats if stats is not None else CollectionStats()
@@ -192,6 +194,8 @@ def signature_pages(
     ]
     if dataset is not None:
         params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    if local:
+        params.append(("distrib", "false"))
     cursor = "*"
     bad: list[str] = []
     while True:
@@ -219,6 +223,88 @@ def signature_pages(
             "or with other settings?), e.g. %s", len(bad), num_hashes, ", ".join(map(repr, bad[:5])),
         )
     stats.skipped_documents += len(bad)
+
+
+def shard_readers(client: SolrClient) -> list[tuple[str, SolrClient]]:
+    """On a SolrCloud collection, ``(shard, client)`` for every active shard, the client on one active replica
+    of it (the leader when it is live); ``[]`` on a single core.
+
+    A cursor over the collection is a distributed query: every page asks each shard for its next ids, then
+    asks again for their fields, all through one node. Read shard by shard on a replica's own core
+    (``distrib=false``), each page is one local request and the shards are read side by side. Shards that are
+    not active (the parent of a finished split) are skipped: their documents live in the sub-shards."""
+    if client.is_cloud is None:
+        client.check()
+    if not client.is_cloud:
+        return []
+    from .backends.cloud import cluster_status
+
+    auth = client.session.auth if isinstance(client.session.auth, tuple) else None
+    cluster = cluster_status(client.node_url, client.collection, auth=auth)
+    live = set(cluster.get("live_nodes", []))
+    shards = cluster.get("collections", {}).get(client.collection, {}).get("shards", {})
+    readers = []
+    for name, body in sorted(shards.items()):
+        if body.get("state", "active") != "active":
+            continue
+        replicas = [r for r in body.get("replicas", {}).values()
+                    if r.get("state") == "active" and r.get("node_name") in live and r.get("base_url")]
+        if not replicas:
+            raise SolrUnavailableError(
+                f"shard {name} of collection {client.collection!r} has no active replica on a live node; start "
+                "the node that hosts it (neardup-solr solr status lists them), then run the dedup again")
+        replicas.sort(key=lambda r: (str(r.get("leader", "")).lower() != "true", r.get("core", "")))
+        core_url = f"{replicas[0]['base_url'].rstrip('/')}/{replicas[0]['core']}"
+        username, password = auth if auth else (None, None)
+        readers.append((name, SolrClient(core_url, username=username, password=password, timeout=client.timeout,
+                                         retry=client.retry)))
+    return readers
+
+
+def _parallel_pages(
+    sources: list[Iterator[tuple[list[str], np.ndarray]]],
+) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Pages of several page iterators, each drained by its own thread, as they come (at most a few pages
+    waiting per source, so a slow consumer does not let them pile up)."""
+    import queue
+    import threading
+
+    pages: queue.Queue = queue.Queue(maxsize=2 * len(sources))
+    done = object()
+    stop = threading.Event()
+
+    def drain(source):
+        try:
+            for page in source:
+                if stop.is_set():
+                    return
+                pages.put(page)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            pages.put(exc)
+        finally:
+            pages.put(done)
+
+    threads = [threading.Thread(target=drain, args=(src,), daemon=True, name=f"shard-reader-{i}")
+               for i, src in enumerate(sources)]
+    for t in threads:
+        t.start()
+    remaining = len(threads)
+    try:
+        while remaining:
+            item = pages.get()
+            if item is done:
+                remaining -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
+        while any(t.is_alive() for t in threads):  # unblock readers waiting on a full queue
+            try:
+                pages.get_nowait()
+            except queue.Empty:
+                time.sleep(0.01)
 
 
 def fetch_signatures(
@@ -605,8 +691,16 @@ def dedupe_collection(
 
         # 1. signatures, spilled to disk page by page
         t0 = time.perf_counter()
+        readers = shard_readers(client)
+        if readers:
+            log.info("reading the signatures of %d shards side by side: %s", len(readers),
+                     ", ".join(f"{name} from {reader.url}" for name, reader in readers))
+            pages = _parallel_pages([signature_pages(reader, k, dataset=dataset, page_size=page_size, stats=stats,
+                                                     local=True) for _, reader in readers])
+        else:
+            pages = signature_pages(client, k, dataset=dataset, page_size=page_size, stats=stats)
         with _bar(progress, desc="signatures", total=expected, unit=" docs", unit_scale=True) as bar:
-            for page_ids, page in signature_pages(client, k, dataset=dataset, page_size=page_size, stats=stats):
+            for page_ids, page in pages:
                 store.append(page_ids, page)
                 if bar:
                     bar.update(len(page_ids))
