@@ -1,0 +1,10 @@
+"""The near-duplicate HTTP service and its web page (``neardup-solr serve``; needs the ``service`` extra).
+
+>>> from neardup_solr.service import create_app, ServiceConfig
+>>> app = create_app(ServiceConfig.load(solr_url="http://127.0.0.1:8983/solr/neardup"))
+"""
+
+from .app import create_app
+from .config import ServiceConfig
+
+__all__ = ["create_app", "ServiceConfig"]

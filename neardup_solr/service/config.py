@@ -1,0 +1,94 @@
+"""How the service is configured: where Solr is, the optional bearer token, CORS, limits and the jobs directory.
+
+Every value comes from an argument, else an environment variable, else the ``[service]`` section of the
+neardup-solr config file (``NEARDUP_CONFIG`` or ``~/.config/neardup-solr/config.ini``, the file that already
+holds the Solr credentials), else a default:
+
+=================  ================================  =====================  ==================================
+setting            environment                       config key             default
+=================  ================================  =====================  ==================================
+token              NEARDUP_SERVICE_TOKEN             ``token``              none: no authentication
+cors_origins       NEARDUP_SERVICE_CORS_ORIGINS      ``cors_origins``       none: CORS off
+max_body_bytes     NEARDUP_SERVICE_MAX_BODY_BYTES    ``max_body_bytes``     64 MiB
+jobs_dir           NEARDUP_SERVICE_JOBS_DIR          ``jobs_dir``           a new temporary directory
+solr_max_wait      NEARDUP_SOLR_MAX_WAIT             (the client's)         10 s (a request should not hang)
+=================  ================================  =====================  ==================================
+
+The token is compared in constant time and never logged or shown (``repr`` hides it).
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InvalidParameterError
+from ..solr_client import DEFAULT_CONFIG_FILE
+from ..validation import Limit, env_float, parse_value
+
+ENV_TOKEN = "NEARDUP_SERVICE_TOKEN"
+ENV_CORS = "NEARDUP_SERVICE_CORS_ORIGINS"
+ENV_MAX_BODY = "NEARDUP_SERVICE_MAX_BODY_BYTES"
+ENV_JOBS_DIR = "NEARDUP_SERVICE_JOBS_DIR"
+DEFAULT_MAX_BODY = 64 * 2**20
+MAX_BODY_LIMIT = Limit("int", 1024, 2**34, unit="bytes")
+
+
+def _config_section() -> dict[str, str]:
+    named = os.environ.get("NEARDUP_CONFIG")
+    path = Path(named) if named else DEFAULT_CONFIG_FILE
+    if not path.is_file():
+        return {}
+    parser = configparser.ConfigParser()
+    parser.read(path)
+    return dict(parser["service"]) if parser.has_section("service") else {}
+
+
+@dataclass
+class ServiceConfig:
+    """The service's settings; :meth:`load` fills what is not given from the environment and the config file."""
+
+    solr_url: str | None = None
+    token: str | None = field(default=None, repr=False)
+    cors_origins: list[str] = field(default_factory=list)
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    jobs_dir: Path | None = None
+    solr_timeout: float = 60.0
+    solr_max_wait: float = 10.0
+
+    @classmethod
+    def load(cls, **given) -> "ServiceConfig":
+        section = _config_section()
+        token = given.pop("token", None) or os.environ.get(ENV_TOKEN) or section.get("token") or None
+        if token is not None and not token.strip():
+            token = None
+        raw_cors = os.environ.get(ENV_CORS) or section.get("cors_origins") or ""
+        cors = given.pop("cors_origins", None)
+        if cors is None:
+            cors = [o.strip() for o in raw_cors.split(",") if o.strip()]
+        max_body = given.pop("max_body_bytes", None)
+        if max_body is None:
+            from_env = os.environ.get(ENV_MAX_BODY, "").strip()
+            raw = from_env or section.get("max_body_bytes", "").strip()
+            name = ENV_MAX_BODY if from_env else "max_body_bytes in the [service] section of the config file"
+            max_body = int(parse_value(name, raw, MAX_BODY_LIMIT)) if raw else DEFAULT_MAX_BODY
+        jobs = given.pop("jobs_dir", None) or os.environ.get(ENV_JOBS_DIR) or section.get("jobs_dir")
+        max_wait = given.pop("solr_max_wait", None)
+        if max_wait is None:
+            max_wait = env_float("NEARDUP_SOLR_MAX_WAIT", 10.0, "max_wait")
+        return cls(token=token, cors_origins=list(cors), max_body_bytes=max_body,
+                   jobs_dir=Path(jobs) if jobs else None, solr_max_wait=max_wait, **given)
+
+    def resolved_jobs_dir(self) -> Path:
+        """The jobs directory, created when missing (a fresh temporary one when none is configured)."""
+        if self.jobs_dir is None:
+            self.jobs_dir = Path(tempfile.mkdtemp(prefix="neardup-service-jobs-"))
+        try:
+            self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidParameterError("jobs_dir", "a directory the service can write", str(self.jobs_dir),
+                                        str(exc)) from None
+        return self.jobs_dir

@@ -1,0 +1,111 @@
+"""The lookup options of the service (and its web page), resolved and checked once, then run through the library.
+
+The options and their meaning are the command line's (``near-dups``): ``mode`` shingles|minhash|lsh with
+``max_edit_distance`` (-1: no limit), ``min_jaccard``, ``rows``, ``first_word_filter`` and ``num_hashes``
+(minhash mode); or ``threshold`` with ``similarity`` jaccard|idf (every document at or above it, no row cap);
+or ``min_share``. Defaults are the command line's (:data:`neardup_solr.cli.common.SEARCH_DEFAULTS`), except
+that the first-word filter is off by default for lsh lookups: a copy with one extra leading word is otherwise
+missed. Options that do not apply to the chosen lookup are refused, never ignored, as on the command line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..cli.common import SEARCH_DEFAULTS
+from ..errors import InvalidParameterError
+from ..online import Match, describe, sort_matches
+from ..searcher import MODES, Query, Searcher
+from ..validation import check_bool, check_choice, check_float, check_int
+
+SIMILARITIES = ("jaccard", "idf")
+SEARCH_OPTIONS = ("mode", "max_edit_distance", "min_jaccard", "rows", "first_word_filter", "num_hashes")
+
+
+class OptionError(InvalidParameterError):
+    """An option given with a lookup it does not apply to."""
+
+    def __init__(self, options: list[str], why: str):
+        super().__init__(options[0], f"left out {why}", None, show_value=False)
+        self.options = options
+
+
+@dataclass
+class Lookup:
+    """Resolved lookup options: ``kind`` is ``search``, ``threshold`` or ``share``."""
+
+    kind: str
+    mode: str | None = None
+    max_distance: int | None = None
+    min_jaccard: float | None = None
+    rows: int | None = None
+    first_word_filter: bool | None = None
+    num_hashes: int | None = None
+    threshold: float | None = None
+    similarity: str | None = None
+    min_share: float | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The options in force, as the answer reports them."""
+        if self.kind == "threshold":
+            return {"threshold": self.threshold, "similarity": self.similarity}
+        if self.kind == "share":
+            return {"min_share": self.min_share}
+        return {"mode": self.mode, "max_edit_distance": -1 if self.max_distance is None else self.max_distance,
+                "min_jaccard": self.min_jaccard, "rows": self.rows, "first_word_filter": self.first_word_filter,
+                "num_hashes": self.num_hashes}
+
+
+def resolve(options: dict[str, Any]) -> Lookup:
+    """Check the given options (None: not given) and fill the defaults; raises InvalidParameterError."""
+    given = {k: v for k, v in options.items() if v is not None}
+    search_given = [k for k in SEARCH_OPTIONS if k in given]
+    if "threshold" in given:
+        if search_given or "min_share" in given:
+            raise OptionError(search_given + (["min_share"] if "min_share" in given else []),
+                              "with threshold, which returns every document at or above it (no row cap, no "
+                              "first-word filter, no edit-distance limit)")
+        return Lookup("threshold", threshold=check_float("threshold", given["threshold"], "threshold"),
+                      similarity=check_choice("similarity", given.get("similarity", "jaccard"), SIMILARITIES))
+    if "similarity" in given:
+        raise OptionError(["similarity"], "without threshold (it chooses the threshold lookup's similarity)")
+    if "min_share" in given:
+        if search_given:
+            raise OptionError(search_given, "with min_share, which lists every document holding that share of "
+                                            "the text's shingles")
+        return Lookup("share", min_share=check_float("min_share", given["min_share"], "min_share"))
+    mode = check_choice("mode", given.get("mode", SEARCH_DEFAULTS["mode"]), MODES)
+    distance = check_int("max_edit_distance", given.get("max_edit_distance", SEARCH_DEFAULTS["max_edit_distance"]),
+                         "max_edit_distance")
+    first_word = given.get("first_word_filter")
+    first_word = (mode != "lsh" and SEARCH_DEFAULTS["first_word_filter"]) if first_word is None else first_word
+    num_hashes = check_int("num_hashes", given["num_hashes"], "num_hashes") if "num_hashes" in given else None
+    if num_hashes is not None and mode != "minhash":
+        raise OptionError(["num_hashes"], "outside mode minhash")
+    return Lookup(
+        "search", mode=mode, max_distance=None if distance < 0 else distance,
+        min_jaccard=check_float("min_jaccard", given.get("min_jaccard"), "min_jaccard", none_ok=True),
+        rows=check_int("rows", given.get("rows", SEARCH_DEFAULTS["rows"]), "rows"),
+        first_word_filter=check_bool("first_word_filter", first_word), num_hashes=num_hashes)
+
+
+def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
+    """The near duplicates of ``query`` (a stored document's when ``query.id`` is set, which is left out)."""
+    if lookup.kind == "threshold":
+        from ..threshold import ThresholdFinder
+
+        finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
+        found = finder.similar_to_text(query.text, exclude_id=query.id)
+        return describe(searcher, query, found)
+    if lookup.kind == "share":
+        shared = [(i, s) for i, s in searcher.find_by_shingle_share(query.text, lookup.min_share) if i != query.id]
+        return describe(searcher, query, shared)
+    found = searcher.search(query, mode=lookup.mode, max_distance=lookup.max_distance, rows=lookup.rows,
+                            first_word_filter=lookup.first_word_filter, num_hashes=lookup.num_hashes,
+                            min_jaccard=lookup.min_jaccard)
+    # The library's ranking (edit distance, then Jaccard, then overlap) is kept: it is the lookup's own.
+    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in found]
+
+
+__all__ = ["Lookup", "OptionError", "resolve", "run", "sort_matches", "SIMILARITIES"]
