@@ -217,7 +217,10 @@ def test_empty_collection(solr):
 
 @pytest.mark.solr
 def test_fetch_texts_survives_every_separator(solr):
-    Indexer(solr, LEAN).index_records([("a\u001f\u001e\n\t,b", "some words to index here"), ("plain", "x y z")])
+    # The indexer now refuses ids with control characters; an index written before that may still hold them.
+    solr.add([{"id": "a\u001f\u001e\n\t,b", "content": "some words to index here"},
+              {"id": "plain", "content": "x y z"}])
+    solr.commit()
     docs = _fetch_texts(solr, ["a\u001f\u001e\n\t,b", "plain", "absent"])  # falls back to real-time get
     assert sorted(d["id"] for d in docs) == ["a\u001f\u001e\n\t,b", "plain"]
 
