@@ -436,7 +436,8 @@ def _salvaged_settings(text: str | None, signature_length: int | None) -> IndexS
             kept[name] = value
     if signature_length is not None:
         kept["num_hashes"] = signature_length
-        if "bands" in kept and "rows" in kept and kept["bands"] * kept["rows"] > signature_length:
+        bands, rows = kept.get("bands"), kept.get("rows")
+        if bands is not None and rows is not None and bands * rows > signature_length:
             kept.pop("bands"), kept.pop("rows")
     try:
         return IndexSettings(**kept)

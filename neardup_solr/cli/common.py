@@ -54,7 +54,7 @@ def flag_for(param: str, overrides: dict[str, str] | None = None) -> str:
     """The command line's name for a library parameter."""
     if overrides and param in overrides:
         return overrides[param]
-    if param.isupper():  # an environment variable
+    if param.isupper() or param.startswith("-"):  # an environment variable, or already a flag
         return param
     return PARAM_FLAGS.get(param, "--" + param.replace("_", "-"))
 
