@@ -165,11 +165,14 @@ def text_tokens(values: Iterable[str]) -> list[str]:
 
 
 def md5_hex(normalized: str) -> str:
+    """MD5 (hex) of a normalised text: equal digests are exact duplicates."""
     return hashlib.md5(normalized.encode("utf-8")).hexdigest()
 
 
 @dataclass
 class BuiltBatch:
+    """The Solr documents of a batch, and the records that could not become one (index in the batch, reason)."""
+
     documents: list[dict] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (index in the input batch, reason)
 

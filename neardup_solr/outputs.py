@@ -65,6 +65,7 @@ class RunStopped(SolrUnavailableError):
 
 
 def sibling(path: str | Path, suffix: str) -> Path:
+    """``path`` with ``suffix`` appended to its name (``out.tsv`` -> ``out.tsv.partial``)."""
     path = Path(path)
     return path.with_name(path.name + suffix)
 
@@ -105,6 +106,7 @@ class OutputLock:
         self._fd: int | None = None
 
     def acquire(self) -> "OutputLock":
+        """Take the lock, or raise OutputInUseError at once when another run holds it."""
         while True:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -132,6 +134,7 @@ class OutputLock:
             os.close(fd)
 
     def release(self) -> None:
+        """Remove the lock file and let the lock go (idempotent)."""
         if self._fd is None:
             return
         self.path.unlink(missing_ok=True)

@@ -587,6 +587,7 @@ class SolrClient:
 
     # ------------------------------------------------------------------ core operations
     def ping(self, retry: bool = False) -> bool:
+        """True when the core answers its ping with OK; False when Solr is unavailable (never raises that)."""
         try:
             return self.get_json("admin/ping", retry=retry, timeout=10).get("status") == "OK"
         except SolrUnavailableError:
@@ -612,6 +613,7 @@ class SolrClient:
             self._discover()
 
     def add(self, docs: list[dict], *, commit_within_ms: int | None = None, timeout: float | None = None) -> None:
+        """Send documents (JSON) to the update handler; SolrRequestError when Solr refuses them as bad."""
         params = {"commitWithin": commit_within_ms} if commit_within_ms else None
         body = json.dumps(docs, ensure_ascii=False).encode("utf-8")
         self.request(
@@ -624,9 +626,11 @@ class SolrClient:
         )
 
     def commit(self, *, open_searcher: bool = True) -> None:
+        """Hard commit (durable); ``open_searcher=False`` skips making the documents visible (cheaper)."""
         self.get_json("update", {"commit": "true", "openSearcher": str(open_searcher).lower()}, timeout=600)
 
     def delete_all(self) -> None:
+        """Delete every document, stored settings included, and commit. Unguarded: see maintenance.clear."""
         self.delete_by_query("*:*")
 
     def delete_by_query(self, query: str, params: list | None = None) -> None:
@@ -636,9 +640,11 @@ class SolrClient:
                      json_body={"delete": {"query": query}})
 
     def delete_ids(self, ids: Iterable[str]) -> None:
+        """Delete these ids (no commit)."""
         self.request("POST", "update", params={"wt": "json"}, json_body={"delete": list(ids)})
 
     def select(self, params: dict | list) -> dict:
+        """A /select request (POSTed: long queries outgrow URLs); Solr's JSON answer."""
         return self.post_form("select", params)
 
     def get_by_ids(self, ids: list[str], fields: str = "*") -> list[dict]:
@@ -649,6 +655,7 @@ class SolrClient:
         return data.get("response", {}).get("docs", [])
 
     def count(self, query: str = "*:*", filters: Iterable[str] = (), params: list | None = None) -> int:
+        """How many documents match ``query`` and ``filters`` (user values go in ``params``, as ``$name``)."""
         params = [("q", query), ("rows", 0), *[("fq", f) for f in filters], *(params or [])]
         return int(self.select(params)["response"]["numFound"])
 
@@ -663,10 +670,12 @@ class SolrClient:
         yield from payload.get("response", {}).get("docs", [])
 
     def schema_fields(self) -> dict[str, dict]:
+        """The schema's fields by name (Schema API, with defaults shown)."""
         data = self.get_json("schema/fields", {"showDefaults": "true"})
         return {f["name"]: f for f in data["fields"]}
 
     def schema_field_types(self) -> dict[str, dict]:
+        """The schema's field types by name."""
         data = self.get_json("schema/fieldtypes")
         return {t["name"]: t for t in data["fieldTypes"]}
 

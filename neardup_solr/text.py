@@ -193,6 +193,7 @@ def first_word(text: str) -> str:
 
 
 def num_words(text: str) -> int:
+    """Number of words of the normalised text."""
     return len(words(text))
 
 
@@ -382,14 +383,17 @@ class ProcessedText:
 
     @property
     def first_word(self) -> str:
+        """The first word ('' when there is none)."""
         return self.words[0] if self.words else ""
 
     @property
     def num_words(self) -> int:
+        """How many words the normalised text has."""
         return len(self.words)
 
     @property
     def has_shingles(self) -> bool:
+        """False when nothing was left to shingle (empty or punctuation-only text)."""
         return bool(self.shingles)
 
 

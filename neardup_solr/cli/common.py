@@ -64,6 +64,7 @@ class Parser(argparse.ArgumentParser):
     that reads ``--text=--`` as the text ``--`` (argparse alone turns it into an empty list)."""
 
     def error(self, message: str) -> NoReturn:
+        """One line and exit code 2, instead of argparse's usage block."""
         # "argument --rows: --rows must be ..." says the flag twice; our number types name it already.
         found = re.match(r"argument ([^:]+): (.*)$", message, re.DOTALL)
         if found and found.group(2).startswith(found.group(1).split("/")[-1]):
@@ -72,6 +73,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's parsing, then ``--text=--`` put back as the text ``--``."""
         parsed, extras = super().parse_known_args(args, namespace)
         for action in self._actions:
             if action.nargs is None and action.option_strings and getattr(parsed, action.dest, None) == []:

@@ -51,15 +51,13 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
             if not shared:
                 print(f"no document holds {args.min_share:.0%} of its shingles")
         return 0
-    kw = dict(mode=args.mode, max_distance=max_distance(args), rows=args.rows,
-              first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
+    source_label, text = "text", args.text
     if args.id is not None:
         source = searcher.get_by_id(args.id)
-        matches = searcher.find_near_dups(args.id, **kw)
         source_label, text = source.id, source.content
-    else:
-        matches = searcher.find_near_dups_of_text(args.text, **kw)
-        source_label, text = "text", args.text
+    matches = searcher.find_near_dups(
+        args.id, text=args.text, mode=args.mode, max_distance=max_distance(args), rows=args.rows,
+        first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
     if args.json:
         print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
     elif matches:

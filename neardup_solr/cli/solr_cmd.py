@@ -189,7 +189,8 @@ def _create_collection(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``solr``."""
     p = sub.add_parser("solr", help="run the local Solr or SolrCloud (no Docker needed); create collections")
     p.add_argument("action", choices=["start", "stop", "status", "build", "create-collection"])
     p.add_argument("name", nargs="?", help="create-collection: the collection's name")

@@ -76,7 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("demo", help="the restaurant data set, end to end, every mode side by side")
     p.add_argument("--workdir", default=None, help="where to write the prepared data and reports")
-    add_solr_options(p)
+    # Only the URL: the demo opens its own client, so --timeout/--max-wait would be silently ignored.
+    p.add_argument("--solr-url", default=None,
+                   help="core URL (default: $SOLR_URL, else a local Solr the demo starts)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("tune", help="choose LSH bands and rows for a Jaccard threshold")
