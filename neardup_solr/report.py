@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .documents import META_DATASET, SETTINGS_DOC_ID
 from .outputs import ResumableOutput, digest_of
-from .searcher import NearDuplicate, Searcher, StoredDocument, id_sort_key
+from .searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs, id_sort_key
 
 log = logging.getLogger(__name__)
 
@@ -49,24 +49,16 @@ class ReportSummary:
 
 def iter_documents(searcher: Searcher, page_size: int = 1000) -> Iterator[StoredDocument]:
     """Every indexed document, in id order, with a cursor (no deep paging cost)."""
-    cursor = "*"
-    while True:
-        data = searcher.client.select([
-            ("q", "*:*"),
-            ("fq", "-{!term f=dataset v=$nd.meta}"),
-            ("nd.meta", META_DATASET),
-            ("sort", "id asc"),
-            ("rows", page_size),
-            ("cursorMark", cursor),
-            ("fl", "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json"),
-        ])
-        for doc in data["response"]["docs"]:
-            if doc["id"] != SETTINGS_DOC_ID:
-                yield StoredDocument.from_solr(doc)
-        next_cursor = data.get("nextCursorMark", cursor)
-        if next_cursor == cursor:
-            return
-        cursor = next_cursor
+    params = [
+        ("q", "*:*"),
+        ("fq", "-{!term f=dataset v=$nd.meta}"),
+        ("nd.meta", META_DATASET),
+        ("sort", "id asc"),
+        ("fl", "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json"),
+    ]
+    for doc in cursor_docs(searcher.client, params, page_size):
+        if doc["id"] != SETTINGS_DOC_ID:
+            yield StoredDocument.from_solr(doc)
 
 
 def select_range(docs: Iterator[StoredDocument], start_id: str | int | None, end_id: str | int | None):

@@ -21,7 +21,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -189,8 +189,9 @@ class Searcher:
             raise ValueError("min_share must be in (0, 1]")
         self.settings.require("shingles")
         query = self.prepare(text)
-        exact = self.client.select([("q", "{!term f=md5_hash v=$nd.md5}"), ("nd.md5", query.md5_hash),
-                                    ("fl", "id"), ("rows", 10000)])["response"]["docs"]
+        # Every exact duplicate, not the first 10,000 in whatever order the shards return them.
+        exact = cursor_docs(self.client, [("q", "{!term f=md5_hash v=$nd.md5}"), ("nd.md5", query.md5_hash),
+                                          ("fl", "id"), ("sort", "id asc")], page_size)
         found = {d["id"]: 1.0 for d in exact if d["id"] != SETTINGS_DOC_ID}
         tokens = list(dict.fromkeys(self.builder.shingle_tokens(query.processed)))
         if tokens:
@@ -198,16 +199,10 @@ class Searcher:
             params = [
                 ("q", " ".join(_quoted(t) for t in tokens)), ("defType", "lucene"), ("df", "content_ng"),
                 ("q.op", "OR"), ("fq", f"{{!frange l={bound}}}query($q)"), ("fl", "id,score"),
-                ("sort", "score desc,id asc"), ("rows", page_size),
+                ("sort", "score desc,id asc"),
             ]
-            cursor = "*"
-            while True:
-                data = self.client.select(params + [("cursorMark", cursor)])
-                for doc in data["response"]["docs"]:
-                    found.setdefault(doc["id"], min(1.0, doc["score"] / len(tokens)))
-                if data.get("nextCursorMark", cursor) == cursor:
-                    break
-                cursor = data["nextCursorMark"]
+            for doc in cursor_docs(self.client, params, page_size):
+                found.setdefault(doc["id"], min(1.0, doc["score"] / len(tokens)))
         found.pop(SETTINGS_DOC_ID, None)
         return sorted(found.items(), key=lambda kv: (-kv[1], id_sort_key(kv[0])))
 
@@ -238,6 +233,13 @@ class Searcher:
             ("df", _FIELD_OF_MODE[mode]),
             ("q.op", "OR"),
             ("rows", rows),
+            # The row cap must cut at the same place on every shard layout. Without a sort, candidates with equal
+            # overlap come in internal document order, which depends on indexing order, segment merges and (on
+            # SolrCloud) on which shard holds them. With "id asc" as the tie-breaker each shard returns its best
+            # `rows` in this order and the coordinator merges them by the same order, so one core and any cluster
+            # keep exactly the same candidates. (Solr compares ids as strings here: "10" < "9". That only decides
+            # which tied candidates fit under the cap; rerank() orders the survivors numerically.)
+            ("sort", "score desc,id asc"),
             ("fl", _FIELDS),
         ]
         if first_word_filter and query.processed.words:
@@ -308,6 +310,24 @@ class Searcher:
         return results
 
 
+def cursor_docs(client: SolrClient, params: list[tuple[str, object]], page_size: int = 500) -> Iterator[dict]:
+    """Every document a query matches, page by page with a cursor (``params`` must sort on a unique key last).
+
+    A page shorter than ``page_size`` is the last one: stopping there saves the extra request that would only
+    confirm an unchanged cursor, which for a one-page answer (the usual case of a bounded candidate query) halves
+    the requests, and on SolrCloud each request is a distributed round trip to every shard.
+    """
+    cursor = "*"
+    while True:
+        data = client.select(list(params) + [("rows", page_size), ("cursorMark", cursor)])
+        docs = data["response"]["docs"]
+        yield from docs
+        next_cursor = data.get("nextCursorMark", cursor)
+        if len(docs) < page_size or next_cursor == cursor:
+            return
+        cursor = next_cursor
+
+
 def _quoted(token: str) -> str:
     """A token as a quoted term of the standard query parser; inside quotes only \\ and " are special."""
     return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -320,4 +340,4 @@ def _sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (a.size + b.size - inter)
 
 
-__all__ = ["Searcher", "NearDuplicate", "StoredDocument", "DocumentNotFoundError", "MODES", "id_sort_key"]
+__all__ = ["Searcher", "NearDuplicate", "StoredDocument", "DocumentNotFoundError", "MODES", "id_sort_key", "cursor_docs"]

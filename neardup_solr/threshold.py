@@ -26,12 +26,14 @@ from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
 from .outputs import ResumableOutput, digest_of, write_atomically
 from .readers import Record
 from .report import iter_documents, ordered_map
-from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, id_sort_key
+from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs, id_sort_key
 from .weights import IdfWeights, weighted_jaccard
 
 log = logging.getLogger(__name__)
 
 SIMILARITIES = ("jaccard", "idf")
+# Relative rounding of one 32-bit float addition (2**-24), doubled for the boosts' own rounding to float.
+_FLOAT32_SLACK = 2.0 ** -23
 PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
 
 
@@ -101,9 +103,15 @@ class ThresholdFinder:
             return [(t, 1.0) for t in tokens], float(bound), np.unique(processed.shingle_hashes)
         words = self._word_tokens(text, fields)
         weights = self._weights(words)
-        total = sum(weights.values())
+        # fsum: the bound must not depend on the order the words come in (it is exact, so no order can change it).
+        total = math.fsum(weights.values())
         boosted = [(w, weights[w]) for w in words if weights[w] > 0]
-        return boosted, self.threshold * total * (1 - 1e-9), (set(words), weights)
+        # Lucene adds the boosts as 32-bit floats, in an order that depends on the segment and, on SolrCloud, on
+        # the shard holding the document; each addition may round by 2**-24 of the running sum. The slack keeps a
+        # document whose true weighted overlap is exactly on the bound from falling below it through rounding on
+        # one layout and not another. It only lets a few more candidates in; each is verified exactly below.
+        slack = _FLOAT32_SLACK * max(1, len(boosted))
+        return boosted, self.threshold * total * (1 - slack), (set(words), weights)
 
     def _verify(self, basis, content: str, fields: dict | None = None) -> float:
         if self.similarity == "jaccard":
@@ -133,29 +141,23 @@ class ThresholdFinder:
             ("q", q), ("defType", "lucene"), ("df", field), ("q.op", "OR"),
             ("fq", f"{{!frange l={bound:.9g}}}query($q)"),
             ("fq", f"-dataset:{META_DATASET}"),
-            ("fl", "id,content,md5_hash,fields_json"), ("sort", "score desc,id asc"), ("rows", self.page_size),
+            ("fl", "id,content,md5_hash,fields_json"), ("sort", "score desc,id asc"),
         ]
         if dataset is not None:
             params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
         low_key = id_sort_key(only_greater_than) if only_greater_than is not None else None
         results = []
-        cursor = "*"
-        while True:
-            data = self.client.select(params + [("cursorMark", cursor)])
-            for doc in data["response"]["docs"]:
-                doc_id = doc["id"]
-                if doc_id in (exclude_id, SETTINGS_DOC_ID):
-                    continue
-                if low_key is not None and id_sort_key(doc_id) <= low_key:
-                    continue
-                doc_fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
-                sim = self._verify(basis, doc.get("content", ""), doc_fields)
-                if sim >= self.threshold - 1e-12:
-                    results.append((doc_id, sim))
-            next_cursor = data.get("nextCursorMark", cursor)
-            if next_cursor == cursor:
-                break
-            cursor = next_cursor
+        for doc in cursor_docs(self.client, params, self.page_size):
+            doc_id = doc["id"]
+            if doc_id in (exclude_id, SETTINGS_DOC_ID):
+                continue
+            if low_key is not None and id_sort_key(doc_id) <= low_key:
+                continue
+            doc_fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
+            sim = self._verify(basis, doc.get("content", ""), doc_fields)
+            if sim >= self.threshold - 1e-12:
+                results.append((doc_id, sim))
+        # Best first, ties by id: the order of the pairs file is the same whatever order the shards answered in.
         results.sort(key=lambda r: (-r[1], id_sort_key(r[0])))
         return results
 
