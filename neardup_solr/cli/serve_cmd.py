@@ -1,0 +1,59 @@
+"""``neardup-solr serve``: the near-duplicate HTTP service and its web page (needs the ``service`` extra:
+``pip install 'neardup-solr[service]'``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .common import UsageError, add_solr_options, number
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the service with uvicorn until interrupted."""
+    try:
+        import uvicorn
+
+        from ..service import config as service_config
+    except ImportError as exc:
+        raise UsageError(f"the service needs its extra packages ({exc.name} is missing): "
+                         "pip install 'neardup-solr[service]'") from None
+    # Workers are separate processes that build the app from the environment (uvicorn imports the factory by
+    # name), so the options travel there; the token stays where the user put it and is never printed.
+    if args.solr_url:
+        os.environ["SOLR_URL"] = args.solr_url
+    if args.max_wait is not None:
+        os.environ["NEARDUP_SOLR_MAX_WAIT"] = str(args.max_wait)
+    config = service_config.ServiceConfig.load()
+    os.environ[service_config.ENV_JOBS_DIR] = str(config.resolved_jobs_dir())
+    exposed = args.host not in ("127.0.0.1", "localhost", "::1")
+    print(f"neardup-solr service on http://{args.host}:{args.port}/ (API docs at /docs), "
+          f"{args.workers} worker{'s' if args.workers > 1 else ''}"
+          + ("; bearer token required" if config.token else "")
+          + ("; WARNING: reachable from other machines without a token" if exposed and not config.token else ""),
+          flush=True)
+    uvicorn.run("neardup_solr.service.app:create_app", factory=True, host=args.host, port=args.port,
+                workers=args.workers, log_level="warning" if args.verbose == 0 else "info",
+                access_log=args.verbose > 0)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``serve``."""
+    p = sub.add_parser(
+        "serve", help="run the near-duplicate HTTP service and its web page",
+        description="The HTTP service (JSON API with OpenAPI at /openapi.json and docs at /docs) and the web page "
+                    "at /. Binds 127.0.0.1 unless --host says otherwise. Set NEARDUP_SERVICE_TOKEN (or 'token' in "
+                    "the [service] section of the config file) to require a bearer token on every call but "
+                    "/health; NEARDUP_SERVICE_CORS_ORIGINS (comma-separated) to allow browser calls from other "
+                    "origins.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=number("--port", "port"), default=8080, help="port (default 8080)")
+    p.add_argument("--workers", type=number("--workers", "workers"), default=1,
+                   help="worker processes (default 1; check-and-add keeps near duplicates apart within a process, "
+                        "identical texts across all of them)")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_serve)
+
+
+add_parser = register
