@@ -37,3 +37,28 @@ if [ -z "${SOLR_URL:-}" ]; then
   # Resolves Solr's jars into ~/.m2 on the first run (about 120 MB), then is a no-op.
   .venv/bin/neardup-solr solr build
 fi
+
+# --- service extra (issue 13): the HTTP service's packages and the browser its web-page test drives --------------
+# Until pyproject.toml declares the `service` extra, its packages are installed here by name; the stamp keeps
+# this a no-op on later runs.
+svc_stamp=.venv/.neardup-service-installed
+if [ ! -f "$svc_stamp" ]; then
+  echo "setup: installing the service packages (fastapi, uvicorn, httpx, jinja2, python-multipart, selenium, schemathesis)"
+  if ! .venv/bin/python -m pip install fastapi uvicorn httpx jinja2 python-multipart selenium schemathesis \
+      >>.venv/pip-install.log 2>&1; then
+    tail -30 .venv/pip-install.log >&2
+    echo "setup: installing the service packages failed (full log: .venv/pip-install.log)" >&2
+    exit 1
+  fi
+  touch "$svc_stamp"
+fi
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium and chromium-driver with apt-get (for the web page's browser test)"
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null \
+      || echo "setup: could not install chromium; the browser tests will skip" >&2
+  else
+    echo "setup: no chromium/chromedriver and no apt-get as root: the browser tests will skip" >&2
+  fi
+fi
+# --- end of the service block ------------------------------------------------------------------------------------

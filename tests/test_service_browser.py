@@ -1,0 +1,161 @@
+"""The web page in a real browser: headless Chromium (Debian's ``chromium`` and ``chromium-driver``) driven by
+selenium against the service on a real socket and a real Solr. It types a text, submits, and checks the
+ranked list and the marked differences; then uploads a file and watches its progress page. Screenshots go to
+the test's tmp dir, and also to ``$NEARDUP_TEST_ARTIFACTS`` when it is set (for CI to keep)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the service extra is not installed (pip install '.[service]')")
+selenium = pytest.importorskip("selenium", reason="selenium is not installed (scripts/setup.sh installs it)")
+
+from neardup_solr import Indexer  # noqa: E402
+from neardup_solr.service import ServiceConfig, create_app  # noqa: E402
+
+pytestmark = [pytest.mark.solr, pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    pytest.skip("headless Chromium is not installed (apt-get install chromium chromium-driver; scripts/setup.sh "
+                "does it where apt is available)", allow_module_level=True)
+
+RECORDS = [
+    ("1", "Arnie Morton's of Chicago 435 S. La Cienega Blvd. Los Angeles"),
+    ("2", "Arnie Morton's Steakhouse of Chicago 435 S. La Cienega Blvd. Los Angeles"),
+    ("3", "Arnie Morton's of Chicago 435 La Cienega Boulevard Los Angeles"),
+    ("4", "Cafe Bizou 14016 Ventura Blvd. Sherman Oaks"),
+]
+QUERY = "Arnie Morton's of Chicago 435 S. La Cienega Blvd. Los Angeles CA"
+
+
+def artifacts_dir() -> Path | None:
+    """``$NEARDUP_TEST_ARTIFACTS`` (CI collects it), or None: the screenshots then stay in the test's tmp dir."""
+    raw = os.environ.get("NEARDUP_TEST_ARTIFACTS")
+    if not raw:
+        return None
+    path = Path(raw)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture()
+def server(solr, tmp_path):
+    import uvicorn
+
+    Indexer(solr).index_records(RECORDS)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(ServiceConfig(solr_url=solr.url, jobs_dir=tmp_path / "jobs"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture()
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1280,900", f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def screenshot(driver, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    assert driver.save_screenshot(str(path))
+    artifacts = artifacts_dir()
+    if artifacts is not None:
+        shutil.copy(path, artifacts / name)
+    assert path.stat().st_size > 1000
+    return path
+
+
+def test_lookup_page_ranks_and_marks_differences(server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(server + "/")
+    browser.find_element(By.ID, "text").send_keys(QUERY)
+    Select(browser.find_element(By.ID, "mode")).select_by_value("threshold")
+    threshold = browser.find_element(By.ID, "threshold")
+    threshold.clear()
+    threshold.send_keys("0.2")
+    browser.find_element(By.ID, "search").click()
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "#results tr.result")
+    ids = [r.get_attribute("data-id") for r in rows]
+    sims = [float(r.find_element(By.CSS_SELECTOR, ".similarity").text.split()[0]) for r in rows]
+    distances = [int(r.find_element(By.CSS_SELECTOR, ".distance").text) for r in rows]
+    screenshot(browser, tmp_path, "service-lookup.png")
+    # 1 differs by the trailing "CA" only, 2 also has an inserted word, 3 is farther; 4 is unrelated.
+    assert ids == ["1", "2", "3"], ids
+    assert sims == sorted(sims, reverse=True) and sims[0] < 1.0 and min(sims) >= 0.2
+    assert distances[0] == 1 and distances[1] == 2
+
+    first, second, third = rows
+    assert [e.text for e in first.find_elements(By.TAG_NAME, "del")] == ["CA"]
+    assert first.find_elements(By.TAG_NAME, "ins") == []
+    assert [e.text for e in second.find_elements(By.TAG_NAME, "ins")] == ["Steakhouse"]
+    assert "line-through" in second.find_element(By.TAG_NAME, "del").value_of_css_property("text-decoration")
+    assert [e.text for e in third.find_elements(By.TAG_NAME, "del")] == ["S.", "Blvd.", "CA"]
+    assert [e.text for e in third.find_elements(By.TAG_NAME, "ins")] == ["Boulevard"]
+
+    # An id instead of a text, another mode, and a bad threshold shown as an error on the page.
+    browser.get(server + "/")
+    browser.find_element(By.ID, "doc_id").send_keys("1")
+    Select(browser.find_element(By.ID, "mode")).select_by_value("shingles")
+    browser.find_element(By.ID, "max_edit_distance").send_keys("-1")
+    browser.find_element(By.ID, "search").click()
+    assert "of 1" in browser.find_element(By.TAG_NAME, "h2").text
+    assert "2" in [r.get_attribute("data-id") for r in browser.find_elements(By.CSS_SELECTOR, "#results tr.result")]
+    browser.get(server + "/")
+    browser.find_element(By.ID, "text").send_keys("anything")
+    threshold = browser.find_element(By.ID, "threshold")
+    threshold.clear()
+    threshold.send_keys("7")
+    browser.find_element(By.ID, "search").click()
+    assert "threshold must be" in browser.find_element(By.ID, "error").text
+
+
+def test_upload_page_shows_progress(server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    data = tmp_path / "guide.txt"
+    data.write_text("".join(f"g{i} Restaurant number {i} on Main Street in Santa Monica\n" for i in range(300))
+                    + "g-empty\n")
+    browser.get(server + "/upload")
+    browser.find_element(By.ID, "file").send_keys(str(data))
+    browser.find_element(By.ID, "dataset").send_keys("guide")
+    browser.find_element(By.ID, "send").click()
+    deadline = time.monotonic() + 120
+    while "done" not in browser.find_element(By.ID, "status").text and time.monotonic() < deadline:
+        time.sleep(0.5)
+        browser.refresh()
+    screenshot(browser, tmp_path, "service-upload.png")
+    assert "done" in browser.find_element(By.ID, "status").text
+    assert "indexed 300, rejected 1" in browser.find_element(By.ID, "progress").text
+    assert "g-empty" in browser.find_element(By.ID, "rejections").text
