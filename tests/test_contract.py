@@ -261,8 +261,6 @@ ENV_CASES = [
 ] + [
     ("SOLR_URL", value) for value in ["http://127.0.0.1:8983", "http://127.0.0.1:8983/solr", "not a url",
                                       "ftp://h/solr/x", "http://h:99999/solr/neardup", ","]
-] + [
-    ("NEARDUP_CONFIG", "/nonexistent/config.ini"),
 ]
 
 
