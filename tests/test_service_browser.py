@@ -84,6 +84,19 @@ def browser(tmp_path):
     driver.quit()
 
 
+def submit(driver, button_id: str) -> None:
+    """Click a submit button and wait until the browser has left the page (a click returns before the new page
+    is there: reading right after it reads the old one)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.ID, button_id).click()
+    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def screenshot(driver, tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     assert driver.save_screenshot(str(path))
@@ -104,7 +117,7 @@ def test_lookup_page_ranks_and_marks_differences(server, browser, tmp_path):
     threshold = browser.find_element(By.ID, "threshold")
     threshold.clear()
     threshold.send_keys("0.2")
-    browser.find_element(By.ID, "search").click()
+    submit(browser, "search")
 
     rows = browser.find_elements(By.CSS_SELECTOR, "#results tr.result")
     ids = [r.get_attribute("data-id") for r in rows]
@@ -129,7 +142,7 @@ def test_lookup_page_ranks_and_marks_differences(server, browser, tmp_path):
     browser.find_element(By.ID, "doc_id").send_keys("1")
     Select(browser.find_element(By.ID, "mode")).select_by_value("shingles")
     browser.find_element(By.ID, "max_edit_distance").send_keys("-1")
-    browser.find_element(By.ID, "search").click()
+    submit(browser, "search")
     assert "of 1" in browser.find_element(By.TAG_NAME, "h2").text
     assert "2" in [r.get_attribute("data-id") for r in browser.find_elements(By.CSS_SELECTOR, "#results tr.result")]
     browser.get(server + "/")
@@ -137,7 +150,7 @@ def test_lookup_page_ranks_and_marks_differences(server, browser, tmp_path):
     threshold = browser.find_element(By.ID, "threshold")
     threshold.clear()
     threshold.send_keys("7")
-    browser.find_element(By.ID, "search").click()
+    submit(browser, "search")
     assert "threshold must be" in browser.find_element(By.ID, "error").text
 
 
@@ -150,7 +163,7 @@ def test_upload_page_shows_progress(server, browser, tmp_path):
     browser.get(server + "/upload")
     browser.find_element(By.ID, "file").send_keys(str(data))
     browser.find_element(By.ID, "dataset").send_keys("guide")
-    browser.find_element(By.ID, "send").click()
+    submit(browser, "send")
     deadline = time.monotonic() + 120
     while "done" not in browser.find_element(By.ID, "status").text and time.monotonic() < deadline:
         time.sleep(0.5)
