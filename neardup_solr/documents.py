@@ -46,7 +46,19 @@ TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "conte
 
 @dataclass(frozen=True)
 class IndexSettings:
-    """How a collection was indexed. Stored in the index itself, so searches always use the same settings."""
+    """How a collection was indexed. Stored in the index itself, so searches always use the same settings.
+
+    ``ngram`` shingle size (1-1000) of ``unit`` ``"word"`` or ``"char"``; ``num_hashes`` MinHash values
+    (1-8192); ``seed`` of the masks (0 to 2**32-1); ``lsh_threshold`` the Jaccard similarity (0 < t <= 1) the
+    LSH bands are chosen for, unless ``bands`` and ``rows`` (per band) are given together with
+    ``bands * rows <= num_hashes``; ``fields`` the token fields to index (a tuple of names from
+    ``TOKEN_FIELDS``); ``sample_mod`` keeps the shingles whose hash is 0 modulo it (1 keeps all).
+
+    Every value is checked here, so invalid settings never reach a collection: an integer is an int (not
+    128.0, not True) and a number is finite. A refused value raises
+    :class:`~neardup_solr.errors.InvalidParameterError` (or :class:`~neardup_solr.errors.ParameterTypeError`)
+    naming the parameter.
+    """
 
     ngram: int = 3
     unit: str = "word"
@@ -99,7 +111,8 @@ class IndexSettings:
         if kind not in self.fields:
             raise ValueError(
                 f"this collection was indexed without {kind!r} tokens ({TOKEN_FIELDS[kind]}); re-index with "
-                f"--fields including {kind} to use this mode (indexed: {', '.join(self.fields) or 'none'})"
+                f"--fields including {kind} (IndexSettings(fields=...) in Python) to use this mode (indexed: "
+                f"{', '.join(self.fields) or 'none'})"
             )
 
     def lsh_params(self) -> LSHParams:

@@ -323,7 +323,7 @@ class ResumableOutput:
             raise ValueError(self._mismatch(progress))
         if progress.get("total") != self.total:
             raise ValueError(f"cannot resume {self._partial}: the stopped run had {progress.get('total')} "
-                             f"{self.unit}, this one has {self.total}; run without --resume to start over")
+                             f"{self.unit}, this one has {self.total}; run without --resume (resume=False in Python) to start over")
         if size < progress["bytes"]:
             # Only possible if the partial lost data the progress file had seen (e.g. a power cut).
             log.warning("%s: %s is shorter than its progress says; starting from the top", self.job,
@@ -337,7 +337,7 @@ class ResumableOutput:
         earlier = list(_read_records(self._partial, self._bytes))
         if len(earlier) != self.pairs:
             raise ValueError(f"cannot resume {self._partial}: it holds {len(earlier)} records where its "
-                             f"progress file says {self.pairs}; run without --resume to start over")
+                             f"progress file says {self.pairs}; run without --resume (resume=False in Python) to start over")
         log.warning("%s: resuming %s after %s of %s %s (%s pairs so far)", self.job, self.out, f"{self.done:,}",
                     f"{self.total:,}", self.unit, f"{self.pairs:,}")
         return earlier
@@ -351,7 +351,7 @@ class ResumableOutput:
             what = "; ".join(f"{k} changed" if k in DIGEST_KEYS
                              else f"{k} was {_short(theirs.get(k))}, now {_short(self._params.get(k))}" for k in keys)
         return (f"cannot resume {self._partial}: the stopped run differs ({what}); rerun it with the same "
-                "options and data, or without --resume to start over")
+                "options and data, or without --resume (resume=False in Python) to start over")
 
     def _save_progress(self) -> None:
         # Order matters for a crash between the two writes: the partial's bytes reach the disk first, then the

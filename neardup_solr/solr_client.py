@@ -819,11 +819,11 @@ def _server_failure(message: str) -> tuple[str, str]:
     lowered = message.lower()
     if "no space left on device" in lowered or "disk full" in lowered:
         return "disk_full", ("Solr's disk is full: free space on the file system of its data directory, restart "
-                             "Solr, then run the same command with --resume.")
+                             "Solr, then run the same command with --resume (resume=True in Python).")
     if "outofmemoryerror" in lowered or "java heap space" in lowered:
         return "out_of_memory", ("Solr ran out of memory: restart it with a larger heap "
-                                 "('neardup-solr solr start --heap 4g'), then run the same command with --resume.")
+                                 "('neardup-solr solr start --heap 4g'), then run the same command with --resume (resume=True in Python).")
     if "indexwriter is closed" in lowered or "alreadyclosedexception" in lowered:
         return "writer_closed", ("Solr's index writer is closed after an earlier failure (a full disk or an "
-                                 "exhausted heap): restart Solr, then run the same command with --resume.")
-    return "server", "This is Solr's failure, not the record's: check Solr's log, then run the same command with --resume."
+                                 "exhausted heap): restart Solr, then run the same command with --resume (resume=True in Python).")
+    return "server", "This is Solr's failure, not the record's: check Solr's log, then run the same command with --resume (resume=True in Python)."
