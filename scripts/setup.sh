@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by scripts/test.sh and scripts/demo.sh: a virtualenv in .venv with the project
-# (editable) and its test/benchmark extras, plus the Solr launcher built from Maven Central jars.
+# (editable) and its test/benchmark/service extras, plus the Solr launcher built from Maven Central jars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +13,7 @@ stamp=.venv/.neardup-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing neardup-solr and its dependencies into .venv"
   log=.venv/pip-install.log
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench,service]'; } >"$log" 2>&1; then
     tail -30 "$log" >&2
     echo "setup: pip install failed (full log: $log)" >&2
     exit 1
@@ -38,20 +38,7 @@ if [ -z "${SOLR_URL:-}" ]; then
   .venv/bin/neardup-solr solr build
 fi
 
-# --- service extra (issue 13): the HTTP service's packages and the browser its web-page test drives --------------
-# Until pyproject.toml declares the `service` extra, its packages are installed here by name; the stamp keeps
-# this a no-op on later runs.
-svc_stamp=.venv/.neardup-service-installed
-if [ ! -f "$svc_stamp" ]; then
-  echo "setup: installing the service packages (fastapi, uvicorn, httpx, jinja2, python-multipart, selenium, schemathesis)"
-  if ! .venv/bin/python -m pip install fastapi uvicorn httpx jinja2 python-multipart selenium schemathesis \
-      >>.venv/pip-install.log 2>&1; then
-    tail -30 .venv/pip-install.log >&2
-    echo "setup: installing the service packages failed (full log: .venv/pip-install.log)" >&2
-    exit 1
-  fi
-  touch "$svc_stamp"
-fi
+# --- the browser the web page's test drives (tests/test_service_browser.py) ---------------------------------------
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium and chromium-driver with apt-get (for the web page's browser test)"
@@ -61,4 +48,3 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     echo "setup: no chromium/chromedriver and no apt-get as root: the browser tests will skip" >&2
   fi
 fi
-# --- end of the service block ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import logging
 import sys
 
 from ..errors import InvalidParameterError, NeardupError, SolrUnavailableError
-from . import index_cmd, search_cmd, settings_cmd, solr_cmd, tools_cmd
+from . import delete_cmd, index_cmd, search_cmd, serve_cmd, settings_cmd, solr_cmd, tools_cmd
 from .common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
 
 log = logging.getLogger("neardup_solr")
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd):
+    for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, serve_cmd):
         module.register(sub)
     return parser
 
