@@ -188,7 +188,7 @@ class SignatureStore:
                 offs = np.append(offs, self._id_end)
             idx = rows[lo:hi] - first
             starts[lo:hi], ends[lo:hi] = offs[idx], offs[idx + 1]
-        out = []
+        out: list[str] = []
         for lo, hi in _runs(starts, 1024, ends=ends):
             base = int(starts[lo])
             blob = _pread(ids_fd, int(ends[hi - 1]) - base, base)

@@ -490,8 +490,10 @@ class LocalSolrCloud:
         state = self._state()
         if key == "zk":
             state["zk"]["pid"] = pid
-        else:
+        elif i is not None:
             state["nodes"][i - 1]["pid"] = pid
+        else:
+            raise ValueError(f"a {key} pid needs the node's number")
         self._save_state(state)
 
     # ------------------------------------------------------------------ start
