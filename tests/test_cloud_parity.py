@@ -12,9 +12,10 @@ order of a set or a dict of strings would differ here too.
 
 Data: the packaged restaurant guides (the README's worked example, every mode) and a generated corpus of 20,000
 documents with planted near-duplicate clusters (whole-collection dedup, and capped LSH lookups where whole
-clusters tie at the row cap). Measured on this project's 2-core machine, shared with other jobs (load 6-8):
-3 min 53 s for the module, of which 20-25 s start the two Solrs; freshly started JVMs answer the first thousands
-of lookups 2-4 times slower than warm ones, which is most of the rest (``-s`` prints each command's time).
+clusters tie at the row cap). Measured on this project's 2-core machine while it was shared with other jobs:
+2 min 22 s for the module at a load of 5, 3 min 53 s at a load of 7, of which 17-25 s start the two Solrs. Freshly
+started JVMs answer their first thousands of lookups 2-4 times slower than warm ones (``-s`` prints each
+command's time).
 """
 
 from __future__ import annotations
