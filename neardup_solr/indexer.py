@@ -300,6 +300,9 @@ class Indexer:
         """The line to resume after: the checkpoint's, unless some line before it is not in the index."""
         if start_line == 0 or skipped is None:
             return start_line
+        # Checkpoint commits are hard commits with openSearcher=false: durable, but not yet visible to the
+        # queries that verification pages through. Open a searcher on them first.
+        self.client.commit()
         result = verify_ids(self.client, skipped(start_line))
         summary.resume_verification = result
         if result.ok:

@@ -57,8 +57,11 @@ def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = 
         query, params = "*:*", []
         count = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
     elif dataset is not None:
-        query, params = "{!term f=dataset v=$nd.dataset}", [("nd.dataset", dataset)]
-        count = client.count(query, params=params)
+        # The value inline after the term parser's local params: taken literally (no query syntax is parsed),
+        # and it reaches every shard. A $param reference would not: SolrCloud forwards a delete-by-query to the
+        # other shard leaders without the request's parameters, so only the receiving node's shard was cleared.
+        query, params = "{!term f=dataset}" + dataset, []
+        count = client.count(query)
     else:
         query, params = "*:* -dataset:[* TO *]", []
         count = client.count(query)

@@ -634,8 +634,10 @@ class SolrClient:
         self.delete_by_query("*:*")
 
     def delete_by_query(self, query: str, params: list | None = None) -> None:
-        """Delete what ``query`` matches and commit. User values belong in ``params`` (``$name`` references),
-        never pasted into ``query``."""
+        """Delete what ``query`` matches and commit. User values never go into ``query`` as query syntax: use a
+        parser that takes them literally, such as ``"{!term f=dataset}" + value``. Not ``$name`` references in
+        ``params``: a SolrCloud forwards a delete-by-query to the other shard leaders without the request's
+        parameters, so only the receiving node's shard would be cleared."""
         self.request("POST", "update", params=[("commit", "true"), ("wt", "json"), *(params or [])],
                      json_body={"delete": {"query": query}})
 
@@ -652,7 +654,10 @@ class SolrClient:
         if not ids:
             return []
         data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", fields)])
-        return data.get("response", {}).get("docs", [])
+        docs = data.get("response", {}).get("docs", [])
+        # A SolrCloud answers shard by shard; give the documents back in the order asked (missing ones left out).
+        position = {doc_id: i for i, doc_id in reversed(list(enumerate(ids)))}
+        return sorted(docs, key=lambda d: position.get(d.get("id"), len(ids)))
 
     def count(self, query: str = "*:*", filters: Iterable[str] = (), params: list | None = None) -> int:
         """How many documents match ``query`` and ``filters`` (user values go in ``params``, as ``$name``)."""

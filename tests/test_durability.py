@@ -79,7 +79,9 @@ def test_full_disk_stops_the_run_and_resume_completes_the_index(small_disk, tmp_
         summary = info.value.summary
         # Solr's failure is not the records': nothing is in the rejects file, and the message says what to do.
         assert _lines(rejects) == 0 and summary.rejected == 0
-        assert "disk is full" in summary.interrupted or "not answering" in summary.interrupted
+        # Which failure the client meets first depends on timing: the update that hits the full disk, the
+        # writer Lucene closed after a merge hit it ("unrecoverable error"), or a Solr that stopped answering.
+        assert any(cause in summary.interrupted for cause in ("disk is full", "unrecoverable error", "not answering"))
         assert "--resume" in summary.format()
         checkpoint = json.loads(open(summary.checkpoint_path).read())["line"]
         assert checkpoint < 8000
@@ -276,8 +278,8 @@ def _foreign_core(local_solr: LocalSolr, name: str) -> str:
 
 
 def test_clear_refuses_a_foreign_core_and_changes_nothing(local_solr, tmp_path):
-    if local_solr is None:
-        pytest.skip("needs the session's own local Solr to create a foreign core in")
+    if not isinstance(local_solr, LocalSolr):
+        pytest.skip("needs the session's own single-node Solr to create a foreign core in (CoreAdmin)")
     url = _foreign_core(local_solr, "products")
     path = tmp_path / "in.txt"
     path.write_text("1 a text to index\n")
