@@ -54,18 +54,18 @@ def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = 
         raise ValueError("clear either one data set or everything, not both")
     require_neardup_schema(client)
     if everything:
-        query, params = "*:*", []
+        query = "*:*"
         count = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
     elif dataset is not None:
         # The value inline after the term parser's local params: taken literally (no query syntax is parsed),
         # and it reaches every shard. A $param reference would not: SolrCloud forwards a delete-by-query to the
         # other shard leaders without the request's parameters, so only the receiving node's shard was cleared.
-        query, params = "{!term f=dataset}" + dataset, []
+        query = "{!term f=dataset}" + dataset
         count = client.count(query)
     else:
-        query, params = "*:* -dataset:[* TO *]", []
+        query = "*:* -dataset:[* TO *]"
         count = client.count(query)
-    client.delete_by_query(query, params)
+    client.delete_by_query(query)
     log.info("cleared %d documents (%s) from %s", count,
              "everything" if everything else f"data set {dataset!r}" if dataset else "unlabelled", client.url)
     return count
