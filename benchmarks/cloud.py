@@ -116,6 +116,8 @@ def step_lookups(core_url: str, docs_path: str, lookups: int, warmup: int, seed:
     from neardup_solr.searcher import Searcher
     from neardup_solr.solr_client import SolrClient
 
+    from benchmarks.run import _edited
+
     rng = random.Random(seed)
     lines = _sample_lines(docs_path, lookups + warmup, rng)
     texts = [(doc["id"], _edited(doc["text"], rng)) for doc in lines]
@@ -168,16 +170,6 @@ def _sample_lines(docs_path: str, k: int, rng: random.Random) -> list[dict]:
                 out.append(json.loads(line))
     rng.shuffle(out)
     return out
-
-
-def _edited(text: str, rng: random.Random) -> str:
-    """A near copy: three words dropped, one repeated (not in the index verbatim)."""
-    words = text.split(" ")
-    for _ in range(min(3, max(0, len(words) - 10))):
-        words.pop(rng.randrange(len(words)))
-    k = rng.randrange(len(words))
-    words.insert(k, words[k])
-    return " ".join(words)
 
 
 # ----------------------------------------------------------------------------------------------------- Solr side

@@ -741,7 +741,8 @@ def dedupe_collection(
         step = verify_documents // 2
         slices = [(lo, min(lo + step, a.size)) for lo in range(0, a.size, step)]
         shingler = DocumentBuilder(settings).shingler if exact else None
-        if exact and a.size:
+        # The bar's total costs a pass over every slice's ids: only paid when the bar is shown.
+        if progress and exact and a.size:
             total_docs = sum(np.unique(np.concatenate((a[lo:hi], b[lo:hi]))).size for lo, hi in slices)
         else:
             total_docs = 0

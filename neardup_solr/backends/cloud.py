@@ -33,6 +33,7 @@ import time
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -338,6 +339,18 @@ def _cmdline(pid: int) -> list[bytes]:
         return []
 
 
+def _wait_for_start(proc: subprocess.Popen, ready: Callable[[], bool], name: str, out_file: Path, deadline: float,
+                    late_message: str, interval: float) -> None:
+    """Poll ``ready`` until it holds; a process that exits first, or the deadline, raises LauncherError."""
+    while not ready():
+        if proc.poll() is not None:
+            raise LauncherError(f"{name} exited during start-up (code {proc.returncode}); see {out_file}:\n"
+                                + _tail(out_file))
+        if time.monotonic() > deadline:
+            raise LauncherError(late_message)
+        time.sleep(interval)
+
+
 def _zk_ruok(port: int, timeout: float = 2.0) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
@@ -602,13 +615,8 @@ class LocalSolrCloud:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         self._set_pid("zk", None, proc.pid)
-        while not _zk_ruok(state["zk"]["port"]):
-            if proc.poll() is not None:
-                raise LauncherError(f"ZooKeeper exited during start-up (code {proc.returncode}); see {out_file}:\n"
-                                    + _tail(out_file))
-            if time.monotonic() > deadline:
-                raise LauncherError(f"ZooKeeper did not answer on 127.0.0.1:{state['zk']['port']}; see {out_file}")
-            time.sleep(0.1)
+        _wait_for_start(proc, lambda: _zk_ruok(state["zk"]["port"]), "ZooKeeper", out_file, deadline,
+                        f"ZooKeeper did not answer on 127.0.0.1:{state['zk']['port']}; see {out_file}", 0.1)
 
     def _launch_node(self, i: int, classpath: str, buffer_mb: int) -> subprocess.Popen:
         home = self.node_home(i)
@@ -633,13 +641,8 @@ class LocalSolrCloud:
     def _wait_for_node_port(self, i: int, proc: subprocess.Popen, deadline: float) -> None:
         home = self.node_home(i)
         out_file = home / "logs" / "launcher.out"
-        while not (home / "solr.port").exists():
-            if proc.poll() is not None:
-                raise LauncherError(f"Solr node {i} exited during start-up (code {proc.returncode}); see {out_file}:\n"
-                                    + _tail(out_file))
-            if time.monotonic() > deadline:
-                raise LauncherError(f"Solr node {i} did not start in time; see {home / 'logs' / 'solr.log'}")
-            time.sleep(0.2)
+        _wait_for_start(proc, (home / "solr.port").exists, f"Solr node {i}", out_file, deadline,
+                        f"Solr node {i} did not start in time; see {home / 'logs' / 'solr.log'}", 0.2)
 
     def _ensure_collection(self, node: str, deadline: float) -> None:
         state = self._state()
