@@ -34,6 +34,7 @@ from .indexer import Indexer, IndexIncomplete, IndexingInterrupted, IndexSummary
 from .lsh import LSHParams, collision_probability, optimal_params
 from .report import report_near_dups
 from .outputs import OutputInUseError, RunStopped
+from .inputs import InputFormatError
 from .searcher import DocumentNotFoundError, NearDuplicate, Searcher, StoredDocument
 from .settings import SOLR_VERSION
 from .solr_client import SolrClient
@@ -54,6 +55,7 @@ __all__ = [
     "ParameterTypeError", "Rejection", "RunStopped", "SettingsConflictError", "SignatureMismatchError",
     "SolrAuthError", "SolrCoreNotFoundError", "SolrRequestError", "SolrServerError", "SolrTimeoutError",
     "SolrUnavailableError", "StoredSettingsError", "Signature",
+    "InputFormatError",
     "evaluate", "evaluate_files", "read_pairs", "group_pairs",
     "keep_list", "write_groups_jsonl", "Indexer", "IndexingInterrupted", "IndexSummary", "LSHParams",
     "collision_probability", "optimal_params", "report_near_dups", "NearDuplicate", "Searcher", "StoredDocument",

@@ -209,29 +209,35 @@ def write_keep_list(ids: Iterable, path: str | Path) -> int:
     return len(lines)
 
 
-def read_distance_pairs(path: str | Path) -> list[tuple[str, str, int | float | None]]:
+def read_distance_pairs(path: str | Path | list[str], source: str | Path | None = None
+                        ) -> list[tuple[str, str, int | float | None]]:
     """``(id_a, id_b, distance)`` from a report TSV (``id, neighbor_id, edit_distance, ...``; ``#`` comments).
 
-    The distance is None when the file has no third column, so a gold-style pair list can be grouped too.
+    ``path`` is a file (compressed or not, ``-`` for standard input) or its lines already read (then
+    ``source`` names them in errors). The distance is None when the file has no third column, so a gold-style
+    pair list can be grouped too.
     """
+    from .inputs import display_name, open_text_lines
+
+    lines = path if isinstance(path, list) else open_text_lines(path)
+    name = source if source is not None else "pairs" if isinstance(path, list) else display_name(path)
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            cols = [c.strip() for c in line.split("\t")]
-            if len(cols) < 2 or not cols[0] or not cols[1]:
-                raise InvalidRecordError(f"expected id<TAB>id[<TAB>distance], got {line!r}", source=path, line=lineno)
-            distance: int | float | None = None
-            if len(cols) > 2 and cols[2]:
+    for lineno, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        cols = [c.strip() for c in line.split("\t")]
+        if len(cols) < 2 or not cols[0] or not cols[1]:
+            raise InvalidRecordError(f"expected id<TAB>id[<TAB>distance], got {line!r}", source=name, line=lineno)
+        distance: int | float | None = None
+        if len(cols) > 2 and cols[2]:
+            try:
+                distance = int(cols[2])
+            except ValueError:
                 try:
-                    distance = int(cols[2])
-                except ValueError:
-                    try:
-                        distance = float(cols[2])
-                    except ValueError as exc:
-                        raise InvalidRecordError(f"distance {cols[2]!r} is not a number",
-                                                 source=path, line=lineno) from exc
-            pairs.append((cols[0], cols[1], distance))
+                    distance = float(cols[2])
+                except ValueError as exc:
+                    raise InvalidRecordError(f"distance {cols[2]!r} is not a number",
+                                             source=name, line=lineno) from exc
+        pairs.append((cols[0], cols[1], distance))
     return pairs

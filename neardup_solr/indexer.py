@@ -34,7 +34,8 @@ from .documents import META_DATASET, DocumentBuilder, IndexSettings, ensure_inde
 from .errors import InvalidRecordError, NeardupError, ParameterTypeError, SolrRequestError, SolrUnavailableError
 from .maintenance import require_neardup_schema
 from .outputs import check_output_path
-from .readers import DECODE_POLICIES, FORMATS, Record, RecordReader
+from .inputs import STDIN, STDIN_NAME, InputFormatError, is_stdin
+from .readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
 from .solr_client import SolrClient
 from .validation import check_bool, check_choice, check_float, check_int, check_label, check_str, record_problem
 from .verify import SortedSpill, VerifyResult, compare, verify_ids
@@ -240,12 +241,15 @@ class Indexer:
         run from its checkpoint. Raises :class:`IndexingInterrupted` when Solr stays away (the summary says how
         far the run got) and :class:`IndexIncomplete` when the final check finds documents missing."""
         if not isinstance(path, (str, Path)):
-            raise ParameterTypeError("path", "a file path (str or Path)", path)
+            raise ParameterTypeError("path", "a file path (str or Path, '-' for standard input)", path)
+        stdin = is_stdin(path)
         path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"input file not found: {path}" if not path.exists()
-                                    else f"input {path} is not a file")
         check_choice("fmt", fmt, FORMATS, none_ok=True)
+        if stdin and resume:
+            raise InputFormatError("standard input ('-') cannot be resumed: it cannot be read again; save it to a "
+                                   "file and index the file to be able to resume")
+        # Before anything is written: a binary or unreadable input is refused here, not after a batch.
+        input_format(STDIN if stdin else path, fmt)
         check_str("id_field", id_field)
         check_str("text_field", text_field)
         check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
@@ -259,13 +263,17 @@ class Indexer:
             return RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
 
         records = reader()
-        checkpoint = _Checkpoint(Path(checkpoint_path or f"{path}.neardup-checkpoint.json"), path)
-        if checkpoint_path is None and not os.access(path.parent, os.W_OK):
-            checkpoint = _Checkpoint(Path.cwd() / f"{path.name}.neardup-checkpoint.json", path)
-        start_line = checkpoint.load() if resume else 0
-        if not resume:
-            checkpoint.clear()
-        summary = IndexSummary(source=str(path), checkpoint_path=str(checkpoint.path))
+        checkpoint: _Checkpoint | None = None
+        start_line = 0
+        if not stdin:  # standard input cannot be read again, so a checkpoint could never be resumed from
+            checkpoint = _Checkpoint(Path(checkpoint_path or f"{path}.neardup-checkpoint.json"), path)
+            if checkpoint_path is None and not os.access(path.parent, os.W_OK):
+                checkpoint = _Checkpoint(Path.cwd() / f"{path.name}.neardup-checkpoint.json", path)
+            start_line = checkpoint.load() if resume else 0
+            if not resume:
+                checkpoint.clear()
+        summary = IndexSummary(source=STDIN_NAME if stdin else str(path),
+                               checkpoint_path=None if checkpoint is None else str(checkpoint.path))
         rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
         summary.rejects_path = str(rejects_path) if rejects_path else None
         try:

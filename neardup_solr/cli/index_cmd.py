@@ -21,11 +21,11 @@ from .common import (
 )
 
 
-def _check_input(path: str) -> None:
-    if not Path(path).exists():
-        raise FileNotFoundError(f"input file not found: {path}")
-    if not Path(path).is_file():
-        raise UsageError(f"input {path} is not a file")
+def _check_input(path: str, fmt: str | None) -> None:
+    """Refuse a missing, binary or mis-formatted input before anything is sent or written."""
+    from ..readers import input_format
+
+    input_format(path, fmt)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -39,8 +39,10 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise UsageError("give --clear (this data set) or --clear-all (the whole collection), not both")
     if args.resume and (args.clear or args.clear_all):
         raise UsageError("--resume continues a stopped run; --clear/--clear-all would delete what it did")
-    _check_input(args.file)
-    rejects = args.rejects or f"{Path(args.file).name}.rejects.jsonl"
+    if args.resume and args.file == "-":
+        raise UsageError("--resume needs a file: standard input ('-') cannot be read again")
+    _check_input(args.file, args.format)
+    rejects = args.rejects or f"{'stdin' if args.file == '-' else Path(args.file).name}.rejects.jsonl"
     check_output_path(rejects, name="rejects_path")
     index_settings = index_settings_from_args(args)
     client = open_client(args)
@@ -73,7 +75,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """Compare a file with the index; exit 4 on any difference."""
     from ..verify import verify_file
 
-    _check_input(args.file)
+    _check_input(args.file, args.format)
     result = verify_file(open_client(args), args.file, args.format, id_field=args.id_column,
                          text_field=args.text_column, on_decode_error=args.on_decode_error)
     print(result.format())
@@ -81,12 +83,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file")
-    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None,
-                   help="input format (default: from the file name; 'lines' = '<id> <text>')")
-    p.add_argument("--id-column", default="id", help="id key/column for jsonl and csv (default id)")
+    p.add_argument("file", help="the input file, '-' for standard input; gzip, bzip2, xz or zstd compressed "
+                                "files are read as they are")
+    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None,
+                   help="input format (default: from the file name, a.jsonl.gz being JSONL, or Parquet by its "
+                        "content; 'lines' = '<id> <text>')")
+    p.add_argument("--id-column", default="id", help="id key/column for jsonl, csv and parquet (default id)")
     p.add_argument("--text-column", default="text",
-                   help="text key/column for jsonl and csv (default text); several, comma-separated, are joined "
+                   help="text key/column for jsonl, csv and parquet (default text); several, comma-separated, are joined "
                         "and also indexed per column for --field-weights")
     p.add_argument("--on-decode-error", choices=["latin-1", "reject", "replace"], default="latin-1",
                    help="lines that are not UTF-8: decode as Latin-1 (default), reject, or replace bad bytes")

@@ -153,10 +153,9 @@ def cmd_join(args: argparse.Namespace) -> int:
     if args.field_weights is not None and args.similarity != "idf":
         raise UsageError("--field-weights applies to --similarity idf only")
     field_weights = parse_field_weights(args.field_weights)
-    from pathlib import Path
+    from ..readers import input_format
 
-    if not Path(args.file).is_file():
-        raise FileNotFoundError(f"input file not found: {args.file}")
+    input_format(args.file, args.format)  # a missing or binary input is refused before any Solr work
     check_output_path(args.out)  # before any Solr work
     searcher = Searcher(open_client(args))
     reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
@@ -182,9 +181,11 @@ def cmd_groups(args: argparse.Namespace) -> int:
     check_output_path(args.out)  # before reading the pairs or asking Solr
     if args.keep is not None:
         check_output_path(args.keep, name="keep")
-    pairs = read_distance_pairs(args.pairs)
-    with open(args.pairs, encoding="utf-8") as fh:
-        header = fh.readline()
+    from ..inputs import open_text_lines
+
+    lines = open_text_lines(args.pairs)  # compressed or '-' (standard input): read once
+    pairs = read_distance_pairs(lines, source="<stdin>" if args.pairs == "-" else args.pairs)
+    header = lines[0] if lines else ""
     if "similarity" in header:
         # Threshold reports carry a similarity; groups record the largest Jaccard *distance* inside them.
         pairs = [(a, b, None if s is None else round(1.0 - s, 6)) for a, b, s in pairs]
@@ -271,7 +272,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--field-weights", default=None,
                    help="with --similarity idf on records indexed from several text columns: column=weight,... "
                         "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
-    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None)
+    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None)
     p.add_argument("--id-column", default="id")
     p.add_argument("--text-column", default="text")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
@@ -281,7 +282,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_join)
 
     p = sub.add_parser("groups", help="turn a pairs file into groups of near duplicates and a keep list")
-    p.add_argument("pairs", help="a report or threshold TSV")
+    p.add_argument("pairs", help="a report or threshold TSV (compressed or not; - for standard input)")
     p.add_argument("--out", required=True,
                    help="JSONL: group_id, representative, members, max_distance (written atomically; a few "
                         "seconds of work, so it reruns rather than resumes)")
