@@ -23,7 +23,8 @@ from .errors import (
     StoredSettingsError,
 )
 from .lsh import LSHParams, band_keys, band_tokens, recall_params
-from .text import MinHash, ProcessedText, Shingler, normalize
+from .text import LATEST_NORMALIZER_VERSION, MinHash, Normalizer, ProcessedText, Shingler
+from .text.scripts import UnspacedTextCheck
 from .validation import check_choice, check_float, check_int, id_problem
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ class IndexSettings:
     LSH bands are chosen for, unless ``bands`` and ``rows`` (per band) are given together with
     ``bands * rows <= num_hashes``; ``fields`` the token fields to index (a tuple of names from
     ``TOKEN_FIELDS``); ``sample_mod`` keeps the shingles whose hash is 0 modulo it (1 keeps all).
+    ``normalizer_version``, ``fold_diacritics`` and ``fold_digits`` choose the
+    :class:`~neardup_solr.text.Normalizer`; new collections get the latest version, and settings stored
+    before versions existed read as version 1, which such collections keep answering with.
 
     Every value is checked here, so invalid settings never reach a collection: an integer is an int (not
     128.0, not True) and a number is finite. A refused value raises
@@ -75,6 +79,11 @@ class IndexSettings:
     # Write-up 003's sampling: index only the shingles whose hash is 0 modulo sample_mod (1 = all of them). A
     # smaller index, and similar documents still share about 1/sample_mod of their shingles.
     sample_mod: int = 1
+    # The text normaliser (neardup_solr.text.Normalizer): its version and options. Stored settings without
+    # normalizer_version were written before version 2 existed: from_json reads them as version 1.
+    normalizer_version: int = LATEST_NORMALIZER_VERSION
+    fold_diacritics: bool = False
+    fold_digits: bool = False
 
     def __post_init__(self) -> None:
         # Checked here, before a settings object can reach the index: a stored lsh_threshold of 1.5 or NaN, or
@@ -88,6 +97,7 @@ class IndexSettings:
         set_(self, "bands", check_int("bands", self.bands, "bands", none_ok=True))
         set_(self, "rows", check_int("rows", self.rows, "rows_per_band", none_ok=True))
         set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
+        self.normalizer()  # checks the version and its options
         if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
             raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
                                      f"choose from {', '.join(TOKEN_FIELDS)}")
@@ -115,6 +125,10 @@ class IndexSettings:
                 f"{', '.join(self.fields) or 'none'})"
             )
 
+    def normalizer(self) -> Normalizer:
+        """The normaliser every text of this collection goes through (indexing, lookups, joins, verify)."""
+        return Normalizer(self.normalizer_version, self.fold_diacritics, self.fold_digits)
+
     def lsh_params(self) -> LSHParams:
         """The LSH bands and rows: the explicit ones, else those chosen for ``lsh_threshold`` (recall 0.95)."""
         if self.bands is not None and self.rows is not None:
@@ -134,6 +148,7 @@ class IndexSettings:
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         if isinstance(data.get("fields"), list):
             data["fields"] = tuple(data["fields"])
+        data.setdefault("normalizer_version", 1)  # stored before normaliser versions existed
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def settings_document(self) -> dict:
@@ -195,13 +210,16 @@ class DocumentBuilder:
 
     def __init__(self, settings: IndexSettings):
         self.settings = settings
-        self.shingler = Shingler(ngram=settings.ngram, unit=settings.unit, seed=settings.seed)
+        self.shingler = Shingler(ngram=settings.ngram, unit=settings.unit, seed=settings.seed,
+                                 normalizer=settings.normalizer())
+        self.unspaced = UnspacedTextCheck(settings.unit)
         self.minhash = MinHash(num_hashes=settings.num_hashes, seed=settings.seed, shingler=self.shingler)
         self.lsh = settings.lsh_params()
 
     def process(self, text: str) -> ProcessedText:
         """Raises InvalidTextError when nothing is left to shingle."""
         processed = self.shingler.process(text)
+        self.unspaced.check(processed.normalized)
         if not processed.shingles:
             raise InvalidTextError("no words left after normalisation (empty, blank or punctuation-only text)")
         return processed
@@ -289,7 +307,8 @@ class DocumentBuilder:
             if problem:
                 out.rejected.append((index, problem))
                 continue
-            norm = normalize(text)
+            norm = self.shingler.normalizer.normalize(text)
+            self.unspaced.check(norm)
             if not norm:
                 out.rejected.append((index, "no words left after normalisation (empty, blank or punctuation-only text)"))
                 continue
@@ -408,12 +427,26 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
         chosen = settings or IndexSettings()
         client.add([chosen.settings_document()])
         return chosen
+    if settings is not None and settings.normalizer() != stored.normalizer():
+        why = (f"this collection was indexed with {stored.normalizer()}; indexing with {settings.normalizer()} "
+               "would mix two normal forms in one index, so copies would be missed. Re-index everything with the "
+               "new normaliser")
+        raise SettingsConflictError(
+            f"{why} (clear the collection with neardup_solr.maintenance.clear(client, everything=True), then "
+            f"index all of it), or index with IndexSettings(normalizer_version={stored.normalizer_version}, ...).",
+            cli_message=f"{why} (index FILE --clear-all), or keep this one with --normalizer-version "
+                        f"{stored.normalizer_version}.")
     if settings is not None and settings != stored:
         why = (f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
                "shingles/signatures. Use the same settings, or empty the collection first")
         raise SettingsConflictError(
             f"{why} (neardup_solr.maintenance.clear(client, everything=True)).",
             cli_message=f"{why} (index --clear-all).")
+    if stored.normalizer_version < LATEST_NORMALIZER_VERSION:
+        log.warning("%s was indexed with normaliser version %d and keeps using it; version %d also matches copies "
+                    "that differ by Unicode form (NFD accents, ligatures, soft hyphens, full-width digits): to "
+                    "use it, re-index everything (neardup-solr index FILE --clear-all)", client.url,
+                    stored.normalizer_version, LATEST_NORMALIZER_VERSION)
     return stored
 
 

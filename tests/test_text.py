@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from neardup_solr.errors import InvalidTextError
 from neardup_solr.text import (
     MinHash,
+    Normalizer,
     ProcessedText,
     Shingler,
     estimate_jaccard,
@@ -48,7 +49,7 @@ S3 = "Hotel Bel-Air 701 Stone Canyon Rd. Bel Air"
         ("Caf&eacute; &amp; Bar", "café bar"),
         ("Fish &amp;amp; Chips", "fish amp chips"),  # one level of entities only
         ("tab\x00null\x07bell\x1fsep", "tab null bell sep"),
-        ("zero\u200bwidth\u00adsoft\ufeffbom", "zero width soft bom"),  # Cf characters
+        ("zero\u200bwidth\u00adsoft\ufeffbom", "zero width soft bom"),  # Cf characters (version 1: spaces)
         ("«Guillemets» — em dash, ¿qué? ¡sí!", "guillemets em dash qué sí"),
         ("ÉCOLE Über STRASSE", "école über strasse"),
         ("nbsp\u00a0and\u2003em space", "nbsp and em space"),
@@ -60,7 +61,11 @@ S3 = "Hotel Bel-Air 701 Stone Canyon Rd. Bel Air"
     ],
 )
 def test_normalize(raw, expected):
-    assert normalize(raw) == expected
+    """Version 1 exactly as it always was; version 2 (the default) agrees except where Unicode forms differ."""
+    assert Normalizer(version=1).normalize(raw) == expected
+    if "\u200b" in raw:  # version 2 removes format characters inside words; the zero-width space breaks words
+        expected = "zero widthsoftbom"
+    assert normalize(raw) == expected == Normalizer().normalize(raw)
 
 
 def test_normalize_rejects_bytes():

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..documents import IndexSettings
 
 from .common import (
     EXIT_INCOMPLETE,
@@ -44,7 +48,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     _check_input(args.file, args.format)
     rejects = args.rejects or f"{'stdin' if args.file == '-' else Path(args.file).name}.rejects.jsonl"
     check_output_path(rejects, name="rejects_path")
-    index_settings = index_settings_from_args(args)
+    index_settings = _with_normalizer(index_settings_from_args(args), args)
     client = open_client(args)
     indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
                       workers=args.workers, progress=not args.quiet, dataset=args.dataset)
@@ -69,6 +73,20 @@ def cmd_index(args: argparse.Namespace) -> int:
         return EXIT_INCOMPLETE
     print(summary.format())
     return EXIT_REJECTED if summary.rejected else 0
+
+
+def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace) -> "IndexSettings | None":
+    """The settings with the normaliser flags that were given (None still means: the collection's own)."""
+    import dataclasses
+
+    from ..documents import IndexSettings
+
+    chosen = {name: value for name, value in (("normalizer_version", args.normalizer_version),
+                                              ("fold_diacritics", args.fold_diacritics or None),
+                                              ("fold_digits", args.fold_digits or None)) if value is not None}
+    if not chosen:
+        return settings
+    return dataclasses.replace(settings or IndexSettings(), **chosen)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -111,6 +129,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="batches in flight to Solr at once (default 2)")
     add_index_settings_options(p)
+    p.add_argument("--normalizer-version", type=int, choices=[1, 2], default=None,
+                   help="text normaliser of a new collection (default 2: NFKC, case folding, in-word format "
+                        "characters removed; 1: the one before, kept by collections built with it)")
+    p.add_argument("--fold-diacritics", action="store_true",
+                   help="normaliser option: cafe = café (stored with the collection; version 2)")
+    p.add_argument("--fold-digits", action="store_true",
+                   help="normaliser option: every run of digits is the same token, for boilerplate with counters "
+                        "and dates, not for addresses (stored with the collection; version 2)")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="label the records (for joins of two data sets)")
     p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")

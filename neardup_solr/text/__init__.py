@@ -26,10 +26,26 @@ from .murmur import (
     _scrambled,
     fmix32,
 )
-from .normalizer import _check_str, _prepare, _split_normalized, first_word, normalize, num_words, words
+from .normalizer import (
+    DEFAULT_NORMALIZER,
+    LATEST_NORMALIZER_VERSION,
+    NORMALIZER_VERSIONS,
+    Normalizer,
+    _check_str,
+    _prepare,
+    _prepare_v1,
+    _split_normalized,
+    first_word,
+    normalize,
+    num_words,
+    words,
+)
 from .shingles import ProcessedText, Shingler, _distinct_in_order, _HashCache, _preview
 
 __all__ = [
+    "Normalizer",
+    "NORMALIZER_VERSIONS",
+    "LATEST_NORMALIZER_VERSION",
     "normalize",
     "words",
     "first_word",

@@ -45,7 +45,6 @@ import numpy as np
 from ..errors import InvalidTextError, SignatureMismatchError
 from ..validation import check_int
 from .murmur import _fmix32_tail_inplace
-from .normalizer import normalize
 from .shingles import Shingler, _preview
 
 _U32 = np.uint32
@@ -170,7 +169,7 @@ class MinHash:
 
     def signature(self, text: str) -> "Signature":
         """Signature of one text. Raises InvalidTextError when the text has no shingles."""
-        h = self.shingler._hash_one(normalize(text))
+        h = self.shingler._hash_one(self.shingler.normalizer.normalize(text))
         if h.size == 0:
             raise InvalidTextError(
                 f"text has no shingles (empty or only punctuation/control characters after normalisation): "

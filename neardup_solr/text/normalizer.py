@@ -10,8 +10,10 @@ import html
 import re
 import string
 import unicodedata
+from collections.abc import Callable
 
-from ..validation import check_text
+from ..errors import InvalidParameterError
+from ..validation import check_bool, check_int, check_text
 
 _KEPT_PUNCTUATION = "-"
 
@@ -60,9 +62,10 @@ def _check_str(text) -> None:
         check_text(text)  # raises ParameterTypeError (a TypeError) saying what to do with what was given
 
 
-def _prepare(text: str) -> str:
-    """Normalised text up to whitespace: words are the maximal runs of non-space characters and ' ' is the
-    only separator, but runs of spaces are not collapsed yet. Enough for word hashing, and saves a split/join.
+def _prepare_v1(text: str) -> str:
+    """Version 1's normalised text up to whitespace: words are the maximal runs of non-space characters and ' '
+    is the only separator, but runs of spaces are not collapsed yet. Enough for word hashing, and saves a
+    split/join. Kept exactly as it was: indexes built with it answer with it.
     """
     if "&" in text:
         text = html.unescape(text)
@@ -74,23 +77,165 @@ def _prepare(text: str) -> str:
     return _WHITESPACE_RE.sub(" ", text).strip()
 
 
-def normalize(text: str) -> str:
-    """Canonical form of ``text`` that every other function here works on.
+NORMALIZER_VERSIONS = (1, 2)
+LATEST_NORMALIZER_VERSION = 2
+ZERO_WIDTH_SPACE = 0x200B
+# Combining Diacritical Marks: what fold_diacritics removes. Marks of other blocks (Thai, Devanagari vowel
+# signs) are parts of their letters, not accents, and stay.
+_DIACRITICS = range(0x300, 0x370)
+_DIGIT_RUN = re.compile(r"\d+")
 
-    HTML entities are decoded, control and format characters and all punctuation except ``-`` become spaces,
-    letters are lowercased, whitespace runs collapse to one space, ends are stripped. Idempotent, so
-    normalising an already normalised text is harmless.
+
+class _UnicodeTableV2(dict):
+    """Version 2's ``str.translate`` mapping for non-ASCII text (after NFKC and case folding), filled lazily."""
+
+    def __init__(self, fold_diacritics: bool):
+        super().__init__(_ascii_table())
+        self.fold_diacritics = fold_diacritics
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        category = unicodedata.category(ch)
+        if code == ZERO_WIDTH_SPACE:
+            # Thai, Khmer, Lao and Myanmar text is written without spaces; U+200B is how it marks word breaks.
+            ch = " "
+        elif category == "Cf":
+            # Format characters (soft hyphen, ZWJ, ZWNJ, BOM, word joiner, bidi marks) sit inside words.
+            ch = ""
+        elif category in ("Cc", "Cs") or (category[0] == "P" and ch not in _KEPT_PUNCTUATION):
+            ch = " "
+        elif self.fold_diacritics and code in _DIACRITICS:
+            ch = ""
+        elif self.fold_diacritics and category[0] == "L":
+            decomposed = unicodedata.normalize("NFD", ch)
+            if len(decomposed) > 1 and all(ord(c) in _DIACRITICS for c in decomposed[1:]):
+                ch = decomposed[0]
+        if len(self) < _UNICODE_TABLE_LIMIT:
+            self[code] = ch
+        return ch
+
+
+_TABLES_V2 = {False: _UnicodeTableV2(False), True: _UnicodeTableV2(True)}
+
+
+class Normalizer:
+    """The normaliser an index was built with: a version and its options, stored in the index's settings.
+
+    ``version=1``: HTML entities decoded; control characters, format characters (soft hyphen, zero-width
+    characters) and all punctuation except ``-`` become spaces; ``str.lower``; whitespace collapsed. Indexes
+    built before version 2 existed use it, and keep answering with it.
+
+    ``version=2`` (the default): HTML entities decoded, then the Unicode normal form NFKC, so that composed
+    and decomposed accents (NFC/NFD), ligatures (``ﬁ``), full-width forms (``１２``, ``ＡＢＣ``) and
+    compatibility characters are one spelling; then Unicode case folding (``casefold``: ``ß`` = ``ss``).
+    Format characters that live inside words (soft hyphen, ZWJ, ZWNJ, BOM, word joiner, bidi marks: category
+    Cf) are removed, not turned into spaces; the zero-width space U+200B is a word break (Thai, Khmer, Lao and
+    Myanmar text uses it between words). Then, as in version 1, control characters and punctuation except
+    ``-`` become spaces and whitespace collapses. ASCII text takes the same single-pass path as version 1, so
+    both versions give identical results on it.
+
+    Options (version 2 only, off by default): ``fold_diacritics`` removes combining accents (``café`` =
+    ``cafe``; letters without a decomposition such as ``ø`` or ``ł`` stay); ``fold_digits`` makes every run of
+    digits the token ``0`` (for boilerplate with counters and dates; not for addresses, whose numbers matter).
+
+    Instances are immutable and compare equal when version and options are equal.
+    """
+
+    __slots__ = ("version", "fold_diacritics", "fold_digits", "prepare", "_table")
+    version: int
+    fold_diacritics: bool
+    fold_digits: bool
+    # Normalised text up to whitespace (see _prepare_v1); what the batch shingler hashes words from.
+    prepare: Callable[[str], str]
+    _table: dict
+
+    def __init__(self, version: int = LATEST_NORMALIZER_VERSION, fold_diacritics: bool = False,
+                 fold_digits: bool = False):
+        version = check_int("normalizer_version", version, minimum=1, maximum=LATEST_NORMALIZER_VERSION)
+        check_bool("fold_diacritics", fold_diacritics)
+        check_bool("fold_digits", fold_digits)
+        if version == 1 and (fold_diacritics or fold_digits):
+            raise InvalidParameterError("normalizer_version", "2 or more with fold_diacritics or fold_digits "
+                                        "(version 1 has no options)", version)
+        set_ = object.__setattr__
+        set_(self, "version", version)
+        set_(self, "fold_diacritics", fold_diacritics)
+        set_(self, "fold_digits", fold_digits)
+        set_(self, "_table", _TABLES_V2[fold_diacritics])
+        # The method chosen once: prepare() runs for every text of every batch.
+        set_(self, "prepare", _prepare_v1 if version == 1 else self._prepare_v2)
+
+    def __setattr__(self, name, value) -> None:
+        raise AttributeError("a Normalizer is immutable; make another one")
+
+    def _key(self) -> tuple[int, bool, bool]:
+        return (self.version, self.fold_diacritics, self.fold_digits)
+
+    def __eq__(self, other) -> bool:
+        return self._key() == other._key() if isinstance(other, Normalizer) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Normalizer(version={self.version}, fold_diacritics={self.fold_diacritics}, "
+                f"fold_digits={self.fold_digits})")
+
+    def _prepare_v2(self, text: str) -> str:
+        if "&" in text:
+            text = html.unescape(text)
+        if text.isascii():
+            # NFKC and case folding change nothing in ASCII: version 1's single pass is version 2's too.
+            text = text.translate(_ASCII_TRANS)
+            return _DIGIT_RUN.sub("0", text) if self.fold_digits else text
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+        text = text.casefold()
+        if not unicodedata.is_normalized("NFKC", text):  # folding can undo the normal form (rarely)
+            text = unicodedata.normalize("NFKC", text)
+        text = text.translate(self._table)
+        if self.fold_digits:
+            text = _DIGIT_RUN.sub("0", text)
+        return _WHITESPACE_RE.sub(" ", text).strip()
+
+    def normalize(self, text: str) -> str:
+        """Canonical form of ``text`` that shingles, words and the MD5 are computed from. Idempotent.
+
+        >>> Normalizer().normalize("Art's Deli 12224 Ventura Blvd. Studio City")
+        'art s deli 12224 ventura blvd studio city'
+        >>> Normalizer().normalize("Stra\u00dfe of\ufb01ce ca\u0301fe\u0301 sof\u00adtware \uff11\uff12")
+        'strasse office café software 12'
+        """
+        _check_str(text)
+        prepared = self.prepare(text)
+        if prepared.isascii():
+            return " ".join(prepared.split())
+        return prepared
+
+    def words(self, text: str) -> list[str]:
+        """Words of the normalised text (``[]`` when nothing is left)."""
+        return _split_normalized(self.normalize(text))
+
+
+DEFAULT_NORMALIZER = Normalizer()
+# Kept for importers of the module this package replaced: the default normaliser's preparation.
+_prepare = DEFAULT_NORMALIZER.prepare
+
+
+def normalize(text: str) -> str:
+    """Canonical form of ``text`` by the default normaliser (:class:`Normalizer`, version 2).
+
+    HTML entities are decoded, the text is brought to NFKC and case-folded, format characters inside words
+    are removed, control characters and all punctuation except ``-`` become spaces, whitespace runs collapse
+    to one space, ends are stripped. Idempotent. An index uses the normaliser stored in its settings
+    (``IndexSettings.normalizer()``), which may be an older version.
 
     >>> normalize("Art's Deli 12224 Ventura Blvd. Studio City")
     'art s deli 12224 ventura blvd studio city'
     >>> normalize("Hotel Bel-Air")
     'hotel bel-air'
     """
-    _check_str(text)
-    prepared = _prepare(text)
-    if prepared.isascii():
-        return " ".join(prepared.split())
-    return prepared
+    return DEFAULT_NORMALIZER.normalize(text)
 
 
 def _split_normalized(normalized: str) -> list[str]:

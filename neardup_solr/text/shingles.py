@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InvalidTextError
 from ..validation import check_choice, check_int
 from .murmur import _concat_ranges, _murmur3_spans, _murmur3_words, _offsets, _scrambled
-from .normalizer import _check_str, _prepare, _split_normalized, normalize, words
+from .normalizer import DEFAULT_NORMALIZER, Normalizer, _check_str, _split_normalized
 
 logger = logging.getLogger(__name__)
 
@@ -107,22 +107,27 @@ class Shingler:
 
     UNITS = ("word", "char")
 
-    def __init__(self, ngram: int = 3, unit: str = "word", seed: int = 42, cache_size: int = 200_000):
+    def __init__(self, ngram: int = 3, unit: str = "word", seed: int = 42, cache_size: int = 200_000,
+                 normalizer: Normalizer | None = None):
         self.ngram: int = check_int("ngram", ngram, "ngram")
         self.unit: str = check_choice("unit", unit, self.UNITS)
         self.seed: int = check_int("seed", seed, "seed")
+        if normalizer is not None and not isinstance(normalizer, Normalizer):
+            raise TypeError(f"normalizer must be a Normalizer or None, got {type(normalizer).__name__}")
+        self.normalizer: Normalizer = normalizer if normalizer is not None else DEFAULT_NORMALIZER
         self._cache = _HashCache(self.seed, check_int("cache_size", cache_size, minimum=1, maximum=10**8))
 
     def __repr__(self) -> str:
-        return f"Shingler(ngram={self.ngram}, unit={self.unit!r}, seed={self.seed})"
+        return f"Shingler(ngram={self.ngram}, unit={self.unit!r}, seed={self.seed}, normalizer={self.normalizer!r})"
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Shingler):
             return NotImplemented
-        return (self.ngram, self.unit, self.seed) == (other.ngram, other.unit, other.seed)
+        return (self.ngram, self.unit, self.seed, self.normalizer) == (other.ngram, other.unit, other.seed,
+                                                                       other.normalizer)
 
     def __hash__(self) -> int:
-        return hash((self.ngram, self.unit, self.seed))
+        return hash((self.ngram, self.unit, self.seed, self.normalizer))
 
     # -- strings -------------------------------------------------------------------------------------------------
 
@@ -146,7 +151,7 @@ class Shingler:
 
     def shingles(self, text: str) -> list[str]:
         """Distinct shingles of ``text`` in order of first appearance."""
-        return self._shingles_of(normalize(text))
+        return self._shingles_of(self.normalizer.normalize(text))
 
     # -- hashes --------------------------------------------------------------------------------------------------
 
@@ -160,7 +165,7 @@ class Shingler:
         _check_str(shingle)
         if self.unit == "char":
             return mmh3.hash(shingle, self.seed, False)
-        ws = words(shingle)
+        ws = self.normalizer.words(shingle)
         if not ws:
             raise InvalidTextError(f"shingle {_preview(shingle)} has no words after normalisation")
         packed = np.array([mmh3.hash(w, self.seed, False) for w in ws], dtype="<u4").tobytes()
@@ -257,11 +262,12 @@ class Shingler:
         the first text without shingles.
         """
         prepared = []
+        prepare, normalize = self.normalizer.prepare, self.normalizer.normalize
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"text at index {i} is a {type(text).__name__}, not a str; decode it first")
             # Character shingles see the spaces, so they need the collapsed text; words only need separators.
-            prepared.append(_prepare(text) if self.unit == "word" else normalize(text))
+            prepared.append(prepare(text) if self.unit == "word" else normalize(text))
         hashes, offsets = self._hash_prepared(prepared)
         empty = np.flatnonzero(offsets[1:] == offsets[:-1])
         if empty.size:
@@ -293,14 +299,14 @@ class Shingler:
 
     def shingle_hashes(self, text: str) -> np.ndarray:
         """Distinct uint32 hashes of the shingles of ``text``, in order of first appearance."""
-        return _distinct_in_order(self._hash_one(normalize(text)))
+        return _distinct_in_order(self._hash_one(self.normalizer.normalize(text)))
 
     def process(self, text: str) -> ProcessedText:
         """Normalised text, words, shingles and shingle hashes of ``text`` in one go.
 
         Does not raise for texts without shingles: their ``shingles`` is empty and ``has_shingles`` is False.
         """
-        normalized = normalize(text)
+        normalized = self.normalizer.normalize(text)
         ws = _split_normalized(normalized)
         return ProcessedText(
             normalized=normalized,
