@@ -1,6 +1,7 @@
 """Copies that differ only in how their characters are encoded, and whether the default recipe reports them.
 
     python benchmarks/unicode_copies.py [--originals 710] [--copies-per-kind 60] [--out benchmarks/results/NAME]
+    python benchmarks/unicode_copies.py --write copies.jsonl.gz      # only the corpus, for the command line
 
 Generates long documents of prose (accented words, words with "fi"/"fl", long words, numbers) and, for some of
 them, copies that differ by one encoding accident each: accents decomposed (NFD) where the original has them
@@ -136,11 +137,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies-per-kind", type=int, default=60)
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--out", type=Path, help="write NAME.json and NAME.md")
+    parser.add_argument("--write", type=Path, metavar="FILE.jsonl.gz",
+                        help="only write the corpus as gzip-compressed JSONL (id, text) and the copies as TSV "
+                             "beside it (FILE.copies.tsv), without Solr")
     args = parser.parse_args(argv)
+    records, copies = make_corpus(args.originals, args.copies_per_kind, seed=args.seed)
+    if args.write:
+        import gzip
+
+        with gzip.open(args.write, "wt", encoding="utf-8") as fh:
+            for doc_id, text in records:
+                fh.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")
+        copies_path = args.write.with_name(args.write.name.split(".")[0] + ".copies.tsv")
+        copies_path.write_text("".join(f"{c}\t{o}\t{k}\n" for c, o, k in copies))
+        print(f"wrote {len(records)} records to {args.write} and {len(copies)} copies to {copies_path}")
+        return 0
     from neardup_solr import SolrClient
     from neardup_solr.maintenance import clear
 
-    records, copies = make_corpus(args.originals, args.copies_per_kind, seed=args.seed)
     client = SolrClient()
     report: dict = {"originals": args.originals, "copies": len(copies), "seed": args.seed, "versions": {}}
     try:

@@ -472,7 +472,8 @@ def _salvaged_settings(text: str | None, signature_length: int | None) -> IndexS
         data = {}
     if not isinstance(data, dict):
         data = {}
-    kept: dict = {}
+    # Settings stored before normaliser versions existed were signed with version 1 (see from_json).
+    kept: dict = {} if "normalizer_version" in data else {"normalizer_version": 1}
     for name in IndexSettings.__dataclass_fields__:
         if name in data:
             value = data[name]

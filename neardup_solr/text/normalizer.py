@@ -188,11 +188,9 @@ class Normalizer:
             # NFKC and case folding change nothing in ASCII: version 1's single pass is version 2's too.
             text = text.translate(_ASCII_TRANS)
             return _DIGIT_RUN.sub("0", text) if self.fold_digits else text
-        if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", text)
-        text = text.casefold()
-        if not unicodedata.is_normalized("NFKC", text):  # folding can undo the normal form (rarely)
-            text = unicodedata.normalize("NFKC", text)
+        # normalize() returns its argument at the cost of a quick check when it is already in the form. NFKC
+        # again after folding: folding can undo the normal form (U+0390), and NFKC can make capitals (U+210C).
+        text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
         text = text.translate(self._table)
         if self.fold_digits:
             text = _DIGIT_RUN.sub("0", text)
