@@ -95,7 +95,7 @@ def input_format(path: str | Path, fmt: str | None = None) -> str:
     chosen = fmt or ("parquet" if info.kind == "parquet" else "lines" if is_stdin(path) else guess_format(path))
     if info.kind == "parquet" and chosen != "parquet":
         raise InputFormatError(f"{info.name} is a Parquet file, not {chosen} text: use --format parquet "
-                               "(fmt='parquet')")
+                               "(fmt='parquet' in Python)")
     if chosen == "parquet" and info.kind != "parquet":
         raise InputFormatError(f"{info.name} is not a Parquet file (no Parquet magic bytes at its start): "
                                "choose its format with --format lines|tsv|jsonl|csv")
