@@ -463,17 +463,17 @@ class SettingsRepair:
     message: str
 
 
-def _salvaged_settings(text: str | None, signature_length: int | None) -> IndexSettings:
+def _salvaged_settings(text: str | None, signature_length: int | None,
+                       normalizer_version: int = 1) -> IndexSettings:
     """The stored values that are valid on their own, the signature length the documents show, and defaults for
-    the rest."""
+    the rest; ``normalizer_version`` when none is stored."""
     try:
         data = json.loads(text or "{}")
     except ValueError:
         data = {}
     if not isinstance(data, dict):
         data = {}
-    # Settings stored before normaliser versions existed were signed with version 1 (see from_json).
-    kept: dict = {} if "normalizer_version" in data else {"normalizer_version": 1}
+    kept: dict = {} if "normalizer_version" in data else {"normalizer_version": normalizer_version}
     for name in IndexSettings.__dataclass_fields__:
         if name in data:
             value = data[name]
@@ -533,8 +533,14 @@ def repair_index_settings(client: SolrClient, settings: IndexSettings | None = N
         return SettingsRepair("replaced", settings, 0, f"replaced the invalid settings in {client.url} "
                                                         f"({problem}) with {settings}")
     lengths = {len(base64.b64decode(d["minhash_sig"])) // 4 for d in docs if d.get("minhash_sig")}
-    candidate = settings or _salvaged_settings(text, lengths.pop() if len(lengths) == 1 else None)
+    length = lengths.pop() if len(lengths) == 1 else None
+    candidate = settings or _salvaged_settings(text, length, LATEST_NORMALIZER_VERSION)
     mismatch = _signing_mismatch(candidate, docs)
+    if mismatch and settings is None and candidate.normalizer_version != 1:
+        # No version stored, and the latest does not re-sign the documents: they may predate version 2.
+        older = _salvaged_settings(text, length, 1)
+        if not _signing_mismatch(older, docs):
+            candidate, mismatch = older, ""
     if mismatch:
         why = (f"cannot repair the settings stored in {client.url} ({problem}): the indexed documents were not "
                f"signed with {candidate} ({mismatch}). Give the settings they were indexed with")

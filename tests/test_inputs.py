@@ -16,17 +16,25 @@ import pytest
 from neardup_solr.inputs import InputFormatError
 from neardup_solr.readers import Record, RecordReader
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-zstandard = pytest.importorskip("zstandard")
+try:  # the optional extras (parquet, zstd) that scripts/setup.sh installs; only their tests need them
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError:
+    pa = pq = None
+try:
+    import zstandard
+except ImportError:
+    zstandard = None
+needs_pyarrow = pytest.mark.skipif(pq is None, reason="pyarrow (the parquet extra) is not installed")
 
 RECORDS = [(f"r{i}", f"Record {i}: café naïve Straße, words {i * 7} and more words {i}") for i in range(1, 41)]
 COMPRESSORS = {
     "gzip": gzip.compress,
     "bzip2": bz2.compress,
     "xz": lzma.compress,
-    "zstd": lambda data: zstandard.ZstdCompressor().compress(data),
 }
+if zstandard is not None:
+    COMPRESSORS["zstd"] = lambda data: zstandard.ZstdCompressor().compress(data)
 
 
 def _encoded(fmt: str) -> bytes:
@@ -65,6 +73,7 @@ def test_the_format_is_guessed_under_a_compression_suffix(tmp_path):
     assert [(r.id, r.text) for r in reader] == RECORDS and reader.fmt == "jsonl"
 
 
+@needs_pyarrow
 def test_parquet_is_read_by_row_groups_with_chosen_columns(tmp_path):
     path = tmp_path / "data.parquet"
     _write_parquet(path)
@@ -79,6 +88,7 @@ def test_parquet_is_read_by_row_groups_with_chosen_columns(tmp_path):
     assert _read(packed, text_field="body") == RECORDS
 
 
+@needs_pyarrow
 def test_parquet_missing_column_and_contradicting_format_are_one_line_errors(tmp_path):
     path = tmp_path / "data.parquet"
     _write_parquet(path)
@@ -105,6 +115,20 @@ def test_binary_files_are_refused_naming_what_they_look_like(tmp_path, content, 
     with pytest.raises(InputFormatError) as info:
         _read(path)
     assert looks_like in str(info.value) and "\n" not in str(info.value)
+
+
+@needs_pyarrow
+def test_missing_optional_packages_are_named_with_the_extra_to_install(tmp_path, monkeypatch):
+    path = tmp_path / "data.parquet"
+    _write_parquet(path)
+    packed = tmp_path / "data.jsonl.zst"
+    packed.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(InputFormatError, match=r"reading Parquet needs pyarrow: pip install 'neardup-solr\[parquet\]'"):
+        _read(path, text_field="body")
+    with pytest.raises(InputFormatError, match=r"zstd-compressed.*pip install 'neardup-solr\[zstd\]'"):
+        _read(packed)
 
 
 def test_truncated_compressed_data_names_the_line_reached(tmp_path):
@@ -143,6 +167,7 @@ def _stored(solr) -> list[tuple]:
 
 
 @pytest.mark.solr
+@needs_pyarrow
 def test_gzip_jsonl_and_parquet_give_the_same_index_and_binary_is_refused_untouched(solr, solr_url, tmp_path):
     packed = tmp_path / "copies.jsonl.gz"
     packed.write_bytes(gzip.compress(_encoded("jsonl")))

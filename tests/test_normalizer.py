@@ -164,3 +164,19 @@ def test_every_unicode_copy_is_reported_at_0_8_by_the_default_recipe(solr):
         pair = pairs.get(frozenset((copy_id, original_id)))
         assert pair is not None, f"{kind} copy {copy_id} not reported"
         assert pair.similarity == 1.0
+
+
+@pytest.mark.solr
+def test_repairing_settings_without_a_version_keeps_version_1_when_the_documents_need_it(solr):
+    from neardup_solr import repair_index_settings
+
+    records, _ = make_corpus(12, 2, words=(40, 80), seed=9)
+    Indexer(solr, IndexSettings(normalizer_version=1)).index_records(records)
+    data = json.loads(IndexSettings().to_json())
+    for name in ("normalizer_version", "fold_diacritics", "fold_digits"):
+        del data[name]
+    data["lsh_threshold"] = 1.5  # invalid: what repair is for
+    solr.add([{"id": SETTINGS_DOC_ID, "dataset": "__meta__", "content": json.dumps(data)}])
+    solr.commit()
+    result = repair_index_settings(solr)
+    assert result.action == "replaced" and result.settings.normalizer() == V1
