@@ -7,7 +7,9 @@ import json
 import sys
 
 from .common import (
+    LOOKUP_DEFAULTS,
     SEARCH_FLAGS,
+    WRITEUP_DEFAULTS,
     UsageError,
     add_search_options,
     add_solr_options,
@@ -36,9 +38,9 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
         raise UsageError("give a document id or --text, not both and not neither")
     if args.text is not None and not args.text.strip():
         raise UsageError("--text is empty: give the text to look up")
-    refuse_unless(args, args.min_share is None, SEARCH_FLAGS,
+    refuse_unless(args, args.min_share is None, {**SEARCH_FLAGS, "writeup_ranking": "--writeup-ranking"},
                   "with --min-share, which lists every document holding that share of the shingles")
-    fill_search_defaults(args)
+    fill_search_defaults(args, WRITEUP_DEFAULTS if args.writeup_ranking else LOOKUP_DEFAULTS)
     searcher = open_searcher(args)
     if args.min_share is not None:
         text = args.text if args.text is not None else searcher.get_by_id(args.id).content
@@ -56,7 +58,8 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
         source = searcher.get_by_id(args.id)
         source_label, text = source.id, source.content
     matches = searcher.find_near_dups(
-        args.id, text=args.text, mode=args.mode, max_distance=max_distance(args), rows=args.rows,
+        args.id, text=None if args.id is not None else text, mode=args.mode, max_distance=max_distance(args),
+        rows=args.rows,
         first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
     if args.json:
         print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
@@ -217,7 +220,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instead: every document holding at least this share of the text's shingles "
                         "(write-up 003's lookup; exact duplicates by MD5 first)")
     p.add_argument("--json", action="store_true")
-    add_search_options(p)
+    add_search_options(p, lookup=True)
     add_solr_options(p)
     p.set_defaults(func=cmd_near_dups)
 
