@@ -35,6 +35,7 @@ from .indexer import Indexer, IndexIncomplete, IndexingInterrupted, IndexSummary
 from .lsh import LSHParams, collision_probability, optimal_params
 from .report import report_near_dups
 from .outputs import OutputInUseError, RunStopped
+from .neardup_index import NearDupIndex
 from .searcher import COLLECTION_THRESHOLD, WRITEUP_RANKING, NearDuplicate, Searcher, StoredDocument
 from .settings import SOLR_VERSION
 from .solr_client import SolrClient
@@ -57,7 +58,7 @@ __all__ = [
     "SolrUnavailableError", "StoredSettingsError", "Signature",
     "evaluate", "evaluate_files", "read_pairs", "group_pairs",
     "keep_list", "write_groups_jsonl", "Indexer", "IndexingInterrupted", "IndexSummary", "LSHParams",
-    "collision_probability", "optimal_params", "report_near_dups", "NearDuplicate", "Searcher", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "StoredDocument",
+    "collision_probability", "optimal_params", "report_near_dups", "NearDupIndex", "NearDuplicate", "Searcher", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "StoredDocument",
     "SOLR_VERSION", "SolrClient", "LocalSolr", "MinHash", "Shingler", "estimate_jaccard", "jaccard", "normalize",
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
 ]

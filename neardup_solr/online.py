@@ -314,6 +314,7 @@ def check_and_add(
     add: bool = True,
     dataset: str | None = None,
     settings: IndexSettings | None = None,
+    searcher: Searcher | None = None,
 ) -> CheckResult:
     """Look up ``text``'s near duplicates (shingle Jaccard >= ``threshold``; None: the collection's
     ``lsh_threshold``) and add it under ``doc_id`` (to ``dataset``) only when there are none.
@@ -324,6 +325,8 @@ def check_and_add(
     :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
     bad arguments, :class:`~neardup_solr.errors.InvalidTextError` for a text without words,
     :class:`DocumentExistsError` when ``doc_id`` holds another document, and the client's Solr errors.
+    ``searcher``, a :class:`Searcher` on ``client`` kept between calls, saves reading the settings and building
+    the signer at every call (what :class:`~neardup_solr.NearDupIndex` does).
     """
     if not isinstance(client, SolrClient):
         from .errors import ParameterTypeError
@@ -335,12 +338,16 @@ def check_and_add(
     add = check_bool("add", add)
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
 
-    stored = read_index_settings(client)
+    if searcher is not None and searcher.client is not client:
+        raise InvalidParameterError("searcher", "a Searcher on the same client", searcher, show_value=False)
+    stored = read_index_settings(client) if searcher is None else searcher.stored_settings()
     if stored is None and add:
         # First document of an empty collection: store settings before anything else, on a core that is ours.
         require_neardup_schema(client)
         stored = ensure_index_settings(client, settings)
-    searcher = Searcher(client, stored or settings or IndexSettings())
+        searcher = None  # made again below, with the settings now stored
+    if searcher is None:
+        searcher = Searcher(client, stored or settings or IndexSettings())
     if threshold is None:
         threshold = searcher.settings.lsh_threshold
     query = searcher.prepare(text, doc_id)  # InvalidTextError for a text without words

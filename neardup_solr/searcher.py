@@ -187,6 +187,11 @@ class Searcher:
             self._default_builder = DocumentBuilder(IndexSettings())
         return self._default_builder
 
+    def stored_settings(self) -> IndexSettings | None:
+        """The settings stored in the collection, or None while nothing is indexed (read again until then)."""
+        builder = self.builder
+        return None if builder is self._default_builder else builder.settings
+
     # ------------------------------------------------------------------ documents
     def get_by_id(self, doc_id: str) -> StoredDocument:
         """The stored document with this id; :class:`DocumentNotFoundError` when there is none."""
