@@ -66,7 +66,10 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
     elif matches:
         _print_matches(source_label, text, matches)
     else:
-        print(f"no near duplicates of {source_label} within the limits")
+        limit = searcher.settings.lsh_threshold if args.min_jaccard == "collection" else args.min_jaccard
+        why = (f" at Jaccard >= {limit:g} (the collection's threshold; --min-jaccard 0 keeps every candidate)"
+               if args.min_jaccard == "collection" else " within the limits")
+        print(f"no near duplicates of {source_label}{why}")
     return 0
 
 
