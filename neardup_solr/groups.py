@@ -20,6 +20,7 @@ from typing import Any, Hashable, Iterable, Mapping
 
 from .errors import InvalidRecordError
 from .outputs import write_atomically
+from .validation import parse_tsv_id, tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +204,9 @@ def keep_list(groups: Iterable[Group], all_ids: Iterable | None = None) -> list:
 
 
 def write_keep_list(ids: Iterable, path: str | Path) -> int:
-    """One id per line; returns the count. Written atomically, like the groups."""
-    lines = [f"{record_id}\n" for record_id in ids]
+    """One id per line (quoted when it must be: :func:`~neardup_solr.validation.tsv_id`); returns the count.
+    Written atomically, like the groups."""
+    lines = [f"{tsv_id(record_id)}\n" for record_id in ids]
     write_atomically(path, lines)
     return len(lines)
 
@@ -220,7 +222,7 @@ def read_distance_pairs(path: str | Path) -> list[tuple[str, str, int | float | 
             line = line.rstrip("\r\n")
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            cols = [c.strip() for c in line.split("\t")]
+            cols = [parse_tsv_id(c) for c in line.split("\t")]
             if len(cols) < 2 or not cols[0] or not cols[1]:
                 raise InvalidRecordError(f"expected id<TAB>id[<TAB>distance], got {line!r}", source=path, line=lineno)
             distance: int | float | None = None
