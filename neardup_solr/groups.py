@@ -151,7 +151,7 @@ def group_pairs(
     components.sort(key=lambda members: id_key(members[0]))
     groups = []
     for group_id, members in enumerate(components, start=1):
-        rep = members[0] if representative == "earliest" else _longest(members, texts)
+        rep = members[0] if representative == "earliest" or texts is None else _longest(members, texts)
         groups.append(Group(group_id, rep, members, max_by_root.get(ds.find(members[0]))))
     log.debug("%d pairs -> %d groups covering %d ids", len(edges), len(groups), len(ds))
     return groups

@@ -21,7 +21,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Union
+from typing import Any, Iterable, Iterator, Literal, Sequence, Union
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -491,7 +491,7 @@ def _checked_lookup_id(doc_id: Any) -> str:
     return text
 
 
-def cursor_docs(client: SolrClient, params: list[tuple[str, object]], page_size: int = 500) -> Iterator[dict]:
+def cursor_docs(client: SolrClient, params: Sequence[tuple[str, object]], page_size: int = 500) -> Iterator[dict]:
     """Every document a query matches, page by page with a cursor (``params`` must sort on a unique key last).
 
     A page shorter than ``page_size`` is the last one: stopping there saves the extra request that would only

@@ -82,6 +82,7 @@ class ThresholdFinder:
         self.idf = IdfWeights(self.client, field=self.token_field) if similarity == "idf" else None
 
     def _weights(self, tokens) -> dict[str, float]:
+        assert self.idf is not None, "IDF weights are read only for similarity='idf'"
         weights = self.idf.weights(tokens)
         if self.field_weights:
             for token in weights:
