@@ -156,8 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["datasketch MinHashLSH (in memory)"] = run_datasketch(indexed, checks)
     report = {"date": date.today().isoformat(), "machine": args.machine, "docs": args.docs, "checks": args.checks,
               "threshold": THRESHOLD, "num_hashes": NUM_HASHES, "python": platform.python_version(),
-              "command": "python benchmarks/online.py " + " ".join(a for a in (argv or sys.argv[1:])
-                                                                   if not a.startswith("http")),
+              "command": "python benchmarks/online.py " + " ".join("URL" if a.startswith("http") else a
+                                                                   for a in (argv or sys.argv[1:])),
               "results": results}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     stem = args.out_dir / f"{report['date']}-online-{args.machine}"
