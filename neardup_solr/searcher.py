@@ -332,7 +332,8 @@ class Searcher:
         held = self.settings.num_hashes
         count = held if num_hashes is None else num_hashes
         if count > held:
-            raise InvalidParameterError("num_hashes", f"at most the {held} MinHash values the index holds", count)
+            # Not a bad value as such but one this collection cannot serve (the service answers it with 400).
+            raise ValueError(f"the index holds {held} MinHash values; asked for {count}")
         return count
 
     def candidate_params(
