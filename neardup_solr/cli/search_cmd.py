@@ -63,7 +63,7 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
     given = [name for name, value in (("ID", args.id), ("--text", args.text), ("--text-file", args.text_file))
              if value is not None]
     if len(given) != 1:
-        raise UsageError("give one of a document id, --text or --text-file"
+        raise UsageError("give a document id or --text (or --text-file), only one of them"
                          + (f", not {' and '.join(given)}" if given else ""))
     if args.text_file is not None:
         args.text = _read_text_file(args.text_file)
