@@ -472,8 +472,6 @@ class Searcher:
                 distance = Levenshtein.distance(query.processed.words, other.words)
                 if max_distance is not None and distance > max_distance:
                     continue
-            if min_jaccard is not None and jac < min_jaccard:
-                continue
             results.append(NearDuplicate(
                 id=doc_id, content=content, edit_distance=distance, score=float(doc.get("score", 0.0)),
                 jaccard=jac, exact=exact, dataset=doc.get("dataset"),

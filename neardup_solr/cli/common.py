@@ -314,11 +314,6 @@ def max_distance(args: argparse.Namespace) -> int | None:
     return None if args.max_edit_distance in (None, NO_LIMIT) else int(args.max_edit_distance)
 
 
-def min_jaccard(args: argparse.Namespace) -> Any:
-    """--min-jaccard as the API's min_jaccard ('collection' when it defaults to the collection's threshold)."""
-    return args.min_jaccard
-
-
 def print_error(message: str) -> None:
     """One line on stderr: ``error: ...``."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
