@@ -169,7 +169,7 @@ def _restaurant_commands(side: Side) -> None:
     side.run("report lsh", "report", "--mode", "lsh", "--rows", "50", "--no-first-word-filter", "--out",
              "rep-lsh.tsv", "--workers", "2", "-q")
     side.run("report range", "report", "--start-id", "9", "--end-id", "120", "--rows", "3", "--max-edit-distance",
-             "-1", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
+             "none", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
     side.run("threshold", "report", "--threshold", "0.5", "--out", "t05.tsv", "--workers", "2", "-q")
     side.run("threshold lsh", "report", "--threshold", "0.5", "--method", "lsh", "--out", "t05-lsh.tsv", "-q")
     side.run("threshold idf", "report", "--threshold", "0.4", "--similarity", "idf", "--out", "idf.tsv",
