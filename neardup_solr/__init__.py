@@ -11,6 +11,7 @@ import logging
 from .documents import IndexSettings, SettingsRepair, read_index_settings, repair_index_settings
 from .errors import (
     ClientClosedError,
+    DocumentNotFoundError,
     ForeignCollectionError,
     InvalidParameterError,
     InvalidRecordError,
@@ -35,7 +36,8 @@ from .lsh import LSHParams, collision_probability, optimal_params
 from .report import report_near_dups
 from .outputs import OutputInUseError, RunStopped
 from .inputs import InputFormatError
-from .searcher import DocumentNotFoundError, NearDuplicate, Searcher, StoredDocument
+from .neardup_index import NearDupIndex
+from .searcher import COLLECTION_THRESHOLD, WRITEUP_RANKING, NearDuplicate, Searcher, StoredDocument
 from .settings import SOLR_VERSION
 from .solr_client import SolrClient
 from .backends.local import LocalSolr
@@ -58,7 +60,7 @@ __all__ = [
     "InputFormatError",
     "evaluate", "evaluate_files", "read_pairs", "group_pairs",
     "keep_list", "write_groups_jsonl", "Indexer", "IndexingInterrupted", "IndexSummary", "LSHParams",
-    "collision_probability", "optimal_params", "report_near_dups", "NearDuplicate", "Searcher", "StoredDocument",
+    "collision_probability", "optimal_params", "report_near_dups", "NearDupIndex", "NearDuplicate", "Searcher", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "StoredDocument",
     "SOLR_VERSION", "SolrClient", "LocalSolr", "MinHash", "Shingler", "estimate_jaccard", "jaccard", "normalize",
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
 ]

@@ -111,6 +111,13 @@ class InvalidRecordError(NeardupError, ValueError):
         return (_rebuild_record_error, (type(self), self.reason, self.source, self.line, self.record_id))
 
 
+class DocumentNotFoundError(NeardupError, KeyError):
+    """No document with the asked id is in the collection (also a ``KeyError``, as for a missing key)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "document not found"
+
+
 class SolrUnavailableError(NeardupError, ConnectionError):
     """Solr did not answer (not started, wrong URL, or down after all retries)."""
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .errors import InvalidRecordError
+from .validation import parse_tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def read_pairs(path: str | Path) -> set[Pair]:
                 raise InvalidRecordError(
                     f"expected two ids separated by a tab, got {line!r}", source=path, line=lineno,
                 )
-            pairs.add(normalize_pair(cols[0], cols[1]))
+            pairs.add(normalize_pair(parse_tsv_id(cols[0]), parse_tsv_id(cols[1])))
     return pairs
 
 

@@ -20,6 +20,7 @@ from typing import Any, Hashable, Iterable, Mapping
 
 from .errors import InvalidRecordError
 from .outputs import write_atomically
+from .validation import parse_tsv_id, tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def group_pairs(
     components.sort(key=lambda members: id_key(members[0]))
     groups = []
     for group_id, members in enumerate(components, start=1):
-        rep = members[0] if representative == "earliest" else _longest(members, texts)
+        rep = members[0] if representative == "earliest" or texts is None else _longest(members, texts)
         groups.append(Group(group_id, rep, members, max_by_root.get(ds.find(members[0]))))
     log.debug("%d pairs -> %d groups covering %d ids", len(edges), len(groups), len(ds))
     return groups
@@ -203,8 +204,9 @@ def keep_list(groups: Iterable[Group], all_ids: Iterable | None = None) -> list:
 
 
 def write_keep_list(ids: Iterable, path: str | Path) -> int:
-    """One id per line; returns the count. Written atomically, like the groups."""
-    lines = [f"{record_id}\n" for record_id in ids]
+    """One id per line (quoted when it must be: :func:`~neardup_solr.validation.tsv_id`); returns the count.
+    Written atomically, like the groups."""
+    lines = [f"{tsv_id(record_id)}\n" for record_id in ids]
     write_atomically(path, lines)
     return len(lines)
 
@@ -226,7 +228,7 @@ def read_distance_pairs(path: str | Path | list[str], source: str | Path | None 
         line = line.rstrip("\r\n")
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        cols = [c.strip() for c in line.split("\t")]
+        cols = [parse_tsv_id(c) for c in line.split("\t")]
         if len(cols) < 2 or not cols[0] or not cols[1]:
             raise InvalidRecordError(f"expected id<TAB>id[<TAB>distance], got {line!r}", source=name, line=lineno)
         distance: int | float | None = None

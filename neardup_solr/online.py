@@ -73,8 +73,6 @@ log = logging.getLogger(__name__)
 CLAIM_PREFIX = "__neardup_claim__:"
 # Longer than any claim-to-add takes (one soft-committed add of one document), so a live owner is never robbed.
 CLAIM_LEASE_SECONDS = 30.0
-# Candidate cap of the LSH lookup used when the collection has no shingle tokens (threshold search needs them).
-LSH_CHECK_ROWS = 10_000
 _STRIPES = 4096
 _stripe_locks = [threading.Lock() for _ in range(_STRIPES)]
 
@@ -196,7 +194,7 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
 
     With shingle tokens in the index this is the threshold search of :mod:`neardup_solr.threshold`: complete,
     no row cap, no first-word filter. A collection indexed with LSH tokens only is searched through its bands
-    (no first-word filter, no edit-distance cap, at most :data:`LSH_CHECK_ROWS` candidates), and every
+    (no first-word filter, no edit-distance cap, no row cap), and every
     candidate's Jaccard is computed exactly."""
     from .threshold import ThresholdFinder
 
@@ -206,7 +204,9 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
         found = finder.similar_to_text(query.text, exclude_id=exclude_id, dataset=dataset)
         return describe(searcher, query, found)
     if "lsh" in settings.fields:
-        near = searcher.search(query, mode="lsh", max_distance=None, rows=LSH_CHECK_ROWS, first_word_filter=False,
+        # rows=None pages through every candidate (500 a request): a single request for up to 10,000 rows made
+        # Solr allocate a 10,000-entry queue per lookup, which dominated a check on a large collection.
+        near = searcher.search(query, mode="lsh", max_distance=None, rows=None, first_word_filter=False,
                                min_jaccard=threshold)
         return sort_matches([Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
                              if m.id != exclude_id and (dataset is None or m.dataset == dataset)])
@@ -314,6 +314,7 @@ def check_and_add(
     add: bool = True,
     dataset: str | None = None,
     settings: IndexSettings | None = None,
+    searcher: Searcher | None = None,
 ) -> CheckResult:
     """Look up ``text``'s near duplicates (shingle Jaccard >= ``threshold``; None: the collection's
     ``lsh_threshold``) and add it under ``doc_id`` (to ``dataset``) only when there are none.
@@ -324,6 +325,8 @@ def check_and_add(
     :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
     bad arguments, :class:`~neardup_solr.errors.InvalidTextError` for a text without words,
     :class:`DocumentExistsError` when ``doc_id`` holds another document, and the client's Solr errors.
+    ``searcher``, a :class:`Searcher` on ``client`` kept between calls, saves reading the settings and building
+    the signer at every call (what :class:`~neardup_solr.NearDupIndex` does).
     """
     if not isinstance(client, SolrClient):
         from .errors import ParameterTypeError
@@ -335,12 +338,16 @@ def check_and_add(
     add = check_bool("add", add)
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
 
-    stored = read_index_settings(client)
+    if searcher is not None and searcher.client is not client:
+        raise InvalidParameterError("searcher", "a Searcher on the same client", searcher, show_value=False)
+    stored = read_index_settings(client) if searcher is None else searcher.stored_settings()
     if stored is None and add:
         # First document of an empty collection: store settings before anything else, on a core that is ours.
         require_neardup_schema(client)
         stored = ensure_index_settings(client, settings)
-    searcher = Searcher(client, stored or settings or IndexSettings())
+        searcher = None  # made again below, with the settings now stored
+    if searcher is None:
+        searcher = Searcher(client, stored or settings or IndexSettings())
     if threshold is None:
         threshold = searcher.settings.lsh_threshold
     query = searcher.prepare(text, doc_id)  # InvalidTextError for a text without words

@@ -70,10 +70,30 @@ def sibling(path: str | Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
+# An output path of "-" means standard output (the command line's --out -).
+STDOUT = "-"
+
+
+def is_stdout(path: object) -> bool:
+    """Whether ``path`` names standard output (``"-"``)."""
+    return isinstance(path, (str, Path)) and str(path) == STDOUT
+
+
+def write_stdout(chunks: Iterable[str]) -> None:
+    """Write a whole result to standard output (there is nothing to make atomic: it is a stream)."""
+    import sys
+
+    for chunk in chunks:
+        sys.stdout.write(chunk)
+    sys.stdout.flush()
+
+
 def check_output_path(path: str | Path, name: str = "out") -> Path:
-    """``path`` as a Path when a file can be written there; otherwise
+    """``path`` as a Path when a file can be written there (``"-"``: standard output); otherwise
     :class:`~neardup_solr.errors.InvalidParameterError` naming the parameter (``name``) and saying what to do.
     Jobs call it before any Solr work, so that a result is never computed only to find it cannot be written."""
+    if is_stdout(path):
+        return Path(STDOUT)
     if not isinstance(path, (str, Path)) or (isinstance(path, str) and not path.strip()):
         if isinstance(path, str):
             raise InvalidParameterError(name, "a file path", path)
@@ -175,6 +195,9 @@ def _replace_atomically(path: Path, chunks: Iterable[str]) -> None:
 
 def write_atomically(path: str | Path, chunks: Iterable[str]) -> None:
     """Write a whole output file: ``path`` appears complete or not at all, and one run writes it at a time."""
+    if is_stdout(path):
+        write_stdout(chunks)
+        return
     path = check_output_path(path)
     with OutputLock(path):
         _replace_atomically(path, chunks)
@@ -199,7 +222,12 @@ class ResumableOutput:
     """
 
     def __init__(self, out: str | Path | None, *, job: str, resume: bool = False, unit: str = "documents"):
-        self.out = check_output_path(out) if out is not None else None
+        # Standard output ("-") keeps no partial: the result is written there once complete, and cannot resume.
+        self.to_stdout = is_stdout(out)
+        if self.to_stdout and resume:
+            raise InvalidParameterError("resume", "False when the output is standard output ('-')", resume,
+                                        "a run writing to standard output keeps no partial file to continue")
+        self.out = check_output_path(out) if out is not None and not self.to_stdout else None
         self.job = job
         self.resume = resume
         self.unit = unit
@@ -289,6 +317,9 @@ class ResumableOutput:
 
     def commit(self, chunks: Iterable[str]) -> None:
         """Write the final file from ``chunks`` (atomically) and remove the partial and its progress."""
+        if self.to_stdout:
+            write_stdout(chunks)
+            return
         if self.out is None:
             return
         _replace_atomically(self._out, chunks)

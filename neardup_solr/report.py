@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 from .documents import META_DATASET, SETTINGS_DOC_ID
 from .outputs import ResumableOutput, digest_of
 from .searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs, id_sort_key
+from .validation import tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ def report_lines(pairs: Iterable[tuple[str, str, int, float]]) -> Iterator[str]:
     """The report file: the header, then one line per pair."""
     yield REPORT_HEADER
     for doc_id, neighbor_id, distance, score in pairs:
-        yield f"{doc_id}\t{neighbor_id}\t{distance}\t{score:g}\n"
+        yield f"{tsv_id(doc_id)}\t{tsv_id(neighbor_id)}\t{distance}\t{score:g}\n"
 
 
 def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 1, *, progress: bool = False,

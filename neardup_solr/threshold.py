@@ -27,6 +27,7 @@ from .outputs import ResumableOutput, digest_of, write_atomically
 from .readers import Record
 from .report import iter_documents, ordered_map
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs, id_sort_key
+from .validation import tsv_id
 from .weights import IdfWeights, weighted_jaccard
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class ThresholdFinder:
         self.idf = IdfWeights(self.client, field=self.token_field) if similarity == "idf" else None
 
     def _weights(self, tokens) -> dict[str, float]:
+        assert self.idf is not None, "IDF weights are read only for similarity='idf'"
         weights = self.idf.weights(tokens)
         if self.field_weights:
             for token in weights:
@@ -267,7 +269,7 @@ def pair_lines(pairs: Iterable[SimilarPair]) -> Iterator[str]:
     """A pairs file: the header, then id, neighbor_id and similarity per line."""
     yield PAIR_HEADER
     for p in pairs:
-        yield f"{p.id}\t{p.neighbor_id}\t{p.similarity:.6f}\n"
+        yield f"{tsv_id(p.id)}\t{tsv_id(p.neighbor_id)}\t{p.similarity:.6f}\n"
 
 
 def write_pairs(pairs: Sequence[SimilarPair], out: str | Path) -> None:

@@ -17,10 +17,17 @@ Ids: :func:`id_problem` says why an id cannot be indexed. Ids are written unesca
 strip each field and skip lines starting with ``#``. So ids with a tab, a newline or any other control
 character, ids with white space at either end and ids starting with ``#`` are refused with a reason rather
 than written into a file that would be misread.
+
+Older indexes may still hold such ids (they were accepted before these rules). Every TSV writer therefore
+writes an id through :func:`tsv_id`, which leaves every id the rules accept as it is and writes any other as
+a JSON string literal (``"a\tb"``, ASCII only); every TSV reader reads a field through :func:`parse_tsv_id`,
+which decodes a field that is a JSON string literal and takes any other as it is. Ids that start with ``"``
+are always written quoted, so a quoted field never is an id of its own.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -33,7 +40,7 @@ from .errors import InvalidParameterError, ParameterTypeError
 __all__ = [
     "Limit", "LIMITS", "check_int", "check_float", "check_number", "check_bool", "check_choice", "check_str",
     "check_text", "check_label", "check_id", "id_problem", "record_problem", "parse_value", "env_int",
-    "env_float", "MAX_ID_BYTES",
+    "env_float", "MAX_ID_BYTES", "tsv_id", "parse_tsv_id",
 ]
 
 # Lucene refuses a term (the id is one) longer than this many UTF-8 bytes.
@@ -95,7 +102,10 @@ LIMITS: dict[str, Limit] = {
     "port": Limit("int", 0, 65535, hint="0 picks a free port"),
     # Lookups and reports.
     "rows": Limit("int", 1, 1_000_000, unit="candidates per lookup"),
-    "max_edit_distance": Limit("int", -1, 10**9, hint="-1 means no limit"),
+    "max_edit_distance": Limit("int", -1, 10**9, hint="-1 means no limit"),  # the service's; see max_distance
+    # A word edit-distance cap, the same in the API (max_distance=) and on the command line
+    # (--max-edit-distance): no limit is None in Python and 'none' (or leaving the flag out) on the command line.
+    "max_distance": Limit("int", 0, 10**9, hint="leave it out (None, or 'none' on the command line) for no limit"),
     "min_jaccard": Limit("float", 0.0, 1.0),
     "threshold": Limit("float", 0.0, 1.0, open_min=True, unit="a similarity"),
     "min_share": Limit("float", 0.0, 1.0, open_min=True, unit="a share of the text's shingles"),
@@ -254,6 +264,28 @@ def id_problem(doc_id: Any) -> str | None:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         return f"the id is longer than {MAX_ID_BYTES} bytes (Lucene's limit for a term)"
     return None
+
+
+def tsv_id(doc_id: Any) -> str:
+    """``doc_id`` as a TSV output writes it: as it is, or as a JSON string literal when the TSV readers would
+    misread it (a control character, white space at either end, empty, or a leading ``#`` or ``"``)."""
+    text = str(doc_id)
+    if not text or text != text.strip() or text.startswith(("#", '"')) or _control_character(text):
+        return json.dumps(text, ensure_ascii=True)
+    return text
+
+
+def parse_tsv_id(field: str) -> str:
+    """An id read from a TSV field written by :func:`tsv_id` (surrounding white space dropped)."""
+    stripped = field.strip()
+    if len(stripped) >= 2 and stripped[0] == '"' and stripped[-1] == '"':
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            return stripped
+        if isinstance(value, str):
+            return value
+    return stripped
 
 
 def check_id(doc_id: Any, name: str = "doc_id") -> str:

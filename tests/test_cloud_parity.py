@@ -157,7 +157,7 @@ def _restaurant_commands(side: Side) -> None:
         ("near-dups 3 minhash", ["3", "--mode", "minhash", "--num-hashes", "20"]),
         ("near-dups 3 lsh", ["3", "--mode", "lsh", "--rows", "50", "--no-first-word-filter"]),
         ("near-dups text json", ["--text", "Art's Deli 12224 Ventura Blvd. Studio City", "--json",
-                                 "--max-edit-distance", "-1", "--no-first-word-filter"]),
+                                 "--max-edit-distance", "none", "--no-first-word-filter"]),
         ("near-dups share", ["--text", "Arnie Morton's of Chicago 435 S. La Cienega Blvd.", "--min-share", "0.3"]),
     ]:
         side.run(label, "near-dups", *args)
@@ -169,7 +169,7 @@ def _restaurant_commands(side: Side) -> None:
     side.run("report lsh", "report", "--mode", "lsh", "--rows", "50", "--no-first-word-filter", "--out",
              "rep-lsh.tsv", "--workers", "2", "-q")
     side.run("report range", "report", "--start-id", "9", "--end-id", "120", "--rows", "3", "--max-edit-distance",
-             "-1", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
+             "none", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
     side.run("threshold", "report", "--threshold", "0.5", "--out", "t05.tsv", "--workers", "2", "-q")
     side.run("threshold lsh", "report", "--threshold", "0.5", "--method", "lsh", "--out", "t05-lsh.tsv", "-q")
     side.run("threshold idf", "report", "--threshold", "0.4", "--similarity", "idf", "--out", "idf.tsv",
@@ -279,7 +279,7 @@ def _corpus_commands(side: Side) -> None:
     side.run("dedup", "report", "--threshold", "0.8", "--method", "lsh", "--out", "dedup-08.tsv", "-q")
     # One candidate per lookup (the query document takes the other row): wherever the two best candidates share
     # as many bands, the tie-break alone decides which is reported.
-    side.run("lsh rows 2", "report", "--mode", "lsh", "--rows", "2", "--max-edit-distance", "-1",
+    side.run("lsh rows 2", "report", "--mode", "lsh", "--rows", "2", "--max-edit-distance", "none",
              "--no-first-word-filter", "--start-id", "d0000001", "--end-id", CORPUS_CAPPED_END, "--out",
              "lsh-rows2.tsv", "--workers", "2", "-q")
     side.run("groups corpus", "groups", "dedup-08.tsv", "--out", "groups-08.jsonl", "--keep", "keep-08.txt")

@@ -26,6 +26,8 @@ import pytest
 from netutil import free_port
 
 import neardup_solr
+import neardup_solr.errors
+import neardup_solr.searcher
 from neardup_solr import (
     DocumentNotFoundError,
     Indexer,
@@ -124,14 +126,14 @@ NUMBER_FLAGS = [
     ]
 ] + [
     (["near-dups", "1"], flag, limit) for flag, limit in [
-        ("--max-edit-distance", "max_edit_distance"), ("--min-jaccard", "min_jaccard"), ("--rows", "rows"),
+        ("--max-edit-distance", "max_distance"), ("--min-jaccard", "min_jaccard"), ("--rows", "rows"),
         ("--num-hashes", "num_hashes"), ("--ngram", "ngram"), ("--min-share", "min_share"),
         ("--timeout", "timeout"), ("--max-wait", "max_wait"),
     ]
 ] + [
     (["report", "--out", "{OUT}"], flag, limit) for flag, limit in [
         ("--workers", "workers"), ("--threshold", "threshold"), ("--rows", "rows"),
-        ("--max-edit-distance", "max_edit_distance"), ("--min-jaccard", "min_jaccard"),
+        ("--max-edit-distance", "max_distance"), ("--min-jaccard", "min_jaccard"),
         ("--num-hashes", "num_hashes"), ("--ngram", "ngram"), ("--timeout", "timeout"), ("--max-wait", "max_wait"),
     ]
 ] + [
@@ -389,6 +391,45 @@ def test_api_calls_check_their_parameters_before_anything_is_sent(call, param, t
     with pytest.raises(InvalidParameterError) as exc:  # a request to nowhere would be SolrUnavailableError
         call(indexer, tmp_path)
     assert exc.value.param == param
+
+
+SEARCHER_CASES = [
+    ("rows", [0, -1, 1.5, 10.0, True, "10", NAN, INF, 10**9]),
+    ("min_jaccard", [NAN, INF, -INF, 2, -0.1, "0.5", True, "collections"]),
+    ("max_distance", [-1, -2, 1.5, 2.0, True, NAN, "2"]),
+    ("mode", ["bogus", 3, None]),
+    ("first_word_filter", [1, 0, "yes", None]),
+    ("num_hashes", [0, -1, 1.5, True, 10**6]),
+    ("only_greater_ids", [1, None]),
+    ("other_datasets_than", [3, b"x"]),
+]
+
+
+@pytest.mark.parametrize("param, value", [pytest.param(p, v, id=f"{p}={v!r}") for p, bad in SEARCHER_CASES
+                                          for v in bad])
+def test_searcher_parameters_refuse_bad_values_with_a_typed_error_naming_them(param, value, nowhere):
+    """rows=0, min_jaccard=nan/inf/2, a negative max_distance, wrong types: refused before anything is sent
+    (a request to nowhere would be SolrUnavailableError)."""
+    searcher = Searcher(SolrClient(nowhere), settings=IndexSettings())
+    extra = {"mode": "minhash"} if param == "num_hashes" else {}
+    with pytest.raises(InvalidParameterError) as exc:
+        searcher.find_near_dups(text="some words to look up here", **{**extra, param: value})
+    assert exc.value.param == param
+    assert str(exc.value).startswith(f"{param} must be ")
+    if isinstance(value, bool) or isinstance(value, (str, bytes)) and param not in ("mode", "min_jaccard"):
+        assert isinstance(exc.value, TypeError)
+
+
+def test_the_public_searcher_api_has_explicit_keyword_parameters_and_docstrings():
+    import inspect
+
+    for name, method in inspect.getmembers(Searcher, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        assert method.__doc__, name
+        kinds = {p.kind for p in inspect.signature(method).parameters.values()}
+        assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds, name
+    assert neardup_solr.searcher.DocumentNotFoundError is neardup_solr.errors.DocumentNotFoundError
 
 
 def test_a_text_that_is_not_a_str_is_told_what_to_do_with_what_it_is():
@@ -720,4 +761,4 @@ def test_text_equal_to_a_double_dash_is_a_text(solr, solr_url, capsys):
     Indexer(solr).index_records([("1", "-- --"), ("2", "something else entirely")])
     code, lines, out = run_cli(["near-dups", "--text=--", "--solr-url", solr_url], capsys)
     assert code == 0, lines
-    assert "of text within the limits" in out or out.startswith("text: --")
+    assert out.startswith("no near duplicates of text at Jaccard") or out.startswith("text: --")

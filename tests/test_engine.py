@@ -9,7 +9,7 @@ from neardup_solr.evaluate import evaluate, read_pairs
 from neardup_solr.indexer import Indexer
 from neardup_solr.report import report_near_dups
 from neardup_solr.restaurants import gold_pairs_path, prepare_default
-from neardup_solr.searcher import DocumentNotFoundError, Searcher, id_sort_key
+from neardup_solr.searcher import WRITEUP_RANKING, DocumentNotFoundError, Searcher, id_sort_key
 from neardup_solr.solr_client import SolrClient
 
 pytestmark = pytest.mark.solr
@@ -51,10 +51,11 @@ def test_indexed_fields_of_a_record(restaurants):
 
 
 def test_near_dups_of_3_finds_536_at_distance_1(restaurants):
-    matches = Searcher(restaurants).find_near_dups_by_shingles("3", max_distance=2)
+    # The write-up's ranking (a named choice since the defaults look up at the collection's threshold).
+    matches = Searcher(restaurants).find_near_dups_by_shingles("3", **WRITEUP_RANKING)
     assert [(m.id, m.edit_distance) for m in matches][:1] == [("536", 1)]
     assert matches[0].jaccard == pytest.approx(1 / 3)
-    by_minhash = Searcher(restaurants).find_near_dups_by_minhash("3", max_distance=2, num_hashes=20)
+    by_minhash = Searcher(restaurants).find_near_dups_by_minhash("3", num_hashes=20, **WRITEUP_RANKING)
     assert "536" in [m.id for m in by_minhash]
 
 
@@ -66,7 +67,8 @@ def test_exact_duplicate_is_found_by_md5_with_distance_zero(restaurants):
 
 def test_new_text_lookup_and_unknown_id(restaurants):
     searcher = Searcher(restaurants)
-    matches = searcher.find_near_dups_of_text("Art's Deli 12224 Ventura Boulevard Studio City", max_distance=3)
+    matches = searcher.find_near_dups_of_text("Art's Deli 12224 Ventura Boulevard Studio City", max_distance=3,
+                                              min_jaccard=None)
     assert {"3", "536"} & {m.id for m in matches}
     with pytest.raises(DocumentNotFoundError, match="no document with id '99999'"):
         searcher.get_by_id("99999")

@@ -173,37 +173,64 @@ def add_solr_options(p: argparse.ArgumentParser) -> None:
                         "(default $NEARDUP_SOLR_MAX_WAIT or 120)")
 
 
-# The search options, with their defaults. They are parsed with None as default so that a command can tell
-# which were given and refuse those that do not apply (report --threshold, near-dups --min-share).
+# The search options. They are parsed with None as default so that a command can tell which were given and
+# refuse those that do not apply (report --threshold, near-dups --min-share), then filled with the command's
+# defaults. report keeps the write-up's ranking by default (its pairs file is the write-up's report); near-dups
+# looks up like the API: every document at the collection's threshold, no edit-distance cap, no first-word
+# filter, no row cap; --writeup-ranking asks for the write-up's ranking instead.
 SEARCH_DEFAULTS = {"mode": "shingles", "max_edit_distance": 2, "min_jaccard": None, "rows": 10,
                    "first_word_filter": True, "num_hashes": None}
+WRITEUP_DEFAULTS = SEARCH_DEFAULTS
+LOOKUP_DEFAULTS = {"mode": "shingles", "max_edit_distance": "none", "min_jaccard": "collection", "rows": None,
+                   "first_word_filter": False, "num_hashes": None}
 SEARCH_FLAGS = {"mode": "--mode", "max_edit_distance": "--max-edit-distance", "min_jaccard": "--min-jaccard",
                 "rows": "--rows", "first_word_filter": "--first-word-filter/--no-first-word-filter",
                 "num_hashes": "--num-hashes"}
+# What "no limit" is on the command line for --max-edit-distance (None in Python).
+NO_LIMIT = "none"
 
 
-def add_search_options(p: argparse.ArgumentParser) -> None:
-    """The lookup options of near-dups and report (write-up ranking: first word, edit distance, rows)."""
+class OptionalNumber(Number):
+    """A number flag that also takes ``none`` (no limit), as ``None`` does in Python."""
+
+    def __call__(self, raw: str) -> Any:
+        if raw.strip().lower() == NO_LIMIT:
+            return NO_LIMIT
+        return super().__call__(raw)
+
+
+def add_search_options(p: argparse.ArgumentParser, *, lookup: bool = False) -> None:
+    """The lookup options of near-dups (``lookup``: the API's defaults) and report (the write-up's ranking)."""
+    default = (lambda key, what: what) if lookup else (lambda key, what: SEARCH_DEFAULTS[key])
     p.add_argument("--mode", choices=["shingles", "minhash", "lsh"], default=None,
                    help="candidate query: shared shingles (default), shared MinHash values, or shared LSH bands")
-    p.add_argument("--max-edit-distance", type=number("--max-edit-distance", "max_edit_distance"), default=None,
-                   help="keep candidates within this word edit distance (default 2; -1 = no limit)")
+    p.add_argument("--max-edit-distance", type=OptionalNumber("--max-edit-distance", "max_distance"), default=None,
+                   help="keep candidates within this word edit distance, or 'none' for no limit (default: "
+                        f"{default('max_edit_distance', 'no limit')})")
     p.add_argument("--min-jaccard", type=number("--min-jaccard", "min_jaccard"), default=None,
-                   help="keep candidates with exact Jaccard >= this (0 to 1)")
+                   help="keep candidates with exact shingle Jaccard >= this, 0 to 1 (default: "
+                        f"{default('min_jaccard', 'the threshold the collection was indexed for')}; 0 keeps all)")
     p.add_argument("--rows", type=number("--rows", "rows"), default=None,
-                   help="candidates asked from Solr per lookup (default 10)")
+                   help=f"candidates asked from Solr per lookup (default: {default('rows', 'all of them')})")
     p.add_argument("--first-word-filter", dest="first_word_filter", action="store_const", const=True,
-                   default=None, help="only candidates with the same first word (default)")
-    p.add_argument("--no-first-word-filter", dest="first_word_filter", action="store_const", const=False)
+                   default=None, help="only candidates with the same first word"
+                                      + ("" if lookup else " (default)"))
+    p.add_argument("--no-first-word-filter", dest="first_word_filter", action="store_const", const=False,
+                   help="candidates with any first word" + (" (default)" if lookup else ""))
     p.add_argument("--num-hashes", type=number("--num-hashes", "num_hashes"), default=None,
                    help="MinHash values to query with in minhash mode (default: all the index holds)")
     p.add_argument("--ngram", type=number("--ngram", "ngram"), default=None,
                    help="expected shingle size; the index's own setting is used, this only checks it")
+    if lookup:
+        p.add_argument("--writeup-ranking", action="store_true", default=None,
+                       help="the reference write-up's ranking: first-word filter, 10 rows, edit distance <= 2, "
+                            "no Jaccard filter (flags given as well override it)")
 
 
-def fill_search_defaults(args: argparse.Namespace) -> None:
-    """Set the search options that were not given to their defaults (after refusing inapplicable ones)."""
-    for dest, default in SEARCH_DEFAULTS.items():
+def fill_search_defaults(args: argparse.Namespace, defaults: dict[str, Any] | None = None) -> None:
+    """Set the search options that were not given to ``defaults`` (after refusing inapplicable ones): the
+    write-up's ranking unless told otherwise."""
+    for dest, default in (defaults or SEARCH_DEFAULTS).items():
         if getattr(args, dest, None) is None:
             setattr(args, dest, default)
     if args.num_hashes is not None and args.mode != "minhash":
@@ -283,8 +310,8 @@ def parse_field_weights(text: str | None) -> dict[str, float] | None:
 
 
 def max_distance(args: argparse.Namespace) -> int | None:
-    """--max-edit-distance as the API's max_distance: -1 (no limit) becomes None."""
-    return None if args.max_edit_distance is not None and args.max_edit_distance < 0 else args.max_edit_distance
+    """--max-edit-distance as the API's max_distance: 'none' (no limit) becomes None."""
+    return None if args.max_edit_distance in (None, NO_LIMIT) else int(args.max_edit_distance)
 
 
 def print_error(message: str) -> None:

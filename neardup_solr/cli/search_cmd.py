@@ -7,7 +7,9 @@ import json
 import sys
 
 from .common import (
+    LOOKUP_DEFAULTS,
     SEARCH_FLAGS,
+    WRITEUP_DEFAULTS,
     UsageError,
     add_search_options,
     add_solr_options,
@@ -22,6 +24,32 @@ from .common import (
 )
 
 
+def _say(args: argparse.Namespace):
+    """print for the people at the terminal: to stderr when the result itself goes to stdout (--out -)."""
+    to_stderr = getattr(args, "out", None) == "-" or getattr(args, "keep", None) == "-"
+
+    def say(*values: object) -> None:
+        print(*values, file=sys.stderr if to_stderr else sys.stdout)
+
+    return say
+
+
+def _refuse_resume_to_stdout(args: argparse.Namespace) -> None:
+    if args.resume and args.out == "-":
+        raise UsageError("--resume needs --out FILE: a run writing to standard output keeps no partial to continue")
+
+
+def _read_text_file(path: str) -> str:
+    """--text-file: a file's text, or standard input's for '-' (UTF-8)."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--text-file {path}: cannot read it ({exc})") from None
+
+
 def _print_matches(source_label: str, source_text: str, matches) -> None:
     print(f"{source_label}: {source_text}")
     for m in matches:
@@ -32,13 +60,20 @@ def _print_matches(source_label: str, source_text: str, matches) -> None:
 
 def cmd_near_dups(args: argparse.Namespace) -> int:
     """Near duplicates of one document, or of a text (or the documents holding a share of its shingles)."""
-    if (args.id is None) == (args.text is None):
-        raise UsageError("give a document id or --text, not both and not neither")
+    given = [name for name, value in (("ID", args.id), ("--text", args.text), ("--text-file", args.text_file))
+             if value is not None]
+    if len(given) != 1:
+        raise UsageError("give a document id or --text (or --text-file), only one of them"
+                         + (f", not {' and '.join(given)}" if given else ""))
+    if args.text_file is not None:
+        args.text = _read_text_file(args.text_file)
+        if not args.text.strip():
+            raise UsageError(f"--text-file {args.text_file} is empty: give the text to look up")
     if args.text is not None and not args.text.strip():
         raise UsageError("--text is empty: give the text to look up")
-    refuse_unless(args, args.min_share is None, SEARCH_FLAGS,
+    refuse_unless(args, args.min_share is None, {**SEARCH_FLAGS, "writeup_ranking": "--writeup-ranking"},
                   "with --min-share, which lists every document holding that share of the shingles")
-    fill_search_defaults(args)
+    fill_search_defaults(args, WRITEUP_DEFAULTS if args.writeup_ranking else LOOKUP_DEFAULTS)
     searcher = open_searcher(args)
     if args.min_share is not None:
         text = args.text if args.text is not None else searcher.get_by_id(args.id).content
@@ -56,14 +91,18 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
         source = searcher.get_by_id(args.id)
         source_label, text = source.id, source.content
     matches = searcher.find_near_dups(
-        args.id, text=args.text, mode=args.mode, max_distance=max_distance(args), rows=args.rows,
+        args.id, text=None if args.id is not None else text, mode=args.mode, max_distance=max_distance(args),
+        rows=args.rows,
         first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
     if args.json:
         print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
     elif matches:
         _print_matches(source_label, text, matches)
     else:
-        print(f"no near duplicates of {source_label} within the limits")
+        limit = searcher.settings.lsh_threshold if args.min_jaccard == "collection" else args.min_jaccard
+        why = (f" at Jaccard >= {limit:g} (the collection's threshold; --min-jaccard 0 keeps every candidate)"
+               if args.min_jaccard == "collection" else " within the limits")
+        print(f"no near duplicates of {source_label}{why}")
     return 0
 
 
@@ -80,6 +119,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     threshold = args.threshold is not None
     # Options that do not apply are refused, not ignored: a threshold report over the whole collection when
     # an id range was asked for answers another question than the one asked.
+    _refuse_resume_to_stdout(args)
+    say = _say(args)
     refuse_unless(args, not threshold, {"start_id": "--start-id", "end_id": "--end-id", **SEARCH_FLAGS},
                   "to report --threshold, which compares every document with every other one without a row cap, "
                   "first-word filter or edit distance; leave them out, or drop --threshold")
@@ -106,18 +147,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         return _threshold_report(args, searcher, field_weights)
 
     def show(doc, matches):
-        print(f"{doc.id}: {doc.content}")
+        say(f"{doc.id}: {doc.content}")
         for m in matches:
-            print(f"{m.id}: {m.content} ({m.edit_distance})")
-        print("==")
+            say(f"{m.id}: {m.content} ({m.edit_distance})")
+        say("==")
 
     summary, _ = report_near_dups(
         searcher, args.out, args.start_id, args.end_id, max_distance(args), args.mode,
         rows=args.rows, first_word_filter=args.first_word_filter, num_hashes=args.num_hashes,
         min_jaccard=args.min_jaccard, workers=args.workers, progress=not args.quiet,
-        on_group=None if args.quiet else show, resume=args.resume,
+        on_group=None if args.quiet or args.json else show, resume=args.resume,
     )
-    print(summary.format())
+    if args.json:
+        say(json.dumps({"kind": "report", "mode": args.mode, "documents": summary.documents, "pairs": summary.pairs,
+                        "seconds": round(summary.seconds, 3), "out": args.out}))
+    else:
+        say(summary.format())
     return 0
 
 
@@ -138,8 +183,15 @@ def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[st
                                  field_weights=field_weights)
         pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset,
                                 out=args.out, resume=args.resume)
-    print(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} "
-          f"in {time.monotonic() - started:.1f} s -> {args.out}")
+    seconds = time.monotonic() - started
+    say = _say(args)
+    if args.json:
+        say(json.dumps({"kind": "threshold", "method": args.method, "similarity": args.similarity,
+                        "threshold": args.threshold, "pairs": len(pairs), "seconds": round(seconds, 3),
+                        "out": args.out}))
+    else:
+        say(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} in {seconds:.1f} s -> "
+            f"{args.out}")
     return 0
 
 
@@ -156,6 +208,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     from ..readers import input_format
 
     input_format(args.file, args.format)  # a missing or binary input is refused before any Solr work
+    _refuse_resume_to_stdout(args)
     check_output_path(args.out)  # before any Solr work
     searcher = Searcher(open_client(args))
     reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
@@ -166,8 +219,8 @@ def cmd_join(args: argparse.Namespace) -> int:
                              field_weights=field_weights)
     pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
                        progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
-    print(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity >= "
-          f"{args.threshold} -> {args.out}")
+    _say(args)(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity "
+               f">= {args.threshold} -> {args.out}")
     return 0
 
 
@@ -177,7 +230,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     from ..outputs import check_output_path
 
     if args.keep is not None and args.keep == args.out:
-        raise UsageError("--keep and --out name the same file; give them different paths")
+        raise UsageError("--keep and --out name the same file; give them different paths"
+                         + (" (only one of them can be standard output)" if args.out == "-" else ""))
     check_output_path(args.out)  # before reading the pairs or asking Solr
     if args.keep is not None:
         check_output_path(args.keep, name="keep")
@@ -204,8 +258,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.keep:
         write_keep_list(kept, args.keep)
     members = sum(len(g.members) for g in groups)
-    print(f"{len(groups)} groups holding {members} documents -> {args.out}"
-          + (f"; keep list of {len(kept)} ids -> {args.keep}" if args.keep else ""))
+    _say(args)(f"{len(groups)} groups holding {members} documents -> {args.out}"
+               + (f"; keep list of {len(kept)} ids -> {args.keep}" if args.keep else ""))
     return 0
 
 
@@ -214,11 +268,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("near-dups", help="near duplicates of one document or of a new text")
     p.add_argument("id", nargs="?", default=None)
     p.add_argument("--text", default=None, help="a text that is not in the index")
+    p.add_argument("--text-file", default=None,
+                   help="read the text from this file ('-': standard input), for texts too long for the command line")
     p.add_argument("--min-share", type=number("--min-share", "min_share"), default=None,
                    help="instead: every document holding at least this share of the text's shingles "
                         "(write-up 003's lookup; exact duplicates by MD5 first)")
     p.add_argument("--json", action="store_true")
-    add_search_options(p)
+    add_search_options(p, lookup=True)
     add_solr_options(p)
     p.set_defaults(func=cmd_near_dups)
 
@@ -228,7 +284,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "appears only when the report is complete. If Solr stays away longer than --max-wait, the run "
                     "stops (exit 3) and keeps OUT.partial; the same command with --resume continues it (not "
                     "--method lsh, a short batch job that simply reruns).")
-    p.add_argument("--out", required=True, help="TSV file to write (appears only when complete)")
+    p.add_argument("--out", required=True,
+                   help="TSV file to write (appears only when complete; '-': standard output, and the listing and "
+                        "summary go to standard error)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object (machine-readable)")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and data required)")
     p.add_argument("--start-id", default=None, help="first id of the range to report (lookup mode only)")
@@ -260,7 +319,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "--max-wait (exit 3) continues with --resume.")
     p.add_argument("file")
     p.add_argument("--out", required=True,
-                   help="TSV of (streamed id, indexed id, similarity); appears only when complete")
+                   help="TSV of (streamed id, indexed id, similarity); appears only when complete ('-': standard "
+                        "output)")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and input required)")
     p.add_argument("--threshold", type=number("--threshold", "threshold"), default=0.8,
@@ -285,8 +345,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("pairs", help="a report or threshold TSV (compressed or not; - for standard input)")
     p.add_argument("--out", required=True,
                    help="JSONL: group_id, representative, members, max_distance (written atomically; a few "
-                        "seconds of work, so it reruns rather than resumes)")
-    p.add_argument("--keep", default=None, help="write the ids to keep (one representative per group)")
+                        "seconds of work, so it reruns rather than resumes; '-': standard output)")
+    p.add_argument("--keep", default=None,
+                   help="write the ids to keep (one representative per group; '-': standard output)")
     p.add_argument("--representative", choices=["earliest", "longest"], default="earliest")
     p.add_argument("--with-singletons", action="store_true",
                    help="keep list also holds every indexed id that is in no group (reads ids from Solr)")

@@ -1,0 +1,82 @@
+"""Files and pipes: --out - writes the result to standard output (report, join, groups) with the listing and
+summary on standard error; near-dups --text-file F|-; report --json. Against a real Solr."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from neardup_solr import Indexer
+from neardup_solr.cli import main
+
+pytestmark = pytest.mark.solr
+
+RECORDS = [("1", "art's deli 12224 ventura blvd studio city"), ("2", "art's deli 12224 ventura blvd studio city ca"),
+           ("3", "arnie morton's of chicago 435 s la cienega blvd los angeles"),
+           ("4", "arnie morton's of chicago 435 s la cienega blvd los angeles")]
+
+
+def run(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture()
+def indexed(solr, solr_url, tmp_path, monkeypatch):
+    Indexer(solr).index_records(RECORDS)
+    monkeypatch.chdir(tmp_path)  # a file named "-" would appear here
+    return solr_url
+
+
+def test_report_to_stdout_keeps_people_text_on_stderr(indexed, tmp_path, capsys):
+    code, out, err = run(["report", "--out", "-", "--solr-url", indexed], capsys)
+    assert code == 0 and not (tmp_path / "-").exists()
+    lines = out.splitlines()
+    assert lines[0].startswith("#") and ["1", "2"] == lines[1].split("\t")[:2] and len(lines) == 3
+    assert "2 pairs from 4 documents" in err and "==" in err
+    code, out, err = run(["report", "--threshold", "0.5", "--out", "-", "--json", "--solr-url", indexed], capsys)
+    assert code == 0 and len(out.splitlines()) == 3
+    summary = json.loads(err.strip().splitlines()[-1])  # after the progress lines
+    assert summary["kind"] == "threshold" and summary["pairs"] == 2 and summary["out"] == "-"
+
+
+def test_report_json_summary_names_the_file(indexed, tmp_path, capsys):
+    code, out, err = run(["report", "--out", "pairs.tsv", "--json", "--solr-url", indexed], capsys)
+    summary = json.loads(out)
+    assert code == 0 and summary["pairs"] == 2 and summary["documents"] == 4 and summary["out"] == "pairs.tsv"
+    assert len((tmp_path / "pairs.tsv").read_text().splitlines()) == 1 + summary["pairs"]
+    code, out, err = run(["report", "--out", "-", "--resume", "--solr-url", indexed], capsys)
+    assert code == 2 and "--resume needs --out FILE" in err
+
+
+def test_groups_and_join_to_stdout(indexed, tmp_path, capsys):
+    run(["report", "--out", "pairs.tsv", "-q", "--solr-url", indexed], capsys)
+    code, out, err = run(["groups", "pairs.tsv", "--out", "-", "--solr-url", indexed], capsys)
+    groups = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and sorted(g["members"] for g in groups) == [["1", "2"], ["3", "4"]]
+    assert "2 groups" in err and not (tmp_path / "-").exists()
+    (tmp_path / "new.txt").write_text("n1 art's deli 12224 ventura blvd studio city\n")
+    code, out, err = run(["join", "new.txt", "--out", "-", "--threshold", "0.5", "-q", "--solr-url", indexed],
+                         capsys)
+    assert code == 0 and [line.split("\t")[:2] for line in out.splitlines()[1:]] == [["n1", "1"], ["n1", "2"]]
+    assert "cross pairs" in err
+
+
+def test_near_dups_reads_a_text_file_or_stdin(indexed, tmp_path, capsys, monkeypatch):
+    long_text = RECORDS[0][1] + "\n"
+    (tmp_path / "text.txt").write_text(long_text)
+    code, out, _ = run(["near-dups", "--text-file", "text.txt", "--json", "--solr-url", indexed], capsys)
+    assert code == 0 and [m["id"] for m in json.loads(out)] == ["1", "2"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(long_text))
+    code, out, _ = run(["near-dups", "--text-file", "-", "--json", "--solr-url", indexed], capsys)
+    assert code == 0 and [m["id"] for m in json.loads(out)] == ["1", "2"]
+    code, _, err = run(["near-dups", "--text-file", "text.txt", "--text", "x", "--solr-url", indexed], capsys)
+    assert code == 2 and "--text and --text-file" in err
+    code, _, err = run(["near-dups", "--text-file", "missing.txt", "--solr-url", indexed], capsys)
+    assert code == 2 and "missing.txt" in err
