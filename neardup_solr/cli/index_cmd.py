@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     EXIT_INCOMPLETE,
@@ -20,12 +23,35 @@ from .common import (
     open_client,
 )
 
+if TYPE_CHECKING:
+    from ..indexer import IndexSummary
+
 
 def _check_input(path: str) -> None:
     if not Path(path).exists():
         raise FileNotFoundError(f"input file not found: {path}")
     if not Path(path).is_file():
         raise UsageError(f"input {path} is not a file")
+
+
+def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
+    """``index --json``: the human summary's numbers, for scripts. ``status`` is ``complete``, ``interrupted``
+    (Solr stopped the run; exit 3) or ``incomplete`` (the final check found documents missing; exit 4)."""
+    result: dict[str, Any] = {
+        "status": status, "source": summary.source, "read": summary.read, "indexed": summary.indexed,
+        "rejected": summary.rejected, "duplicate_ids": summary.duplicate_ids,
+        "skipped_by_resume": summary.skipped_by_resume, "non_utf8_lines": summary.recoded_lines,
+        "blank_lines": summary.blank_lines, "seconds": round(summary.seconds, 3),
+        "docs_per_second": round(summary.docs_per_second, 1),
+        "rejects_path": summary.rejects_path if summary.rejected else None,
+        "interrupted": summary.interrupted,
+        "verification": None,
+    }
+    if summary.verification is not None:
+        check = summary.verification
+        result["verification"] = {"ok": check.ok, **{k: v for k, v in dataclasses.asdict(check).items()
+                                                      if k != "first_bad_line"}}
+    return result
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -50,7 +76,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         deleted = clear(client, None if args.clear_all else args.dataset, everything=args.clear_all)
         what = ("the whole collection" if args.clear_all else f"data set {args.dataset!r}" if args.dataset
                 else "the documents without a data set")
-        print(f"cleared {what}: {deleted} documents deleted from {client.url}")
+        # With --json, standard output holds the JSON document alone.
+        print(f"cleared {what}: {deleted} documents deleted from {client.url}",
+              file=sys.stderr if args.json else sys.stdout)
     try:
         summary = indexer.index_file(
             args.file, args.format, id_field=args.id_column, text_field=args.text_column,
@@ -61,11 +89,15 @@ def cmd_index(args: argparse.Namespace) -> int:
         cause = local_crash_cause(client.url)
         if cause:
             print(f"why: {cause}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(summary_json(exc.summary, "interrupted")))
         return EXIT_UNAVAILABLE
     except IndexIncomplete as exc:
         print(exc.summary.format(), file=sys.stderr)
+        if args.json:
+            print(json.dumps(summary_json(exc.summary, "incomplete")))
         return EXIT_INCOMPLETE
-    print(summary.format())
+    print(json.dumps(summary_json(summary, "complete")) if args.json else summary.format())
     return EXIT_REJECTED if summary.rejected else 0
 
 
@@ -117,6 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clear-all", action="store_true",
                    help="first delete everything in the collection, stored settings included")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON object on standard output (read, indexed, rejected, ...)")
     add_solr_options(p)
     p.set_defaults(func=cmd_index)
 
