@@ -51,6 +51,7 @@ from ..searcher import DocumentNotFoundError, Searcher
 from ..solr_client import RetryPolicy, SolrClient
 from ..validation import check_id, check_int, check_label, id_problem
 from . import lookups
+from .body_limit import ChunkedBodyLimit, too_large_detail
 from .config import ServiceConfig
 from .jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report
 from .metrics import Metrics
@@ -268,6 +269,11 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type"])
 
+    # Added before the guard, so inside it: the token is checked before a chunked body is read, and its 413 is
+    # counted in the metrics like any other answer.
+    app.add_middleware(ChunkedBodyLimit, max_body_bytes=config.max_body_bytes,
+                       too_large=lambda detail: problem(413, detail))
+
     @app.middleware("http")
     async def guard(request: Request, call_next):
         started = time.perf_counter()
@@ -290,8 +296,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
                                     "to allow an origin")
             length = request.headers.get("content-length")
             if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
-                return problem(413, f"the request body ({int(length):,} bytes) is over this service's limit of "
-                                    f"{config.max_body_bytes:,} bytes; send it in smaller parts")
+                return problem(413, too_large_detail(int(length), config.max_body_bytes))
         response = await call_next(request)
         route = request.scope.get("route")
         metrics.observe(request.method, getattr(route, "path", "(no route)"), response.status_code,
@@ -515,6 +520,6 @@ def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, A
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import package_version
 
-    return __version__
+    return package_version()
