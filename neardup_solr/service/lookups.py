@@ -92,20 +92,24 @@ def resolve(options: dict[str, Any]) -> Lookup:
 
 def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
     """The near duplicates of ``query`` (a stored document's when ``query.id`` is set, which is left out)."""
+    # resolve() fills every option of the lookup's kind; the asserts say so to the type checker.
     if lookup.kind == "threshold":
         from ..threshold import ThresholdFinder
 
+        assert lookup.threshold is not None and lookup.similarity is not None
         finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
         found = finder.similar_to_text(query.text, exclude_id=query.id)
         return describe(searcher, query, found)
     if lookup.kind == "share":
+        assert lookup.min_share is not None
         shared = [(i, s) for i, s in searcher.find_by_shingle_share(query.text, lookup.min_share) if i != query.id]
         return describe(searcher, query, shared)
-    found = searcher.search(query, mode=lookup.mode, max_distance=lookup.max_distance, rows=lookup.rows,
-                            first_word_filter=lookup.first_word_filter, num_hashes=lookup.num_hashes,
-                            min_jaccard=lookup.min_jaccard)
+    assert lookup.mode is not None and lookup.rows is not None and lookup.first_word_filter is not None
+    candidates = searcher.search(query, mode=lookup.mode, max_distance=lookup.max_distance, rows=lookup.rows,
+                                 first_word_filter=lookup.first_word_filter, num_hashes=lookup.num_hashes,
+                                 min_jaccard=lookup.min_jaccard)
     # The library's ranking (edit distance, then Jaccard, then overlap) is kept: it is the lookup's own.
-    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in found]
+    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in candidates]
 
 
 __all__ = ["Lookup", "OptionError", "resolve", "run", "sort_matches", "SIMILARITIES"]
