@@ -71,7 +71,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     index_settings = index_settings_from_args(args)
     client = open_client(args)
     indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
-                      workers=args.workers, progress=not args.quiet, dataset=args.dataset)
+                      workers=args.workers, progress=not args.quiet, dataset=args.dataset, ttl=args.ttl)
     if args.clear or args.clear_all:
         deleted = clear(client, None if args.clear_all else args.dataset, everything=args.clear_all)
         what = ("the whole collection" if args.clear_all else f"data set {args.dataset!r}" if args.dataset
@@ -112,6 +112,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if result.ok else EXIT_INCOMPLETE
 
 
+def _ttl_flag(value: str) -> str | None:
+    """``--ttl`` checked while the command line is parsed, before any file or Solr is touched."""
+    from ..errors import InvalidParameterError
+    from ..ttl import check_ttl
+
+    try:
+        return check_ttl(value, "--ttl")
+    except InvalidParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv"], default=None,
@@ -141,6 +152,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_index_settings_options(p)
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="label the records (for joins of two data sets)")
+    p.add_argument("--ttl", type=_ttl_flag, default=None, metavar="DATE_MATH",
+                   help="time to live of the records, as Solr date math (e.g. 30DAYS, +12HOURS): Solr deletes them "
+                        "that long after it receives them")
     p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint")
     p.add_argument("--clear", action="store_true",

@@ -49,6 +49,7 @@ from ..errors import (
 from ..online import DocumentExistsError, Match, check_and_add, delete_dataset, delete_documents, is_reserved_id
 from ..searcher import DocumentNotFoundError, Searcher
 from ..solr_client import RetryPolicy, SolrClient
+from ..ttl import check_ttl
 from ..validation import check_id, check_int, check_label, id_problem
 from . import lookups
 from .body_limit import ChunkedBodyLimit, too_large_detail
@@ -74,6 +75,8 @@ class DocumentIn(BaseModel):
     id: Union[StrictStr, StrictInt]
     text: StrictStr
     dataset: StrictStr | None = None
+    ttl: StrictStr | None = Field(None, description="time to live, Solr date math (e.g. +30DAYS): Solr deletes the "
+                                                     "document that long after it is indexed")
 
 
 class LookupOptions(BaseModel):
@@ -104,6 +107,7 @@ class CheckRequest(BaseModel):
     threshold: float | None = Field(None, description="Jaccard similarity (default: the collection's lsh_threshold)")
     add: StrictBool = True
     dataset: StrictStr | None = None
+    ttl: StrictStr | None = Field(None, description="time to live of the added text, Solr date math (e.g. +30DAYS)")
     with_text: StrictBool = False
 
 
@@ -337,7 +341,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         if (request.ids is None) == (request.dataset is None):
             raise InvalidParameterError("ids", "given, or dataset given, but not both and not neither", None,
                                         show_value=False)
-        if request.dataset is not None:
+        if request.ids is None:
             count = delete_dataset(client, request.dataset)
             return {"dataset": request.dataset, "deleted": count}
         result = delete_documents(client, [str(i) for i in request.ids])
@@ -395,7 +399,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
               summary="Online dedup: the near duplicates >= threshold; the text is added only when there are none")
     def check(request: CheckRequest) -> dict[str, Any]:
         result = check_and_add(client, request.id, request.text, request.threshold, add=request.add,
-                               dataset=request.dataset)
+                               dataset=request.dataset, ttl=request.ttl)
         return {"id": result.id, "added": result.added, "status": result.status, "threshold": result.threshold,
                 "results": [_match_dict(m, request.with_text) for m in result.matches]}
 
@@ -491,24 +495,26 @@ def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, A
     last = {}
     for i, r in enumerate(records):
         last[str(r.id)] = i
-    groups: dict[str | None, list[int]] = {}
+    groups: dict[tuple[str | None, str | None], list[int]] = {}
     for i, r in enumerate(records):
         if last[str(r.id)] != i:
             results[i].update(status="replaced", reason="a later record of this request has the same id (the last "
                                                         "one is kept)")
             continue
-        if r.dataset is not None:
-            try:
+        try:
+            if r.dataset is not None:
                 check_label("dataset", r.dataset, reserved=(META_DATASET,))
-            except InvalidParameterError as exc:
-                results[i].update(status="rejected", reason=str(exc))
-                continue
+            ttl = check_ttl(r.ttl)
+        except InvalidParameterError as exc:
+            results[i].update(status="rejected", reason=str(exc))
+            continue
         if is_reserved_id(str(r.id)):
             results[i].update(status="rejected", reason="ids starting with '__neardup_' are reserved for neardup-solr")
             continue
-        groups.setdefault(r.dataset, []).append(i)
-    for dataset, positions in groups.items():
-        summary = Indexer(client, dataset=dataset).index_records([(records[i].id, records[i].text) for i in positions])
+        groups.setdefault((r.dataset, ttl), []).append(i)
+    for (dataset, ttl), positions in groups.items():
+        indexer = Indexer(client, dataset=dataset, ttl=ttl)
+        summary = indexer.index_records([(records[i].id, records[i].text) for i in positions])
         refused = {r.line: r.reason for r in summary.rejections}
         for line, i in enumerate(positions, start=1):
             if line in refused:
