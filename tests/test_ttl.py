@@ -84,6 +84,12 @@ def fast_expiring_collection(solr_url: str, cloud: bool):
                          timeout=120)
 
 
+def is_cloud(url: str) -> bool:
+    with SolrClient(url) as client:
+        client.check()
+        return bool(client.is_cloud)
+
+
 def present(client: SolrClient, ids: list[str]) -> set[str]:
     return {d["id"] for d in client.get_by_ids(ids, "id")}
 
@@ -125,8 +131,7 @@ def exercise_expiry(client: SolrClient, tmp_path: Path) -> None:
 
 @pytest.mark.solr
 def test_documents_expire_on_a_core(local_solr, solr_url, tmp_path):
-    cloud = SolrClient(solr_url).is_cloud
-    with fast_expiring_collection(solr_url, bool(cloud)) as client:
+    with fast_expiring_collection(solr_url, is_cloud(solr_url)) as client:
         exercise_expiry(client, tmp_path)
 
 
@@ -137,7 +142,7 @@ def test_ttl_through_the_http_api(local_solr, solr_url, tmp_path):
 
     from neardup_solr.service import ServiceConfig, create_app
 
-    with fast_expiring_collection(solr_url, bool(SolrClient(solr_url).is_cloud)) as client:
+    with fast_expiring_collection(solr_url, is_cloud(solr_url)) as client:
         app = create_app(ServiceConfig(solr_url=client.url, jobs_dir=tmp_path / "jobs"))
         with TestClient(app) as http:
             r = http.post("/v1/documents", json=[{"id": "a", "text": TEXT, "ttl": "+2SECONDS"},
@@ -168,7 +173,7 @@ def test_documents_expire_on_solrcloud(tmp_path):
     cluster.start()
     try:
         with fast_expiring_collection(cluster.core_url, True) as client:
-            assert client.is_cloud
+            assert is_cloud(client.url)
             exercise_expiry(client, tmp_path)
     finally:
         cluster.stop()
