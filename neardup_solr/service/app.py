@@ -47,7 +47,7 @@ from ..errors import (
     StoredSettingsError,
 )
 from ..online import DocumentExistsError, Match, check_and_add, delete_dataset, delete_documents, is_reserved_id
-from ..searcher import DocumentNotFoundError, Searcher
+from ..searcher import DocumentNotFoundError
 from ..solr_client import RetryPolicy, SolrClient
 from ..ttl import check_ttl
 from ..validation import check_id, check_int, check_label, id_problem
@@ -249,6 +249,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
                             retry=RetryPolicy(max_wait=config.solr_max_wait))
     jobs = JobStore(config.resolved_jobs_dir())
     metrics = Metrics()
+    searchers = lookups.SearcherCache(client)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -265,6 +266,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     app.state.client = client
     app.state.jobs = jobs
     app.state.metrics = metrics
+    app.state.searchers = searchers
     _install_error_handlers(app, metrics)
 
     if config.cors_origins:
@@ -334,13 +336,17 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     @app.post("/v1/documents", tags=["documents"],
               summary="Index records; each is reported indexed, rejected (with the reason) or replaced")
     def add_documents(records: list[DocumentIn] = Body(..., max_length=MAX_RECORDS)) -> dict[str, Any]:
-        return _index_records(client, records)
+        try:
+            return _index_records(client, records)
+        finally:
+            searchers.invalidate()  # the first records of an empty collection store its settings
 
     @app.post("/v1/documents/delete", tags=["documents"], summary="Delete by ids, or every document of a data set")
     def bulk_delete(request: BulkDelete) -> dict[str, Any]:
         if (request.ids is None) == (request.dataset is None):
             raise InvalidParameterError("ids", "given, or dataset given, but not both and not neither", None,
                                         show_value=False)
+        searchers.invalidate()
         if request.ids is None:
             count = delete_dataset(client, request.dataset)
             return {"dataset": request.dataset, "deleted": count}
@@ -365,7 +371,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         lookup = lookups.resolve(dict(mode=mode, max_edit_distance=max_edit_distance, min_jaccard=min_jaccard,
                                       rows=rows, first_word_filter=first_word_filter, num_hashes=num_hashes,
                                       threshold=threshold, similarity=similarity, min_share=min_share))
-        searcher = Searcher(client)
+        searcher = searchers.get()
         source = searcher.get_by_id(_user_id(doc_id))
         query = searcher.prepare(source.content, source.id)
         matches = lookups.run(searcher, query, lookup)
@@ -374,7 +380,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
 
     @app.get("/v1/documents/{doc_id:path}", tags=["documents"], summary="One stored document")
     def get_document(doc_id: str) -> dict[str, Any]:
-        doc = Searcher(client).get_by_id(_user_id(doc_id))
+        doc = searchers.get().get_by_id(_user_id(doc_id))
         return {"id": doc.id, "text": doc.content, "dataset": doc.dataset, "num_words": doc.num_words,
                 "md5_hash": doc.md5_hash}
 
@@ -389,7 +395,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     def near_dups_of_text(request: TextLookup) -> dict[str, Any]:
         options = request.model_dump(exclude={"text", "with_text"})
         lookup = lookups.resolve(options)
-        searcher = Searcher(client)
+        searcher = searchers.get()
         query = searcher.prepare(request.text)
         matches = lookups.run(searcher, query, lookup)
         return {"query": {"text": request.text}, "options": lookup.describe(),
@@ -400,6 +406,8 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     def check(request: CheckRequest) -> dict[str, Any]:
         result = check_and_add(client, request.id, request.text, request.threshold, add=request.add,
                                dataset=request.dataset, ttl=request.ttl)
+        if result.added:
+            searchers.invalidate()
         return {"id": result.id, "added": result.added, "status": result.status, "threshold": result.threshold,
                 "results": [_match_dict(m, request.with_text) for m in result.matches]}
 

@@ -10,13 +10,17 @@ missed. Options that do not apply to the chosen lookup are refused, never ignore
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..cli.common import SEARCH_DEFAULTS
+from ..documents import IndexSettings, read_index_settings
 from ..errors import InvalidParameterError
 from ..online import Match, describe, sort_matches
 from ..searcher import MODES, Query, Searcher
+from ..solr_client import SolrClient
 from ..validation import check_bool, check_choice, check_float, check_int
 
 SIMILARITIES = ("jaccard", "idf")
@@ -55,6 +59,36 @@ class Lookup:
         return {"mode": self.mode, "max_edit_distance": -1 if self.max_distance is None else self.max_distance,
                 "min_jaccard": self.min_jaccard, "rows": self.rows, "first_word_filter": self.first_word_filter,
                 "num_hashes": self.num_hashes}
+
+
+class SearcherCache:
+    """The service's :class:`Searcher`, shared by its requests. A Searcher reads the collection's settings and
+    builds its signer when it is made; once per request that was a Solr round trip and a MinHash set-up on every
+    lookup. Here the settings are read again at most every ``max_age`` seconds (a new Searcher only when they
+    changed), and at once after this process wrote to the collection (:meth:`invalidate`)."""
+
+    def __init__(self, client: SolrClient, max_age: float = 5.0):
+        self.client = client
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._searcher: Searcher | None = None
+        self._read_at = 0.0
+
+    def get(self) -> Searcher:
+        """The Searcher for the collection's current settings."""
+        with self._lock:
+            now = time.monotonic()
+            if self._searcher is None or now - self._read_at > self.max_age:
+                settings = read_index_settings(self.client) or IndexSettings()
+                if self._searcher is None or settings != self._searcher.settings:
+                    self._searcher = Searcher(self.client, settings)
+                self._read_at = now
+            return self._searcher
+
+    def invalidate(self) -> None:
+        """Read the settings again on the next request (this process changed the collection)."""
+        with self._lock:
+            self._read_at = 0.0
 
 
 def resolve(options: dict[str, Any]) -> Lookup:
@@ -112,4 +146,4 @@ def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
     return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in candidates]
 
 
-__all__ = ["Lookup", "OptionError", "resolve", "run", "sort_matches", "SIMILARITIES"]
+__all__ = ["Lookup", "OptionError", "SearcherCache", "resolve", "run", "sort_matches", "SIMILARITIES"]
