@@ -82,7 +82,10 @@ def index(solr_url: str, docs_dir: Path, docs: int, reuse: bool) -> dict[str, An
     client = SolrClient(solr_url, timeout=600)
     settings = IndexSettings(fields=("lsh",))
     stored = read_index_settings(client)
-    if reuse and stored == settings and client.count() == docs:
+    from neardup_solr.documents import META_DATASET
+
+    held = client.count("*:*", ["-{!term f=dataset v=$meta}"], [("meta", META_DATASET)])  # the settings not counted
+    if reuse and stored == settings and held == docs:
         log(f"reusing the index of {docs:,} documents at {solr_url}")
         return {"reused": True, "docs": docs}
     client.delete_all()

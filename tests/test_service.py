@@ -415,9 +415,9 @@ def test_body_limit_holds_for_chunked_bodies(solr, tmp_path):
     with serving(make_app(solr, tmp_path, max_body_bytes=4096)) as url:
         status, small = chunked_post(url, "/v1/near-dups", json.dumps({"text": RECORDS[2][1]}).encode())
         assert status == 200 and small["results"][0]["id"] in {"3", "4"}
-        # 20 kB: over the limit, and under what uvicorn reads ahead from the socket (64 kB), so its close after
-        # the 413 is a clean FIN and not a reset that could discard the answer before the test reads it.
-        big = json.dumps({"text": "word " * 4_000}).encode()
+        # 100 kB: over the limit, and within what the service reads and discards before it answers (1 MiB), so
+        # its close after the 413 is clean, not a reset that could discard the answer before the client reads it.
+        big = json.dumps({"text": "word " * 20_000}).encode()
         status, problem_doc = chunked_post(url, "/v1/near-dups", big)
         assert status == 413 and problem_doc["status"] == 413
         assert "limit of 4,096 bytes" in problem_doc["detail"] and "smaller parts" in problem_doc["detail"]

@@ -236,6 +236,69 @@ def _same_origin(request: Request, allowed: list[str]) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
+# ----------------------------------------------------------------------------------------------- the guard
+
+
+class Guard:
+    """What every request passes first: the bearer token, the refusal of cross-origin writes and of a declared
+    body over the limit, and the request metrics. A plain ASGI middleware: Starlette's ``@app.middleware`` wraps
+    every request in a task group and memory streams, which cost more than the rest of a /health answer."""
+
+    def __init__(self, app: Any, config: ServiceConfig, metrics: Metrics) -> None:
+        self.app = app
+        self.config = config
+        self.metrics = metrics
+
+    def _refusal(self, request: Request) -> JSONResponse | None:
+        config = self.config
+        if config.token is not None and request.url.path not in OPEN_PATHS and request.method != "OPTIONS":
+            presented = None
+            header = request.headers.get("authorization", "")
+            if header[:7].lower() == "bearer ":
+                presented = header[7:].strip()
+            presented = presented or request.cookies.get(TOKEN_COOKIE)
+            if presented is None or not hmac.compare_digest(presented.encode(), config.token.encode()):
+                response = problem(401, "this service needs its bearer token: send 'Authorization: Bearer <token>' "
+                                        "(a browser can sign in at /login)")
+                response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            if not _same_origin(request, config.cors_origins):
+                return problem(403, "cross-origin requests are refused; configure NEARDUP_SERVICE_CORS_ORIGINS "
+                                    "to allow an origin")
+            length = request.headers.get("content-length")
+            if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
+                return problem(413, too_large_detail(int(length), config.max_body_bytes))
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request = Request(scope)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            if refusal.status_code == 401:
+                self.metrics.observe(request.method, "(unauthorised)", 401, time.perf_counter() - started)
+            await refusal(scope, receive, send)
+            return
+        status = 500
+
+        async def sending(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            self.metrics.observe(request.method, getattr(route, "path", "(no route)"), status,
+                                 time.perf_counter() - started)
+
+
 # ----------------------------------------------------------------------------------------------- the app
 
 
@@ -280,39 +343,12 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     app.add_middleware(ChunkedBodyLimit, max_body_bytes=config.max_body_bytes,
                        too_large=lambda detail: problem(413, detail))
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        started = time.perf_counter()
-        path = request.url.path
-        if config.token is not None and path not in OPEN_PATHS and request.method != "OPTIONS":
-            presented = None
-            header = request.headers.get("authorization", "")
-            if header[:7].lower() == "bearer ":
-                presented = header[7:].strip()
-            presented = presented or request.cookies.get(TOKEN_COOKIE)
-            if presented is None or not hmac.compare_digest(presented.encode(), config.token.encode()):
-                metrics.observe(request.method, "(unauthorised)", 401, time.perf_counter() - started)
-                response = problem(401, "this service needs its bearer token: send 'Authorization: Bearer <token>' "
-                                        "(a browser can sign in at /login)")
-                response.headers["WWW-Authenticate"] = "Bearer"
-                return response
-        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
-            if not _same_origin(request, config.cors_origins):
-                return problem(403, "cross-origin requests are refused; configure NEARDUP_SERVICE_CORS_ORIGINS "
-                                    "to allow an origin")
-            length = request.headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
-                return problem(413, too_large_detail(int(length), config.max_body_bytes))
-        response = await call_next(request)
-        route = request.scope.get("route")
-        metrics.observe(request.method, getattr(route, "path", "(no route)"), response.status_code,
-                        time.perf_counter() - started)
-        return response
+    app.add_middleware(Guard, config=config, metrics=metrics)
 
     # ------------------------------------------------------------------ health
     @app.get("/health", tags=["health"], summary="Liveness: the service answers (no Solr call, no token)")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> Response:
+        return JSONResponse({"status": "ok"})  # on the event loop: no thread, no Solr
 
     @app.get("/ready", tags=["health"], summary="Readiness: Solr reachable, collection ours, settings readable")
     def ready() -> Response:
@@ -367,7 +403,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         similarity: Literal["jaccard", "idf"] | None = None,
         min_share: float | None = None,
         with_text: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Response:
         lookup = lookups.resolve(dict(mode=mode, max_edit_distance=max_edit_distance, min_jaccard=min_jaccard,
                                       rows=rows, first_word_filter=first_word_filter, num_hashes=num_hashes,
                                       threshold=threshold, similarity=similarity, min_share=min_share))
@@ -375,8 +411,8 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         source = searcher.get_by_id(_user_id(doc_id))
         query = searcher.prepare(source.content, source.id)
         matches = lookups.run(searcher, query, lookup)
-        return {"query": {"id": source.id}, "options": lookup.describe(),
-                "results": [_match_dict(m, with_text) for m in matches]}
+        return JSONResponse({"query": {"id": source.id}, "options": lookup.describe(),
+                             "results": [_match_dict(m, with_text) for m in matches]})
 
     @app.get("/v1/documents/{doc_id:path}", tags=["documents"], summary="One stored document")
     def get_document(doc_id: str) -> dict[str, Any]:
@@ -392,24 +428,26 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         return {"deleted": 1, "deleted_ids": result.deleted}
 
     @app.post("/v1/near-dups", tags=["lookups"], summary="Near duplicates of a new text, best first")
-    def near_dups_of_text(request: TextLookup) -> dict[str, Any]:
+    def near_dups_of_text(request: TextLookup) -> Response:
         options = request.model_dump(exclude={"text", "with_text"})
         lookup = lookups.resolve(options)
         searcher = searchers.get()
         query = searcher.prepare(request.text)
         matches = lookups.run(searcher, query, lookup)
-        return {"query": {"text": request.text}, "options": lookup.describe(),
-                "results": [_match_dict(m, request.with_text) for m in matches]}
+        # A JSONResponse is sent as it is: no second hop to the thread pool to validate and serialise a dict.
+        return JSONResponse({"query": {"text": request.text}, "options": lookup.describe(),
+                             "results": [_match_dict(m, request.with_text) for m in matches]})
 
     @app.post("/v1/check", tags=["lookups"],
               summary="Online dedup: the near duplicates >= threshold; the text is added only when there are none")
-    def check(request: CheckRequest) -> dict[str, Any]:
+    def check(request: CheckRequest) -> Response:
         result = check_and_add(client, request.id, request.text, request.threshold, add=request.add,
                                dataset=request.dataset, ttl=request.ttl)
         if result.added:
             searchers.invalidate()
-        return {"id": result.id, "added": result.added, "status": result.status, "threshold": result.threshold,
-                "results": [_match_dict(m, request.with_text) for m in result.matches]}
+        return JSONResponse({"id": result.id, "added": result.added, "status": result.status,
+                             "threshold": result.threshold,
+                             "results": [_match_dict(m, request.with_text) for m in result.matches]})
 
     # ------------------------------------------------------------------ reports
     @app.post("/v1/reports", tags=["reports"], status_code=202,

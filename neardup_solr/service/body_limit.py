@@ -6,6 +6,10 @@ first, counting, and answers 413 as soon as the count passes the limit, without 
 never holds more than the limit and a client cannot get around it by leaving the length out. Under the limit
 the app receives the body as one message, as if it had been sent with a length.
 
+Over the limit, up to :data:`DRAIN_BYTES` more of the body are read and thrown away before the 413 is sent: a
+server that closes a connection with unread data makes the client's system reset it, and the reset can discard
+the answer before the client reads it. A longer body is cut off there.
+
 Why read ahead instead of counting inside the app's own reads: an exception raised from ``receive`` reaches
 FastAPI's body parsing wrapped by the task groups of the middleware in between, and comes out as a 400.
 """
@@ -19,6 +23,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+DRAIN_BYTES = 1 << 20
 
 
 def too_large_detail(size: int, limit: int, *, streamed: bool = False) -> str:
@@ -38,7 +44,8 @@ class ChunkedBodyLimit:
         self.too_large = too_large
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or any(name == b"content-length" for name, _ in scope.get("headers", ())):
+        if scope["type"] != "http" or not any(name == b"transfer-encoding" for name, _ in scope.get("headers", ())):
+            # A Content-Length body (checked by the guard, held to by the server), or no body at all.
             await self.app(scope, receive, send)
             return
         parts: list[bytes] = []
@@ -52,6 +59,12 @@ class ChunkedBodyLimit:
             size += len(chunk)
             if size > self.max_body_bytes:
                 response = self.too_large(too_large_detail(size, self.max_body_bytes, streamed=True))
+                more = message.get("more_body", False)
+                discarded = 0
+                while more and discarded < DRAIN_BYTES:
+                    message = await receive()
+                    discarded += len(message.get("body", b""))
+                    more = message["type"] == "http.request" and message.get("more_body", False)
                 await response(scope, receive, send)
                 return
             parts.append(chunk)
