@@ -50,7 +50,7 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
     if summary.verification is not None:
         check = summary.verification
         result["verification"] = {"ok": check.ok, **{k: v for k, v in dataclasses.asdict(check).items()
-                                                      if k != "first_bad_line"}}
+                                                      if k != "first_bad_line"}, "seconds": round(check.seconds, 3)}
     return result
 
 
