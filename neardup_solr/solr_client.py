@@ -238,8 +238,6 @@ class SolrClient:
         # trust_env is on: profiled, that was the largest share of the client's CPU in a lookup. The environment
         # is read once per node instead (_environment) and passed explicitly, with the same precedence.
         self.session.trust_env = False
-        if verify is True:
-            self.session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         self._environments: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
@@ -474,11 +472,15 @@ class SolrClient:
             node = self._node
 
     def _environment(self, node: str) -> dict[str, Any]:
-        """What requests would take from the environment for ``node`` (its proxies; ~/.netrc credentials when
-        none were given), read once per node."""
+        """What requests would take from the environment for ``node`` (its proxies; the CA bundle of
+        REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE when certificates are verified; ~/.netrc credentials when none were
+        given), read once per node."""
         found = self._environments.get(node)
         if found is None:
             found = {"proxies": requests.utils.get_environ_proxies(node)}
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+            if self.session.verify is True and bundle:
+                found["verify"] = bundle  # still verified, against the bundle the environment names
             if self.session.auth is None:
                 netrc = requests.utils.get_netrc_auth(node)
                 if netrc:
