@@ -1,7 +1,9 @@
 """``neardup-solr demo``: the restaurant data set end to end, each mode scored against the 112 gold pairs.
 
 Local Solr (no SOLR_URL): started if needed; the demo uses its own core ``neardup_demo`` so it never touches
-your data. With SOLR_URL set, the demo uses that core and replaces its contents.
+your data. The local Solr keeps running afterwards with the default core ready too (created empty if it was
+missing), so the commands the demo prints at the end, and the README's next steps, work as printed. With
+SOLR_URL set, the demo uses that core and replaces its contents.
 """
 
 from __future__ import annotations
@@ -64,16 +66,39 @@ def demo_modes():
     ]
 
 
-def _solr_client(solr_url: str | None, out: TextIO) -> SolrClient:
+def _solr_client(solr_url: str | None, out: TextIO) -> tuple[SolrClient, str | None]:
+    """The demo's client, and the local Solr's default core URL when the demo runs on the local Solr."""
     if solr_url:
-        return SolrClient(solr_url)
+        return SolrClient(solr_url), None
     from .backends.local import LocalSolr
 
     local = LocalSolr(core=DEMO_CORE)
     result = local.start()
     if not result.already_running:
         print(f"started local Solr {settings.SOLR_VERSION} in {result.seconds:.1f} s ({local.data_dir})", file=out)
-    return SolrClient(local.core_url)
+    # The default core too: the next command a user types (neardup-solr index / near-dups) goes there.
+    default = LocalSolr(port=local.bound_port(), data_dir=local.data_dir)
+    default.ensure_core()
+    return SolrClient(local.core_url), default.core_url
+
+
+def next_steps(demo_url: str, default_url: str | None, addresses: Path) -> str:
+    """What to try after the demo, as commands that work as printed."""
+    port_env = ""
+    if default_url is not None:
+        port = default_url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+        if port != str(settings.DEFAULT_PORT):
+            port_env = f"NEARDUP_SOLR_PORT={port} "
+    lines = ["next, try:", f"  neardup-solr near-dups 3 --solr-url {demo_url}"]
+    if default_url is None:
+        return "\n".join(lines)
+    lines += [
+        f"  {port_env}neardup-solr index {addresses} -q     # the same records into the default core",
+        f"  {port_env}neardup-solr near-dups 3",
+        f"the local Solr keeps running with the cores {DEMO_CORE} (this demo) and {settings.CORE_NAME} (the default); "
+        f"stop it with: {port_env}neardup-solr solr stop",
+    ]
+    return "\n".join(lines)
 
 
 def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out: TextIO | None = None) -> list[DemoRow]:
@@ -82,7 +107,7 @@ def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out
     out = out or sys.stdout
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="neardup-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    client = _solr_client(solr_url or os.environ.get("SOLR_URL"), out)
+    client, default_url = _solr_client(solr_url or os.environ.get("SOLR_URL"), out)
 
     addresses = workdir / "addresses.txt"
     count = prepare_default(addresses)
@@ -126,6 +151,7 @@ def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out
     print(file=out)
     print(format_table(rows, len(gold)), file=out)
     print(f"\npair files and rejects: {workdir}", file=out)
+    print(next_steps(client.url, default_url, addresses), file=out)
     return rows
 
 

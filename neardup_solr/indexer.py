@@ -37,6 +37,7 @@ from .outputs import check_output_path
 from .inputs import STDIN, STDIN_NAME, InputFormatError, is_stdin
 from .readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
 from .solr_client import SolrClient
+from .ttl import check_ttl
 from .validation import check_bool, check_choice, check_float, check_int, check_label, check_str, record_problem
 from .verify import SortedSpill, VerifyResult, compare, verify_ids
 
@@ -200,11 +201,13 @@ class Indexer:
         workers: int = 2,
         progress: bool = False,
         dataset: str | None = None,
+        ttl: str | None = None,
     ):
         """``settings`` are used for an empty collection and must equal the stored ones otherwise (None: the
         stored ones, else defaults). ``batch_size`` documents go to Solr per request, ``workers`` requests at
         a time; a hard commit (which moves the checkpoint) follows every ``commit_every`` documents or
-        ``commit_seconds`` seconds. ``dataset`` labels the records (for joins); ``progress`` shows a bar."""
+        ``commit_seconds`` seconds. ``dataset`` labels the records (for joins); ``progress`` shows a bar. ``ttl`` (Solr date math such
+        as ``+30DAYS``) makes the records expire that long after Solr receives them (see :mod:`neardup_solr.ttl`)."""
         if client is not None and not isinstance(client, SolrClient):
             raise ParameterTypeError("client", "a SolrClient or None", client)
         if settings is not None and not isinstance(settings, IndexSettings):
@@ -219,6 +222,7 @@ class Indexer:
         self.workers: int = check_int("workers", workers, "workers")
         self.progress = check_bool("progress", progress)
         self.dataset: str | None = check_label("dataset", dataset, reserved=(META_DATASET,))
+        self.ttl: str | None = check_ttl(ttl)
         self.requested_settings = settings
         self.client = client or SolrClient()
 
@@ -373,6 +377,9 @@ class Indexer:
             records = list(batch.values())
             batch = {}
             built = builder.build([(r.id, r.text, r.fields) for r in records], dataset=self.dataset)
+            if self.ttl is not None:
+                for doc in built.documents:
+                    doc["ttl"] = self.ttl  # the update chain computes expire_at from it
             for index, reason in built.rejected:
                 r = records[index]
                 rejects.write(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)

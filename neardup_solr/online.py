@@ -66,6 +66,7 @@ from .lsh import band_keys
 from .maintenance import clear, require_neardup_schema
 from .searcher import Query, Searcher, id_sort_key
 from .solr_client import SolrClient
+from .ttl import check_ttl
 from .validation import check_bool, check_float, check_id, check_label, check_text
 
 log = logging.getLogger(__name__)
@@ -251,11 +252,13 @@ def _release(client: SolrClient, cid: str) -> None:
         log.warning("could not remove claim %s (it expires after %.0f s): %s", cid, CLAIM_LEASE_SECONDS, exc)
 
 
-def _claim(client: SolrClient, md5_hash: str, doc_id: str) -> tuple[bool, Match | None, bool]:
+def _claim(client: SolrClient, md5_hash: str, doc_id: str,
+           ttl: str | None = None) -> tuple[bool, Match | None, bool]:
     """Claim the text for ``doc_id``. Returns (won, owner, same_id): when lost, ``owner`` is the document (or the
-    pending add) that holds the claim, and ``same_id`` says it is ``doc_id`` itself."""
+    pending add) that holds the claim, and ``same_id`` says it is ``doc_id`` itself. A claim made with ``ttl``
+    expires with the document it was made for."""
     cid = claim_id(md5_hash)
-    body = {"id": cid, "dataset": META_DATASET}
+    body = {"id": cid, "dataset": META_DATASET, **({"ttl": ttl} if ttl is not None else {})}
     for _ in range(8):
         now = time.time()
         doc = {**body, "content": json.dumps({"owner": doc_id, "md5": md5_hash, "claimed_at": now})}
@@ -315,13 +318,15 @@ def check_and_add(
     dataset: str | None = None,
     settings: IndexSettings | None = None,
     searcher: Searcher | None = None,
+    ttl: str | None = None,
 ) -> CheckResult:
     """Look up ``text``'s near duplicates (shingle Jaccard >= ``threshold``; None: the collection's
     ``lsh_threshold``) and add it under ``doc_id`` (to ``dataset``) only when there are none.
 
     Race-free for identical texts across threads and processes, and for near duplicates within one process
     (see the module docstring for how, and for the limits). ``add=False`` only looks up. The collection's stored
-    settings are used; ``settings`` only seeds an empty collection. Raises
+    settings are used; ``settings`` only seeds an empty collection. ``ttl`` (Solr date math, e.g. ``+30DAYS``)
+    makes the added document and its claim expire that long after they are added. Raises
     :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
     bad arguments, :class:`~neardup_solr.errors.InvalidTextError` for a text without words,
     :class:`DocumentExistsError` when ``doc_id`` holds another document, and the client's Solr errors.
@@ -337,6 +342,7 @@ def check_and_add(
     threshold = check_float("threshold", threshold, "threshold", none_ok=True)
     add = check_bool("add", add)
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
+    ttl = check_ttl(ttl)
 
     if searcher is not None and searcher.client is not client:
         raise InvalidParameterError("searcher", "a Searcher on the same client", searcher, show_value=False)
@@ -359,7 +365,7 @@ def check_and_add(
         matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
         if matches:
             return CheckResult(doc_id, False, DUPLICATE, threshold, matches)
-        won, owner, same_id = _claim(client, query.md5_hash, doc_id)
+        won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
         if not won:
             if same_id and owner is not None and not owner.pending:
                 return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
@@ -369,7 +375,10 @@ def check_and_add(
             built = searcher.builder.build([(doc_id, text)], dataset=dataset)
             if built.rejected:
                 raise InvalidTextError(built.rejected[0][1])
-            if not _create(client, built.documents[0], -1, soft_commit=True):
+            document = built.documents[0]
+            if ttl is not None:
+                document["ttl"] = ttl
+            if not _create(client, document, -1, soft_commit=True):
                 raise DocumentExistsError(
                     f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites "
                     "it: delete it first, or choose another id", doc_id)

@@ -19,9 +19,17 @@ REPO_DIR = PACKAGE_DIR.parent
 
 
 def solr_config_dir() -> Path:
-    """The repository's ``solr_config/`` (override with ``NEARDUP_SOLR_CONFIG``)."""
+    """The Solr config: ``NEARDUP_SOLR_CONFIG`` if set, else the source tree's ``solr_config/`` (a checkout or an
+    editable install), else the copy an installed wheel carries in the package (``neardup_solr/solr_config``).
+    The launcher is built inside it (``launcher/target``), so that directory must be writable; for a read-only
+    installation point ``NEARDUP_SOLR_CONFIG`` at a writable copy."""
     override = os.environ.get("NEARDUP_SOLR_CONFIG")
-    return Path(override) if override else REPO_DIR / "solr_config"
+    if override:
+        return Path(override)
+    source = REPO_DIR / "solr_config"
+    if (REPO_DIR / "pyproject.toml").is_file() and source.is_dir():
+        return source
+    return PACKAGE_DIR / "solr_config"
 
 
 def configset_dir() -> Path:

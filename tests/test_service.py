@@ -5,6 +5,7 @@ the CLI commands, and a fuzz of the whole API from its OpenAPI description."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import logging
@@ -223,24 +224,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture()
-def live_server(solr, tmp_path):
-    """The app under uvicorn on a free 127.0.0.1 port, in a thread: real sockets, real concurrency."""
+@contextlib.contextmanager
+def serving(app):
+    """An app under uvicorn on a free 127.0.0.1 port, in a thread: real sockets, real concurrency."""
     import uvicorn
 
-    Indexer(solr).index_records(RECORDS)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(make_app(solr, tmp_path), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture()
+def live_server(solr, tmp_path):
+    Indexer(solr).index_records(RECORDS)
+    with serving(make_app(solr, tmp_path)) as url:
+        yield url
 
 
 def test_concurrent_identical_checks_add_once(live_server, solr):
@@ -369,6 +377,54 @@ def test_cors_off_by_default_and_cross_origin_writes_refused(solr, tmp_path):
 def test_body_limit_is_413(solr, tmp_path):
     with TestClient(make_app(solr, tmp_path, max_body_bytes=2048)) as client:
         assert_problem(client.post("/v1/near-dups", json={"text": "word " * 1000}), 413, "limit")
+
+
+def chunked_post(base_url: str, path: str, body: bytes, chunk: int = 512) -> tuple[int, dict]:
+    """POST ``body`` with ``Transfer-Encoding: chunked`` and no Content-Length, over a raw socket."""
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n".encode())
+        try:
+            for start in range(0, len(body), chunk):
+                piece = body[start:start + chunk]
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            sock.sendall(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered and closed before the rest was sent: what a limit should do
+        reply = b""
+        while chunk_in := sock.recv(65536):
+            reply += chunk_in
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    status = int(head.split()[1])
+    if b"transfer-encoding: chunked" in head.lower():
+        decoded, rest = b"", payload
+        while rest:
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line, 16)
+            if size == 0:
+                break
+            decoded, rest = decoded + rest[:size], rest[size + 2:]
+        payload = decoded
+    return status, json.loads(payload)
+
+
+def test_body_limit_holds_for_chunked_bodies(solr, tmp_path):
+    """No Content-Length to check up front: the limit is counted while the body streams in."""
+    Indexer(solr).index_records(RECORDS)
+    with serving(make_app(solr, tmp_path, max_body_bytes=4096)) as url:
+        status, small = chunked_post(url, "/v1/near-dups", json.dumps({"text": RECORDS[2][1]}).encode())
+        assert status == 200 and small["results"][0]["id"] in {"3", "4"}
+        # 100 kB: over the limit, and within what the service reads and discards before it answers (1 MiB), so
+        # its close after the 413 is clean, not a reset that could discard the answer before the client reads it.
+        big = json.dumps({"text": "word " * 20_000}).encode()
+        status, problem_doc = chunked_post(url, "/v1/near-dups", big)
+        assert status == 413 and problem_doc["status"] == 413
+        assert "limit of 4,096 bytes" in problem_doc["detail"] and "smaller parts" in problem_doc["detail"]
+        status, listed = chunked_post(url, "/v1/documents", json.dumps(
+            [{"id": f"big{i}", "text": "word " * 100} for i in range(20)]).encode())
+        assert status == 413
+        assert solr.get_by_ids(["big0"]) == []  # nothing of the refused request was indexed
 
 
 def test_solr_away_is_503_with_retry_after(tmp_path):

@@ -15,6 +15,7 @@ import sys
 
 from ..errors import InvalidParameterError, NeardupError, SolrUnavailableError
 from . import delete_cmd, index_cmd, search_cmd, serve_cmd, settings_cmd, solr_cmd, tools_cmd
+from ..version import package_version
 from .common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
 
 log = logging.getLogger("neardup_solr")
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of every command (each module registers its own)."""
     parser = Parser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument("--version", action="version", version=f"neardup-solr {package_version()}",
+                        help="print the package's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, serve_cmd):
         module.register(sub)

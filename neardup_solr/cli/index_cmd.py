@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..documents import IndexSettings
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     EXIT_INCOMPLETE,
@@ -24,12 +23,36 @@ from .common import (
     open_client,
 )
 
+if TYPE_CHECKING:
+    from ..documents import IndexSettings
+    from ..indexer import IndexSummary
+
 
 def _check_input(path: str, fmt: str | None) -> None:
     """Refuse a missing, binary or mis-formatted input before anything is sent or written."""
     from ..readers import input_format
 
     input_format(path, fmt)
+
+
+def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
+    """``index --json``: the human summary's numbers, for scripts. ``status`` is ``complete``, ``interrupted``
+    (Solr stopped the run; exit 3) or ``incomplete`` (the final check found documents missing; exit 4)."""
+    result: dict[str, Any] = {
+        "status": status, "source": summary.source, "read": summary.read, "indexed": summary.indexed,
+        "rejected": summary.rejected, "duplicate_ids": summary.duplicate_ids,
+        "skipped_by_resume": summary.skipped_by_resume, "non_utf8_lines": summary.recoded_lines,
+        "blank_lines": summary.blank_lines, "seconds": round(summary.seconds, 3),
+        "docs_per_second": round(summary.docs_per_second, 1),
+        "rejects_path": summary.rejects_path if summary.rejected else None,
+        "interrupted": summary.interrupted,
+        "verification": None,
+    }
+    if summary.verification is not None:
+        check = summary.verification
+        result["verification"] = {"ok": check.ok, **{k: v for k, v in dataclasses.asdict(check).items()
+                                                      if k != "first_bad_line"}, "seconds": round(check.seconds, 3)}
+    return result
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -51,12 +74,14 @@ def cmd_index(args: argparse.Namespace) -> int:
     index_settings = _with_normalizer(index_settings_from_args(args), args)
     client = open_client(args)
     indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
-                      workers=args.workers, progress=not args.quiet, dataset=args.dataset)
+                      workers=args.workers, progress=not args.quiet, dataset=args.dataset, ttl=args.ttl)
     if args.clear or args.clear_all:
         deleted = clear(client, None if args.clear_all else args.dataset, everything=args.clear_all)
         what = ("the whole collection" if args.clear_all else f"data set {args.dataset!r}" if args.dataset
                 else "the documents without a data set")
-        print(f"cleared {what}: {deleted} documents deleted from {client.url}")
+        # With --json, standard output holds the JSON document alone.
+        print(f"cleared {what}: {deleted} documents deleted from {client.url}",
+              file=sys.stderr if args.json else sys.stdout)
     try:
         summary = indexer.index_file(
             args.file, args.format, id_field=args.id_column, text_field=args.text_column,
@@ -67,11 +92,15 @@ def cmd_index(args: argparse.Namespace) -> int:
         cause = local_crash_cause(client.url)
         if cause:
             print(f"why: {cause}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(summary_json(exc.summary, "interrupted")))
         return EXIT_UNAVAILABLE
     except IndexIncomplete as exc:
         print(exc.summary.format(), file=sys.stderr)
+        if args.json:
+            print(json.dumps(summary_json(exc.summary, "incomplete")))
         return EXIT_INCOMPLETE
-    print(summary.format())
+    print(json.dumps(summary_json(summary, "complete")) if args.json else summary.format())
     return EXIT_REJECTED if summary.rejected else 0
 
 
@@ -98,6 +127,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
                          text_field=args.text_column, on_decode_error=args.on_decode_error)
     print(result.format())
     return 0 if result.ok else EXIT_INCOMPLETE
+
+
+def _ttl_flag(value: str) -> str | None:
+    """``--ttl`` checked while the command line is parsed, before any file or Solr is touched."""
+    from ..errors import InvalidParameterError
+    from ..ttl import check_ttl
+
+    try:
+        return check_ttl(value, "--ttl")
+    except InvalidParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
@@ -139,6 +179,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and dates, not for addresses (stored with the collection; version 2)")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="label the records (for joins of two data sets)")
+    p.add_argument("--ttl", type=_ttl_flag, default=None, metavar="DATE_MATH",
+                   help="time to live of the records, as Solr date math (e.g. 30DAYS, +12HOURS): Solr deletes them "
+                        "that long after it receives them")
     p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint")
     p.add_argument("--clear", action="store_true",
@@ -147,6 +190,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clear-all", action="store_true",
                    help="first delete everything in the collection, stored settings included")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON object on standard output (read, indexed, rejected, ...)")
     add_solr_options(p)
     p.set_defaults(func=cmd_index)
 

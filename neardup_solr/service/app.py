@@ -47,10 +47,12 @@ from ..errors import (
     StoredSettingsError,
 )
 from ..online import DocumentExistsError, Match, check_and_add, delete_dataset, delete_documents, is_reserved_id
-from ..searcher import DocumentNotFoundError, Searcher
+from ..searcher import DocumentNotFoundError
 from ..solr_client import RetryPolicy, SolrClient
+from ..ttl import check_ttl
 from ..validation import check_id, check_int, check_label, id_problem
 from . import lookups
+from .body_limit import ChunkedBodyLimit, too_large_detail
 from .config import ServiceConfig
 from .jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report
 from .metrics import Metrics
@@ -73,6 +75,8 @@ class DocumentIn(BaseModel):
     id: Union[StrictStr, StrictInt]
     text: StrictStr
     dataset: StrictStr | None = None
+    ttl: StrictStr | None = Field(None, description="time to live, Solr date math (e.g. +30DAYS): Solr deletes the "
+                                                     "document that long after it is indexed")
 
 
 class LookupOptions(BaseModel):
@@ -103,6 +107,7 @@ class CheckRequest(BaseModel):
     threshold: float | None = Field(None, description="Jaccard similarity (default: the collection's lsh_threshold)")
     add: StrictBool = True
     dataset: StrictStr | None = None
+    ttl: StrictStr | None = Field(None, description="time to live of the added text, Solr date math (e.g. +30DAYS)")
     with_text: StrictBool = False
 
 
@@ -231,6 +236,69 @@ def _same_origin(request: Request, allowed: list[str]) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
+# ----------------------------------------------------------------------------------------------- the guard
+
+
+class Guard:
+    """What every request passes first: the bearer token, the refusal of cross-origin writes and of a declared
+    body over the limit, and the request metrics. A plain ASGI middleware: Starlette's ``@app.middleware`` wraps
+    every request in a task group and memory streams, which cost more than the rest of a /health answer."""
+
+    def __init__(self, app: Any, config: ServiceConfig, metrics: Metrics) -> None:
+        self.app = app
+        self.config = config
+        self.metrics = metrics
+
+    def _refusal(self, request: Request) -> JSONResponse | None:
+        config = self.config
+        if config.token is not None and request.url.path not in OPEN_PATHS and request.method != "OPTIONS":
+            presented = None
+            header = request.headers.get("authorization", "")
+            if header[:7].lower() == "bearer ":
+                presented = header[7:].strip()
+            presented = presented or request.cookies.get(TOKEN_COOKIE)
+            if presented is None or not hmac.compare_digest(presented.encode(), config.token.encode()):
+                response = problem(401, "this service needs its bearer token: send 'Authorization: Bearer <token>' "
+                                        "(a browser can sign in at /login)")
+                response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            if not _same_origin(request, config.cors_origins):
+                return problem(403, "cross-origin requests are refused; configure NEARDUP_SERVICE_CORS_ORIGINS "
+                                    "to allow an origin")
+            length = request.headers.get("content-length")
+            if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
+                return problem(413, too_large_detail(int(length), config.max_body_bytes))
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request = Request(scope)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            if refusal.status_code == 401:
+                self.metrics.observe(request.method, "(unauthorised)", 401, time.perf_counter() - started)
+            await refusal(scope, receive, send)
+            return
+        status = 500
+
+        async def sending(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            self.metrics.observe(request.method, getattr(route, "path", "(no route)"), status,
+                                 time.perf_counter() - started)
+
+
 # ----------------------------------------------------------------------------------------------- the app
 
 
@@ -244,6 +312,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
                             retry=RetryPolicy(max_wait=config.solr_max_wait))
     jobs = JobStore(config.resolved_jobs_dir())
     metrics = Metrics()
+    searchers = lookups.SearcherCache(client)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -260,6 +329,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     app.state.client = client
     app.state.jobs = jobs
     app.state.metrics = metrics
+    app.state.searchers = searchers
     _install_error_handlers(app, metrics)
 
     if config.cors_origins:
@@ -268,40 +338,17 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type"])
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        started = time.perf_counter()
-        path = request.url.path
-        if config.token is not None and path not in OPEN_PATHS and request.method != "OPTIONS":
-            presented = None
-            header = request.headers.get("authorization", "")
-            if header[:7].lower() == "bearer ":
-                presented = header[7:].strip()
-            presented = presented or request.cookies.get(TOKEN_COOKIE)
-            if presented is None or not hmac.compare_digest(presented.encode(), config.token.encode()):
-                metrics.observe(request.method, "(unauthorised)", 401, time.perf_counter() - started)
-                response = problem(401, "this service needs its bearer token: send 'Authorization: Bearer <token>' "
-                                        "(a browser can sign in at /login)")
-                response.headers["WWW-Authenticate"] = "Bearer"
-                return response
-        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
-            if not _same_origin(request, config.cors_origins):
-                return problem(403, "cross-origin requests are refused; configure NEARDUP_SERVICE_CORS_ORIGINS "
-                                    "to allow an origin")
-            length = request.headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > config.max_body_bytes:
-                return problem(413, f"the request body ({int(length):,} bytes) is over this service's limit of "
-                                    f"{config.max_body_bytes:,} bytes; send it in smaller parts")
-        response = await call_next(request)
-        route = request.scope.get("route")
-        metrics.observe(request.method, getattr(route, "path", "(no route)"), response.status_code,
-                        time.perf_counter() - started)
-        return response
+    # Added before the guard, so inside it: the token is checked before a chunked body is read, and its 413 is
+    # counted in the metrics like any other answer.
+    app.add_middleware(ChunkedBodyLimit, max_body_bytes=config.max_body_bytes,
+                       too_large=lambda detail: problem(413, detail))
+
+    app.add_middleware(Guard, config=config, metrics=metrics)
 
     # ------------------------------------------------------------------ health
     @app.get("/health", tags=["health"], summary="Liveness: the service answers (no Solr call, no token)")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> Response:
+        return JSONResponse({"status": "ok"})  # on the event loop: no thread, no Solr
 
     @app.get("/ready", tags=["health"], summary="Readiness: Solr reachable, collection ours, settings readable")
     def ready() -> Response:
@@ -325,14 +372,18 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     @app.post("/v1/documents", tags=["documents"],
               summary="Index records; each is reported indexed, rejected (with the reason) or replaced")
     def add_documents(records: list[DocumentIn] = Body(..., max_length=MAX_RECORDS)) -> dict[str, Any]:
-        return _index_records(client, records)
+        try:
+            return _index_records(client, records)
+        finally:
+            searchers.invalidate()  # the first records of an empty collection store its settings
 
     @app.post("/v1/documents/delete", tags=["documents"], summary="Delete by ids, or every document of a data set")
     def bulk_delete(request: BulkDelete) -> dict[str, Any]:
         if (request.ids is None) == (request.dataset is None):
             raise InvalidParameterError("ids", "given, or dataset given, but not both and not neither", None,
                                         show_value=False)
-        if request.dataset is not None:
+        searchers.invalidate()
+        if request.ids is None:
             count = delete_dataset(client, request.dataset)
             return {"dataset": request.dataset, "deleted": count}
         result = delete_documents(client, [str(i) for i in request.ids])
@@ -352,20 +403,20 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         similarity: Literal["jaccard", "idf"] | None = None,
         min_share: float | None = None,
         with_text: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Response:
         lookup = lookups.resolve(dict(mode=mode, max_edit_distance=max_edit_distance, min_jaccard=min_jaccard,
                                       rows=rows, first_word_filter=first_word_filter, num_hashes=num_hashes,
                                       threshold=threshold, similarity=similarity, min_share=min_share))
-        searcher = Searcher(client)
+        searcher = searchers.get()
         source = searcher.get_by_id(_user_id(doc_id))
         query = searcher.prepare(source.content, source.id)
         matches = lookups.run(searcher, query, lookup)
-        return {"query": {"id": source.id}, "options": lookup.describe(),
-                "results": [_match_dict(m, with_text) for m in matches]}
+        return JSONResponse({"query": {"id": source.id}, "options": lookup.describe(),
+                             "results": [_match_dict(m, with_text) for m in matches]})
 
     @app.get("/v1/documents/{doc_id:path}", tags=["documents"], summary="One stored document")
     def get_document(doc_id: str) -> dict[str, Any]:
-        doc = Searcher(client).get_by_id(_user_id(doc_id))
+        doc = searchers.get().get_by_id(_user_id(doc_id))
         return {"id": doc.id, "text": doc.content, "dataset": doc.dataset, "num_words": doc.num_words,
                 "md5_hash": doc.md5_hash}
 
@@ -377,22 +428,26 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         return {"deleted": 1, "deleted_ids": result.deleted}
 
     @app.post("/v1/near-dups", tags=["lookups"], summary="Near duplicates of a new text, best first")
-    def near_dups_of_text(request: TextLookup) -> dict[str, Any]:
+    def near_dups_of_text(request: TextLookup) -> Response:
         options = request.model_dump(exclude={"text", "with_text"})
         lookup = lookups.resolve(options)
-        searcher = Searcher(client)
+        searcher = searchers.get()
         query = searcher.prepare(request.text)
         matches = lookups.run(searcher, query, lookup)
-        return {"query": {"text": request.text}, "options": lookup.describe(),
-                "results": [_match_dict(m, request.with_text) for m in matches]}
+        # A JSONResponse is sent as it is: no second hop to the thread pool to validate and serialise a dict.
+        return JSONResponse({"query": {"text": request.text}, "options": lookup.describe(),
+                             "results": [_match_dict(m, request.with_text) for m in matches]})
 
     @app.post("/v1/check", tags=["lookups"],
               summary="Online dedup: the near duplicates >= threshold; the text is added only when there are none")
-    def check(request: CheckRequest) -> dict[str, Any]:
+    def check(request: CheckRequest) -> Response:
         result = check_and_add(client, request.id, request.text, request.threshold, add=request.add,
-                               dataset=request.dataset)
-        return {"id": result.id, "added": result.added, "status": result.status, "threshold": result.threshold,
-                "results": [_match_dict(m, request.with_text) for m in result.matches]}
+                               dataset=request.dataset, ttl=request.ttl)
+        if result.added:
+            searchers.invalidate()
+        return JSONResponse({"id": result.id, "added": result.added, "status": result.status,
+                             "threshold": result.threshold,
+                             "results": [_match_dict(m, request.with_text) for m in result.matches]})
 
     # ------------------------------------------------------------------ reports
     @app.post("/v1/reports", tags=["reports"], status_code=202,
@@ -486,24 +541,26 @@ def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, A
     last = {}
     for i, r in enumerate(records):
         last[str(r.id)] = i
-    groups: dict[str | None, list[int]] = {}
+    groups: dict[tuple[str | None, str | None], list[int]] = {}
     for i, r in enumerate(records):
         if last[str(r.id)] != i:
             results[i].update(status="replaced", reason="a later record of this request has the same id (the last "
                                                         "one is kept)")
             continue
-        if r.dataset is not None:
-            try:
+        try:
+            if r.dataset is not None:
                 check_label("dataset", r.dataset, reserved=(META_DATASET,))
-            except InvalidParameterError as exc:
-                results[i].update(status="rejected", reason=str(exc))
-                continue
+            ttl = check_ttl(r.ttl)
+        except InvalidParameterError as exc:
+            results[i].update(status="rejected", reason=str(exc))
+            continue
         if is_reserved_id(str(r.id)):
             results[i].update(status="rejected", reason="ids starting with '__neardup_' are reserved for neardup-solr")
             continue
-        groups.setdefault(r.dataset, []).append(i)
-    for dataset, positions in groups.items():
-        summary = Indexer(client, dataset=dataset).index_records([(records[i].id, records[i].text) for i in positions])
+        groups.setdefault((r.dataset, ttl), []).append(i)
+    for (dataset, ttl), positions in groups.items():
+        indexer = Indexer(client, dataset=dataset, ttl=ttl)
+        summary = indexer.index_records([(records[i].id, records[i].text) for i in positions])
         refused = {r.line: r.reason for r in summary.rejections}
         for line, i in enumerate(positions, start=1):
             if line in refused:
@@ -515,6 +572,6 @@ def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, A
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import package_version
 
-    return __version__
+    return package_version()

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..backends.local import _process_alive
 from ..outputs import PROGRESS_SUFFIX
 from ..solr_client import SolrClient
 
@@ -34,16 +35,6 @@ MAX_REASONS = 100
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class JobStore:
@@ -95,7 +86,9 @@ class JobStore:
                     state.update(done=live.get("done", 0), total=live.get("total"), pairs=live.get("pairs"))
                 except (OSError, ValueError):
                     pass  # being replaced at this instant: the next poll reads it
-            if not _alive(int(state.get("pid", 0))):
+            pid = int(state.get("pid", 0))
+            # A state without a pid is not judged: kill(0)/waitpid(0) would mean our own process group.
+            if pid > 0 and not _process_alive(pid):
                 state.update(status="failed", error="the service process running this job exited")
         return state
 

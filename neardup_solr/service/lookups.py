@@ -10,13 +10,17 @@ missed. Options that do not apply to the chosen lookup are refused, never ignore
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..cli.common import SEARCH_DEFAULTS
+from ..documents import IndexSettings, read_index_settings
 from ..errors import InvalidParameterError
 from ..online import Match, describe, sort_matches
 from ..searcher import MODES, Query, Searcher
+from ..solr_client import SolrClient
 from ..validation import check_bool, check_choice, check_float, check_int
 
 SIMILARITIES = ("jaccard", "idf")
@@ -57,6 +61,36 @@ class Lookup:
                 "num_hashes": self.num_hashes}
 
 
+class SearcherCache:
+    """The service's :class:`Searcher`, shared by its requests. A Searcher reads the collection's settings and
+    builds its signer when it is made; once per request that was a Solr round trip and a MinHash set-up on every
+    lookup. Here the settings are read again at most every ``max_age`` seconds (a new Searcher only when they
+    changed), and at once after this process wrote to the collection (:meth:`invalidate`)."""
+
+    def __init__(self, client: SolrClient, max_age: float = 5.0):
+        self.client = client
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._searcher: Searcher | None = None
+        self._read_at = 0.0
+
+    def get(self) -> Searcher:
+        """The Searcher for the collection's current settings."""
+        with self._lock:
+            now = time.monotonic()
+            if self._searcher is None or now - self._read_at > self.max_age:
+                settings = read_index_settings(self.client) or IndexSettings()
+                if self._searcher is None or settings != self._searcher.settings:
+                    self._searcher = Searcher(self.client, settings)
+                self._read_at = now
+            return self._searcher
+
+    def invalidate(self) -> None:
+        """Read the settings again on the next request (this process changed the collection)."""
+        with self._lock:
+            self._read_at = 0.0
+
+
 def resolve(options: dict[str, Any]) -> Lookup:
     """Check the given options (None: not given) and fill the defaults; raises InvalidParameterError."""
     given = {k: v for k, v in options.items() if v is not None}
@@ -92,20 +126,24 @@ def resolve(options: dict[str, Any]) -> Lookup:
 
 def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
     """The near duplicates of ``query`` (a stored document's when ``query.id`` is set, which is left out)."""
+    # resolve() fills every option of the lookup's kind; the asserts say so to the type checker.
     if lookup.kind == "threshold":
         from ..threshold import ThresholdFinder
 
+        assert lookup.threshold is not None and lookup.similarity is not None
         finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
         found = finder.similar_to_text(query.text, exclude_id=query.id)
         return describe(searcher, query, found)
     if lookup.kind == "share":
+        assert lookup.min_share is not None
         shared = [(i, s) for i, s in searcher.find_by_shingle_share(query.text, lookup.min_share) if i != query.id]
         return describe(searcher, query, shared)
-    found = searcher.search(query, mode=lookup.mode, max_distance=lookup.max_distance, rows=lookup.rows,
-                            first_word_filter=lookup.first_word_filter, num_hashes=lookup.num_hashes,
-                            min_jaccard=lookup.min_jaccard)
+    assert lookup.mode is not None and lookup.rows is not None and lookup.first_word_filter is not None
+    candidates = searcher.search(query, mode=lookup.mode, max_distance=lookup.max_distance, rows=lookup.rows,
+                                 first_word_filter=lookup.first_word_filter, num_hashes=lookup.num_hashes,
+                                 min_jaccard=lookup.min_jaccard)
     # The library's ranking (edit distance, then Jaccard, then overlap) is kept: it is the lookup's own.
-    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in found]
+    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in candidates]
 
 
-__all__ = ["Lookup", "OptionError", "resolve", "run", "sort_matches", "SIMILARITIES"]
+__all__ = ["Lookup", "OptionError", "SearcherCache", "resolve", "run", "sort_matches", "SIMILARITIES"]
