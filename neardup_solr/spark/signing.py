@@ -68,7 +68,7 @@ def sign_arrays(builder: DocumentBuilder, params: LSHParams, ids: list, texts: l
     valid[kept] = True
     if kept:
         hashes, offsets = builder.shingler.batch_hashes(kept_texts)
-        signatures = builder.minhash.signatures_from_hashes(np.split(hashes, offsets[1:-1]))
+        signatures: np.ndarray = builder.minhash.signatures_from_hashes(np.split(hashes, offsets[1:-1]))
         keys = band_keys(signatures, params)
         distinct, counts = _distinct_sets(hashes, offsets)
     else:
