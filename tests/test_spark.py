@@ -175,19 +175,22 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.solr
-def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(addresses, solr, solr_url, tmp_path):
+def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(spark, addresses, solr, solr_url, tmp_path, capsys):
     """spark dedup --to-solr loads the documents the indexer would have built (verify finds them equal to the
     file), and the collection dedup over them reports the pairs the Spark job wrote; groups and keep list."""
     path = tmp_path / "restaurants.tsv"
     rows = addresses["fodors"] + addresses["zagats"] + [("bad", "  ,,, ")]
     path.write_text("".join(f"{i}\t{t}\n" for i, t in rows), encoding="utf-8")
     out, groups, keep = tmp_path / "pairs.tsv", tmp_path / "groups.jsonl", tmp_path / "keep.txt"
-    proc = _cli("spark", "dedup", str(path), "--threshold", "0.5", "--out", str(out), "--groups", str(groups),
-                "--keep", str(keep), "--to-solr", "--solr-url", solr_url, "--master", "local[2]",
-                "--shuffle-partitions", "4", "--parquet", str(tmp_path / "pairs.parquet"))
-    assert proc.returncode == 1, proc.stderr  # one record rejected, the rest used
-    assert "rejected:" in proc.stderr and "'bad'" in proc.stderr and "no words left" in proc.stderr
-    assert "sent 864 documents" in proc.stdout and "verified 864 documents: all in the index" in proc.stdout
+    from neardup_solr.cli import main
+
+    # In this process: the CLI's session is the module's (getOrCreate), so no second JVM is started.
+    code = main(["spark", "dedup", str(path), "--threshold", "0.5", "--out", str(out), "--groups", str(groups),
+                 "--keep", str(keep), "--to-solr", "--solr-url", solr_url, "--parquet", str(tmp_path / "p.parquet")])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err  # one record rejected, the rest used
+    assert "rejected:" in captured.err and "'bad'" in captured.err and "no words left" in captured.err
+    assert "sent 864 documents" in captured.out and "verified 864 documents: all in the index" in captured.out
     assert verify_file(solr, path).missing == 0 and verify_file(solr, path).resigned == 0
     from neardup_solr.threshold import pair_lines
 
