@@ -85,6 +85,9 @@ def spark_session(
         # PySpark reads the workers' interpreter from the environment when the context starts (default
         # "python3", which may lack this package's dependencies); a cluster sets PYSPARK_PYTHON itself.
         os.environ["PYSPARK_PYTHON"] = sys.executable
+    if master.startswith("local") and not os.environ.get("SPARK_LOCAL_IP"):
+        # Local mode talks to itself only: bind to loopback instead of guessing an interface (and warning).
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     for key, value in (config or {}).items():
