@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ..validation import Limit
-from .common import EXIT_REJECTED, UsageError, add_solr_options, number, open_client
+from .common import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError, add_solr_options, label, number, open_client
 
 
 def _session(args: argparse.Namespace):
@@ -54,7 +54,13 @@ def _report_rejected(inputs, result) -> int:
 
 
 def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
+    """Inputs exist and outputs are writable, checked before Spark (a JVM start) or Solr is touched."""
     from ..outputs import check_output_path
+
+    for name in ("file", "left", "right"):
+        path = getattr(args, name, None)
+        if path is not None and not Path(path).exists():
+            raise FileNotFoundError(f"input file not found: {path}")
 
     check_output_path(args.out)
     for path in extra:
@@ -107,7 +113,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset)
             print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
             if not load.verify.ok:
-                return 4
+                return EXIT_INCOMPLETE
         rejected = _report_rejected([source], result)
     return EXIT_REJECTED if rejected else 0
 
@@ -180,7 +186,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                 "members of a group) here; needs --groups")
     p.add_argument("--to-solr", action="store_true",
                    help="also load the records into the Solr core/collection as the indexer would, and check them")
-    p.add_argument("--dataset", default=None, help="data set name for --to-solr")
+    p.add_argument("--dataset", type=label("--dataset"), default=None, help="data set name for --to-solr")
     add_solr_options(p)
     p.set_defaults(func=cmd_dedup)
 
