@@ -216,3 +216,24 @@ def test_cli_says_in_one_line_when_java_or_pyspark_is_missing(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "pip install 'neardup-solr[spark]'" in proc.stderr
+
+
+def test_inputs_in_index_formats_and_parquet_with_repeated_ids(spark, tmp_path):
+    """JSONL is staged through index's reader: a broken line is rejected with its line, a repeated id keeps its
+    last record (as indexing would). Parquet is read by Spark; a repeated id there is refused in every copy."""
+    from neardup_solr.spark.io import read_records
+
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"id": "a", "text": "first text of a"}\n{"id": "b", "text": "text of b"}\n{broken\n'
+                     '{"id": "a", "text": "second text of a"}\n', encoding="utf-8")
+    read = read_records(spark, jsonl, staging_dir=tmp_path / "staging")
+    assert sorted(map(tuple, read.records.collect())) == [("a", "second text of a"), ("b", "text of b")]
+    assert [(e.line, e.record_id) for e in read.rejected] == [(1, "a"), (3, None)]
+    assert "given again later" in str(read.rejected[0]) and read.read == 4
+
+    parquet = tmp_path / "docs.parquet"
+    spark.createDataFrame([("x", "one"), ("y", "two"), ("x", "three")], "doc string, body string") \
+        .coalesce(1).write.parquet(str(parquet))
+    read = read_records(spark, parquet, staging_dir=tmp_path / "unused", id_field="doc", text_field="body")
+    assert read.records.collect() == [("y", "two")]
+    assert [e.record_id for e in read.rejected] == ["x"] and "2 times" in str(read.rejected[0])
