@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by scripts/test.sh and scripts/demo.sh: a virtualenv in .venv with the project
-# (editable) and its test/benchmark/service extras, plus the Solr launcher built from Maven Central jars.
+# (editable) and its test/benchmark/service/spark extras, plus the Solr launcher built from Maven Central jars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +13,7 @@ stamp=.venv/.neardup-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing neardup-solr and its dependencies into .venv"
   log=.venv/pip-install.log
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench,service,parquet,zstd]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench,service,parquet,zstd,spark]'; } >"$log" 2>&1; then
     tail -30 "$log" >&2
     echo "setup: pip install failed (full log: $log)" >&2
     exit 1

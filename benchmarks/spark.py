@@ -1,0 +1,236 @@
+"""Benchmark section ``spark``: Spark dedup (neardup_solr.spark) side by side with ``report --threshold 0.8
+--method lsh`` (the Solr collection dedup) on the same generated corpus, in the same run.
+
+    flock /tmp/bench.lock python -m benchmarks.spark --docs 100000 --solr-url http://127.0.0.1:8983/solr/neardup
+
+Steps: generate the corpus (benchmarks/corpus.py; reused when DIR/docs.jsonl is there), the exact ground
+truth (benchmarks/exact_pairs.py), then the Solr side (index with ``--fields lsh``, then
+``dedupe_collection``), then the Spark side in this process (driver) with ``--master`` (default local[2]):
+read the JSONL, sign, band join, verify, collect. A sampler thread reads the RSS of the process tree every
+0.2 s: this Python process (the Spark driver's Python side), the JVM (driver and, in local mode, the
+executors) and the Python workers the JVM starts. Spark's own metrics (stages, shuffle bytes, cached
+bytes) come from its REST API. Results: ``benchmarks/results/<date>-spark-<docs>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import resource
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.corpus import generate, iter_documents  # noqa: E402
+from benchmarks.exact_pairs import exact_pairs, shingle_sets  # noqa: E402
+
+THRESHOLD = 0.8
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class TreeRSS:
+    """Peak RSS (MiB) of this process, its JVM child(ren) and the JVM's Python workers, sampled in a thread."""
+
+    def __init__(self, interval: float = 0.2):
+        import psutil
+
+        self.me = psutil.Process()
+        self.peaks = {"driver_python": 0.0, "jvm": 0.0, "python_workers": 0.0, "total": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        mine = self.me.memory_info().rss
+        jvm = workers = 0
+        for child in self.me.children(recursive=True):
+            try:
+                rss = child.memory_info().rss
+                if "java" in child.name():
+                    jvm += rss
+                else:
+                    workers += rss
+            except psutil.Error:
+                continue
+        for key, value in (("driver_python", mine), ("jvm", jvm), ("python_workers", workers),
+                           ("total", mine + jvm + workers)):
+            self.peaks[key] = max(self.peaks[key], value / 2**20)
+
+    def _run(self, interval: float) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(interval)
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        return {f"peak_{k}_mib": round(v, 1) for k, v in self.peaks.items()}
+
+
+def recall_precision(found: set, truth: set) -> dict:
+    hit = len(found & truth)
+    return {"pairs": len(found), "truth_pairs": len(truth), "recall": round(hit / len(truth), 5) if truth else None,
+            "precision": round(hit / len(found), 5) if found else None}
+
+
+def spark_metrics(spark) -> dict:
+    """Stages, shuffle and input bytes and cached bytes of the application, from Spark's REST API."""
+    sc = spark.sparkContext
+    base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
+
+    def get(path: str):
+        with urllib.request.urlopen(base + path, timeout=30) as r:
+            return json.load(r)
+
+    stages = [s for s in get("/stages?status=complete")]
+    rdds = get("/storage/rdd")
+    total = {k: sum(int(s.get(k, 0)) for s in stages)
+             for k in ("shuffleWriteBytes", "shuffleReadBytes", "inputBytes", "outputBytes", "executorRunTime")}
+    heavy = sorted(stages, key=lambda s: -int(s.get("shuffleWriteBytes", 0)))[:8]
+    return {"stages": len(stages), **total,
+            "cached_memory_bytes": sum(int(r.get("memoryUsed", 0)) for r in rdds),
+            "cached_disk_bytes": sum(int(r.get("diskUsed", 0)) for r in rdds),
+            "heaviest_stages": [{"name": s.get("name", "")[:60], "tasks": s.get("numTasks"),
+                                 "shuffle_write_bytes": int(s.get("shuffleWriteBytes", 0)),
+                                 "shuffle_read_bytes": int(s.get("shuffleReadBytes", 0)),
+                                 "run_ms": int(s.get("executorRunTime", 0))} for s in heavy]}
+
+
+def run_solr(solr_url: str, docs_path: Path, truth: set) -> dict:
+    from neardup_solr.collection import dedupe_collection
+    from neardup_solr.documents import IndexSettings
+    from neardup_solr.indexer import Indexer
+    from neardup_solr.solr_client import SolrClient
+
+    client = SolrClient(solr_url, timeout=600)
+    client.delete_all()
+    t0 = time.perf_counter()
+    summary = Indexer(client, IndexSettings(fields=("lsh",)), batch_size=1000).index_file(docs_path, "jsonl")
+    index_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = dedupe_collection(client, THRESHOLD)
+    dedup_s = time.perf_counter() - t0
+    found = {(p.id, p.neighbor_id) for p in result.pairs}
+    return {"index_seconds": round(index_s, 2), "indexed": summary.indexed, "dedup_seconds": round(dedup_s, 2),
+            "client_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "candidates": result.stats.candidate_pairs, **recall_precision(found, truth),
+            "pair_list": sorted((p.id, p.neighbor_id, p.similarity) for p in result.pairs)}
+
+
+def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, partitions: int) -> dict:
+    import tempfile
+
+    from neardup_solr.spark import dedup, spark_session
+    from neardup_solr.spark.io import read_records
+
+    rss = TreeRSS()
+    t0 = time.perf_counter()
+    spark = spark_session(master, shuffle_partitions=partitions, driver_memory=driver_memory,
+                          config={"spark.ui.enabled": "true"})
+    start_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="spark-bench-") as staging:
+        t1 = time.perf_counter()
+        source = read_records(spark, docs_path, "jsonl", staging_dir=staging)
+        stage_s = time.perf_counter() - t1
+        result = dedup(source.records, THRESHOLD)
+        pairs = result.collect()
+        job_s = time.perf_counter() - t1
+    memory = rss.stop()
+    metrics = spark_metrics(spark)
+    spark.stop()
+    found = {(p.id, p.neighbor_id) for p in pairs}
+    n = result.stats.documents
+    return {"master": master, "driver_memory": driver_memory, "shuffle_partitions": partitions,
+            "session_start_seconds": round(start_s, 2), "stage_input_seconds": round(stage_s, 2),
+            "job_seconds": round(job_s, 2), "stats": result.stats.__dict__, **memory, **recall_precision(found, truth),
+            "spark": metrics, "shuffle_write_bytes_per_doc": round(metrics["shuffleWriteBytes"] / n, 1),
+            "cached_bytes_per_doc": round((metrics["cached_memory_bytes"] + metrics["cached_disk_bytes"]) / n, 1),
+            "executor_cpu_ms_per_doc": round(metrics["executorRunTime"] / n, 4),
+            "pair_list": sorted((p.id, p.neighbor_id, p.similarity) for p in pairs)}
+
+
+def render(report: dict) -> str:
+    s, o = report["spark"], report.get("solr")
+    lines = [f"# Spark dedup vs report --threshold {THRESHOLD} --method lsh: {report['docs']:,} documents",
+             "", f"{report['date']}, {report['machine']}; exact ground truth: {report['truth_pairs']:,} pairs "
+             f"(benchmarks/exact_pairs.py, {report['truth_seconds']} s).", "",
+             "| method | wall s | peak memory MiB | pairs | recall | precision |", "|---|---:|---:|---:|---:|---:|",
+             f"| Spark dedup, {s['master']} (read + sign + band join + verify + collect) | {s['job_seconds']} | "
+             f"{s['peak_total_mib']} (driver Python {s['peak_driver_python_mib']}, JVM {s['peak_jvm_mib']}, "
+             f"Python workers {s['peak_python_workers_mib']}) | {s['pairs']:,} | {s['recall']} | {s['precision']} |"]
+    if o:
+        lines.append(f"| report --method lsh (dedupe_collection; Solr already indexed) | {o['dedup_seconds']} | "
+                     f"{o['client_peak_rss_mib']} (client; Solr's JVM not counted) | {o['pairs']:,} | {o['recall']} | "
+                     f"{o['precision']} |")
+        lines.append(f"| (Solr indexing first, --fields lsh) | {o['index_seconds']} | | | | |")
+        lines += ["", f"Pair lists identical (ids and Jaccard): **{report['identical_pairs']}**."]
+    lines += ["", f"Spark session start {s['session_start_seconds']} s (not in the wall time); staging the JSONL as "
+              f"Parquet on the driver {s['stage_input_seconds']} s (in it).", "",
+              f"Spark metrics: {s['spark']['stages']} stages, shuffle write {s['spark']['shuffleWriteBytes']:,} bytes "
+              f"({s['shuffle_write_bytes_per_doc']} per document), cached {s['cached_bytes_per_doc']} bytes per "
+              f"document, executor run time {s['executor_cpu_ms_per_doc']} ms per document; candidates "
+              f"{s['stats']['candidate_pairs']:,}, verified after the estimate {s['stats']['estimated_pairs']:,}; "
+              f"oversized buckets {s['stats']['oversized_buckets']}.", "",
+              "| heaviest stages | tasks | shuffle write | shuffle read | run ms |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {st['name']} | {st['tasks']} | {st['shuffle_write_bytes']:,} | {st['shuffle_read_bytes']:,} | "
+              f"{st['run_ms']:,} |" for st in s["spark"]["heaviest_stages"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--work", default=None, help="corpus directory (default benchmarks/work/c<docs>)")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--shuffle-partitions", type=int, default=8)
+    ap.add_argument("--solr-url", default=None, help="core for the side-by-side run (default: $SOLR_URL or the "
+                                                     "local launcher's); --no-solr skips it")
+    ap.add_argument("--no-solr", action="store_true")
+    args = ap.parse_args(argv)
+
+    import platform
+
+    import psutil
+
+    work = Path(args.work or ROOT / "benchmarks" / "work" / f"c{args.docs}")
+    if not (work / "docs.jsonl").exists():
+        generate(args.docs, args.seed, work)
+    docs_path = work / "docs.jsonl"
+    t0 = time.perf_counter()
+    ids, texts = zip(*iter_documents(work))
+    truth = {(a, b) if a <= b else (b, a) for a, b, _ in exact_pairs(shingle_sets(list(texts)), list(ids), THRESHOLD)}
+    truth_s = round(time.perf_counter() - t0, 1)
+    del ids, texts
+    report: dict = {"docs": args.docs, "date": dt.date.today().isoformat(), "truth_pairs": len(truth),
+                    "truth_seconds": truth_s,
+                    "machine": f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+                               f"{platform.python_version()}"}
+    if not args.no_solr:
+        from neardup_solr.solr_client import SolrClient
+
+        report["solr"] = run_solr(SolrClient(args.solr_url).url, docs_path, truth)
+    report["spark"] = run_spark(args.master, docs_path, truth, args.driver_memory, args.shuffle_partitions)
+    if "solr" in report:
+        report["identical_pairs"] = report["solr"]["pair_list"] == report["spark"]["pair_list"]
+    for side in ("solr", "spark"):
+        if side in report:
+            report[side].pop("pair_list")
+    out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark-{args.docs}"
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(render(report), encoding="utf-8")
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""``neardup-solr spark dedup|join``: the batch jobs of :mod:`neardup_solr.spark` from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..validation import Limit
+from .common import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError, add_solr_options, label, number, open_client
+
+
+def _session(args: argparse.Namespace):
+    from ..spark import spark_session
+
+    return spark_session(args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory)
+
+
+def _settings(args: argparse.Namespace):
+    from ..documents import IndexSettings
+
+    given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes}
+    return IndexSettings(**{k: v for k, v in given.items() if v is not None})
+
+
+def _lsh(args: argparse.Namespace):
+    from ..lsh import LSHParams
+
+    if (args.bands is None) != (args.rows_per_band is None):
+        raise UsageError("--bands and --rows-per-band go together (or neither: chosen for --threshold)")
+    return LSHParams(args.bands, args.rows_per_band) if args.bands is not None else None
+
+
+def _read(spark, args: argparse.Namespace, path: str, staging: str):
+    from ..spark.io import read_records
+
+    return read_records(spark, path, args.format, staging_dir=staging, id_field=args.id_column,
+                        text_field=args.text_column, on_decode_error=args.on_decode_error)
+
+
+def _report_rejected(inputs, result) -> int:
+    """Print the records that were not used (the first five with their reasons); their number."""
+    problems = [str(e) for i in inputs for e in i.rejected]
+    count = len(problems) + result.stats.rejected
+    if result.stats.rejected:
+        problems += [f"id {r['id']!r}: {r['problem']}" for r in result.rejected.limit(5).collect()]
+    for problem in problems[:5]:
+        print(f"rejected: {problem}", file=sys.stderr)
+    if count > 5:
+        print(f"rejected: ... {count - 5} more", file=sys.stderr)
+    return count
+
+
+def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
+    """Inputs exist and outputs are writable, checked before Spark (a JVM start) or Solr is touched."""
+    from ..outputs import check_output_path
+
+    for name in ("file", "left", "right"):
+        path = getattr(args, name, None)
+        if path is not None and not Path(path).exists():
+            raise FileNotFoundError(f"input file not found: {path}")
+
+    check_output_path(args.out)
+    for path in extra:
+        if path is not None:
+            check_output_path(path, name="groups" if path == getattr(args, "groups", None) else "keep")
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
+    from ..groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
+    from ..spark import dedup
+    from ..spark.io import write_pairs_parquet, write_pairs_tsv
+
+    if args.keep is not None and args.groups is None:
+        raise UsageError("--keep needs --groups (the keep list comes from the groups)")
+    if not args.to_solr and args.dataset is not None:
+        raise UsageError("--dataset applies to --to-solr only")
+    _check_outputs(args, args.groups, args.keep)
+    settings = _settings(args)
+    client = open_client(args) if args.to_solr else None
+    started = time.monotonic()
+    spark = _session(args)
+    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
+        source = _read(spark, args, args.file, staging)
+        result = dedup(source.records, args.threshold, settings=settings, lsh_params=_lsh(args),
+                       max_bucket=args.max_bucket)
+        pairs = result.collect()
+        write_pairs_tsv(pairs, args.out)
+        if args.parquet:
+            write_pairs_parquet(result.pairs, args.parquet)
+        s = result.stats
+        print(f"{len(pairs)} pairs with jaccard >= {args.threshold} among {s.documents} records "
+              f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {time.monotonic() - started:.1f} s "
+              f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
+        if s.oversized_buckets:
+            print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {args.max_bucket} were split; "
+                  f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
+        if args.groups:
+            groups = group_pairs([(p.id, p.neighbor_id, round(1.0 - p.similarity, 6)) for p in pairs])
+            write_groups_jsonl(groups, args.groups)
+            line = f"{len(groups)} groups holding {sum(len(g.members) for g in groups)} documents -> {args.groups}"
+            if args.keep:
+                all_ids = (row["id"] for row in result.signed.select("id").toLocalIterator())
+                kept = write_keep_list(keep_list(groups, all_ids), args.keep)
+                line += f"; keep list of {kept} ids -> {args.keep}"
+            print(line)
+        if client is not None:
+            from ..spark.solr import write_to_solr
+
+            load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset)
+            print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
+            if not load.verify.ok:
+                return EXIT_INCOMPLETE
+        rejected = _report_rejected([source], result)
+    return EXIT_REJECTED if rejected else 0
+
+
+def cmd_join(args: argparse.Namespace) -> int:
+    """Every pair (LEFT record, RIGHT record) with Jaccard >= --threshold, computed on Spark."""
+    from ..spark import join
+    from ..spark.io import write_pairs_parquet, write_pairs_tsv
+
+    _check_outputs(args)
+    started = time.monotonic()
+    spark = _session(args)
+    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
+        left = _read(spark, args, args.left, str(Path(staging) / "left"))
+        right = _read(spark, args, args.right, str(Path(staging) / "right"))
+        result = join(left.records, right.records, args.threshold, settings=_settings(args), lsh_params=_lsh(args),
+                      max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one)
+        pairs = result.collect()
+        write_pairs_tsv(pairs, args.out)
+        if args.parquet:
+            write_pairs_parquet(result.pairs, args.parquet)
+        print(f"{len(pairs)} cross pairs with jaccard >= {args.threshold} ({result.stats.documents} records, "
+              f"{result.stats.candidate_pairs} candidates) in {time.monotonic() - started:.1f} s -> {args.out}")
+        rejected = _report_rejected([left, right], result)
+    return EXIT_REJECTED if rejected else 0
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), required=True,
+                   help="keep pairs whose exact Jaccard of shingle sets is >= this")
+    p.add_argument("--out", required=True, help="pairs file (TSV, as report --threshold writes)")
+    p.add_argument("--parquet", default=None, help="also write the pairs as a Parquet directory here")
+    p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None,
+                   help="input format (default: from the file name; a directory or *.parquet is Parquet)")
+    p.add_argument("--id-column", default="id", help="id key/column for jsonl, csv and parquet (default id)")
+    p.add_argument("--text-column", default="text", help="text key/column for jsonl, csv and parquet (default text)")
+    p.add_argument("--on-decode-error", choices=["latin-1", "reject", "replace"], default="latin-1",
+                   help="lines that are not UTF-8: decode as Latin-1 (default), reject, or replace bad bytes")
+    p.add_argument("--ngram", type=number("--ngram", "ngram"), default=None, help="shingle size (default 3)")
+    p.add_argument("--unit", choices=["word", "char"], default=None, help="word (default) or char shingles")
+    p.add_argument("--num-hashes", type=number("--num-hashes", "num_hashes"), default=None,
+                   help="MinHash signature length (default 128)")
+    p.add_argument("--bands", type=number("--bands", "bands"), default=None,
+                   help="LSH bands (default: chosen for --threshold as report --method lsh does)")
+    p.add_argument("--rows-per-band", type=number("--rows-per-band", "rows_per_band"), default=None)
+    p.add_argument("--max-bucket", type=number("--max-bucket", Limit("int", 2, 10**9)), default=5000,
+                   help="split band buckets larger than this (counted and reported; default 5000)")
+    p.add_argument("--master", default="local[*]", help="Spark master (default local[*]; or run under spark-submit)")
+    p.add_argument("--shuffle-partitions", type=number("--shuffle-partitions", Limit("int", 1, 100_000)), default=8,
+                   help="spark.sql.shuffle.partitions (default 8; raise it on a cluster)")
+    p.add_argument("--driver-memory", default=None, help="spark.driver.memory, e.g. 4g (local mode: all of Spark)")
+    p.add_argument("--staging-dir", default=None,
+                   help="where line-format inputs are staged as Parquet (default: the temporary directory; on a "
+                        "cluster, storage the executors can read)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``spark dedup`` and ``spark join``."""
+    spark = sub.add_parser("spark", help="batch dedup and joins on Apache Spark (needs the spark extra and Java)")
+    jobs = spark.add_subparsers(dest="spark_command", required=True, parser_class=type(spark))
+    p = jobs.add_parser("dedup", help="every pair of records of FILE above --threshold, on Spark",
+                        description="Sign FILE on Spark with the indexer's shingler and MinHash, find candidates by "
+                                    "LSH band join, verify them exactly, and write every pair with Jaccard >= "
+                                    "--threshold: the pairs report --threshold T --method lsh finds once FILE is "
+                                    "indexed. Exit 1 when records were rejected (the others are used).")
+    p.add_argument("file", help="input (lines, tsv, jsonl, csv, or Parquet)")
+    _add_common(p)
+    p.add_argument("--groups", default=None, help="also write the groups (connected components) as JSONL here")
+    p.add_argument("--keep", default=None, help="also write the keep list (every id except the non-representative "
+                                                "members of a group) here; needs --groups")
+    p.add_argument("--to-solr", action="store_true",
+                   help="also load the records into the Solr core/collection as the indexer would, and check them")
+    p.add_argument("--dataset", type=label("--dataset"), default=None, help="data set name for --to-solr")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_dedup)
+
+    p = jobs.add_parser("join", help="every LEFT x RIGHT pair above --threshold, on Spark",
+                        description="Like spark dedup, but only pairs of a LEFT record and a RIGHT record.")
+    p.add_argument("left")
+    p.add_argument("right")
+    _add_common(p)
+    p.add_argument("--one-to-one", action="store_true", help="keep each id in at most one pair, best first")
+    p.set_defaults(func=cmd_join)

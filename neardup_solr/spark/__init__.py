@@ -1,0 +1,21 @@
+"""Batch dedup and similarity joins on Apache Spark, with the signatures the Solr indexer gives.
+
+Solr is the online side (a lookup per new text); Spark is the batch side (a whole corpus, or two of them, at
+once). Both sign with the same :class:`~neardup_solr.documents.DocumentBuilder`, so a pair found in Spark
+and a lookup in Solr never disagree, and :func:`neardup_solr.spark.solr.write_to_solr` can load a
+Spark-signed corpus into Solr. Needs the ``spark`` extra (``pip install 'neardup-solr[spark]'``) and Java 17.
+
+>>> from neardup_solr.spark import spark_session, dedup
+>>> spark = spark_session("local[2]")
+>>> result = dedup(spark.read.parquet("docs.parquet"), threshold=0.8)
+>>> result.collect()[:1], result.stats.candidate_pairs
+"""
+
+from .jobs import SparkJobStats, SparkPairs, band_params, dedup, join
+from .session import SparkUnavailableError, require_java, require_pyspark, spark_session
+from .signing import document_builder, sign, signature_bytes
+
+__all__ = [
+    "SparkJobStats", "SparkPairs", "SparkUnavailableError", "band_params", "dedup", "document_builder", "join",
+    "require_java", "require_pyspark", "sign", "signature_bytes", "spark_session",
+]

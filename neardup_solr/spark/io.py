@@ -1,0 +1,151 @@
+"""Inputs and outputs of the Spark jobs: the formats ``index`` reads, Parquet, and the pairs file ``report`` writes.
+
+Parquet (a file or a directory of part files, with an id and a text column) is read by Spark itself, so on a
+cluster it is read in parallel from shared storage. The line formats (lines, TSV, JSONL, CSV) are read on the
+driver with :class:`~neardup_solr.readers.RecordReader`, the reader ``index`` uses, and staged as Parquet in
+``staging_dir`` (which the executors must see: local disk in local mode, shared storage on a cluster), in
+chunks, so the driver never holds the file. Unreadable records are returned with their line and reason; an id
+given twice keeps its last record, as indexing the file would, and the earlier ones are returned as rejected.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from ..errors import InvalidParameterError, InvalidRecordError
+from ..readers import FORMATS, Record, RecordReader
+from ..threshold import SimilarPair, write_pairs
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+INPUT_FORMATS = FORMATS + ("parquet",)
+# Records per Parquet row group while staging a line-format file (~100 MB of text at 2 KB a record).
+STAGING_CHUNK = 50_000
+
+
+@dataclass
+class InputRead:
+    """``records``: a DataFrame of ``id, text`` (ids unique); ``rejected``: what could not become a record."""
+
+    records: "DataFrame"
+    rejected: list[InvalidRecordError] = field(default_factory=list)
+    read: int = 0  # records read, rejected ones included
+
+
+def input_format(path: str | Path, fmt: str | None = None) -> str:
+    """The format of ``path``: ``fmt`` if given, Parquet for ``*.parquet`` and directories, else as ``index``."""
+    if fmt is not None:
+        if fmt not in INPUT_FORMATS:
+            raise InvalidParameterError("format", f"one of {', '.join(INPUT_FORMATS)}", fmt)
+        return fmt
+    p = Path(path)
+    if p.suffix.lower() == ".parquet" or p.is_dir():
+        return "parquet"
+    from ..readers import guess_format
+
+    return guess_format(p)
+
+
+def read_records(
+    spark: "SparkSession",
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    staging_dir: str | Path,
+    id_field: str = "id",
+    text_field: str = "text",
+    on_decode_error: str = "latin-1",
+) -> InputRead:
+    """The records of ``path`` as a DataFrame ``id, text`` (see the module docstring)."""
+    fmt = input_format(path, fmt)
+    if not Path(path).exists():
+        raise FileNotFoundError(f"input file not found: {path}")
+    if fmt == "parquet":
+        return _read_parquet(spark, str(path), id_field, text_field)
+    return _read_staged(spark, Path(path), fmt, Path(staging_dir), id_field, text_field, on_decode_error)
+
+
+def _read_parquet(spark: "SparkSession", path: str, id_field: str, text_field: str) -> InputRead:
+    from pyspark.sql import functions as F
+
+    frame = spark.read.parquet(path)
+    missing = [c for c in (id_field, text_field) if c not in frame.columns]
+    if missing:
+        raise InvalidParameterError("columns", f"columns {id_field!r} and {text_field!r}", path,
+                                    f"{path} has no {', '.join(map(repr, missing))}; its columns: "
+                                    f"{', '.join(frame.columns)}", show_value=False)
+    records = frame.select(F.col(id_field).cast("string").alias("id"), F.col(text_field).cast("string").alias("text"))
+    # Parquet has no line order saying which copy of a repeated id indexing would keep: every copy is refused.
+    repeated = records.groupBy("id").count().filter(F.col("count") > 1).collect()
+    rejected = [InvalidRecordError(f"the id is given {row['count']} times in the file; give each record its own "
+                                   "id", source=path, record_id=row["id"]) for row in repeated]
+    if repeated:
+        ids = spark.createDataFrame([(row["id"],) for row in repeated], "id string")
+        records = records.join(F.broadcast(ids), "id", "left_anti")
+    total = records.count() + sum(int(row["count"]) for row in repeated)
+    return InputRead(records, rejected, total)
+
+
+def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path, id_field: str, text_field: str,
+                 on_decode_error: str) -> InputRead:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    reader = RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
+    staging_dir.mkdir(parents=True, exist_ok=True)
+    staged = staging_dir / f"{path.name}.parquet"
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("line", pa.int64())])
+    rejected: list[InvalidRecordError] = []
+    last_line: dict[str, int] = {}
+    overwritten: list[Record] = []
+    records: dict[str, list] = {"id": [], "text": [], "line": []}
+    read = 0
+    with pq.ParquetWriter(staged, schema) as writer:
+        def flush() -> None:
+            if records["id"]:
+                writer.write_table(pa.table(records, schema=schema))
+                for column in records.values():
+                    column.clear()
+
+        for item in reader:
+            read += 1
+            if isinstance(item, InvalidRecordError):
+                rejected.append(item)
+                continue
+            previous = last_line.get(item.id)
+            if previous is not None:
+                overwritten.append(Record(item.id, "", str(path), previous))
+            last_line[item.id] = item.line
+            records["id"].append(item.id)
+            records["text"].append(item.text)
+            records["line"].append(item.line)
+            if len(records["id"]) >= STAGING_CHUNK:
+                flush()
+        flush()
+    del last_line
+    frame = spark.read.parquet(str(staged))
+    if overwritten:
+        lost = spark.createDataFrame([(r.line,) for r in overwritten], "line long")
+        frame = frame.join(F.broadcast(lost), "line", "left_anti")
+        rejected.extend(InvalidRecordError("the id is given again later in the file; the later record is kept, as "
+                                           "indexing the file would", source=str(path), line=r.line, record_id=r.id)
+                        for r in overwritten)
+    rejected.sort(key=lambda e: e.line or 0)
+    return InputRead(frame.select("id", "text"), rejected, read)
+
+
+def write_pairs_tsv(pairs: Sequence[SimilarPair], out: str | Path) -> None:
+    """The pairs file ``report --threshold`` writes (header, ``id``, ``neighbor_id``, ``similarity``)."""
+    write_pairs(pairs, out)
+
+
+def write_pairs_parquet(pairs: "DataFrame", out: str | Path) -> None:
+    """The pairs as a Parquet directory (``id``, ``neighbor_id``, ``similarity``), replaced if it exists."""
+    pairs.select("id", "neighbor_id", "similarity").write.mode("overwrite").parquet(str(out))

@@ -1,0 +1,308 @@
+"""Whole-data-set dedup and the similarity join of two data sets as Spark jobs over ``(id, text)`` DataFrames.
+
+The steps are those of :func:`neardup_solr.collection.dedupe_collection` (``report --threshold T --method
+lsh``), laid out as write-up 001's band join so that they run on a cluster:
+
+1. **Sign** every record on the executors (:func:`neardup_solr.spark.signing.sign`: the indexer's shingler and
+   MinHash), with the band keys of the LSH bands the collection dedup chooses for ``threshold``
+   (:func:`~neardup_solr.lsh.optimal_params` with the same false-negative weight, 21 x 6 for 0.8 and 128
+   values), unless ``lsh_params`` is given.
+2. **Band join.** Explode the band keys into ``(id, band, key)`` rows, keep the buckets (equal ``(band, key)``)
+   with two or more members, join the members of each bucket with each other, and de-duplicate the candidate
+   pairs across bands.
+3. **Exploding buckets.** A bucket with more than ``max_bucket`` members (boilerplate shared by thousands of
+   records) is split exactly as ``collection.py`` splits it: members in id order, blocks of ``max_bucket``,
+   pairs only inside a block. The buckets and the pairs not generated are counted in the stats and logged,
+   never dropped silently; other bands may still find those pairs.
+4. **Estimate**, then **exact verification**: a candidate whose signatures agree in fewer than
+   ``ceil((t - margin) * k)`` positions (``margin`` = :func:`~neardup_solr.collection.estimate_margin`) is
+   dropped, the others get the exact Jaccard of their distinct shingle-hash sets
+   (``size(array_intersect) / size(array_union)``), and pairs with Jaccard >= t are kept: the same test
+   and the same number ``report --threshold T --method lsh`` reports.
+
+Groups and the keep list are computed on the driver from the collected pairs with :mod:`neardup_solr.groups`:
+the pairs follow the near duplicates, not the documents (67,000 pairs for a million benchmark documents), so
+a driver holds them long after the documents stop fitting anywhere but a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..collection import DEFAULT_FALSE_NEGATIVE_WEIGHT, DEFAULT_MAX_BUCKET, estimate_margin
+from ..documents import IndexSettings
+from ..errors import InvalidParameterError, ParameterTypeError
+from ..lsh import LSHParams, optimal_params
+from ..searcher import id_sort_key
+from ..threshold import SimilarPair, one_to_one
+from .signing import sign
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SparkJobStats", "SparkPairs", "dedup", "join", "band_params"]
+
+
+@dataclass
+class SparkJobStats:
+    """What a job did: records signed and rejected, bands, candidates, exploding buckets, time per stage."""
+
+    documents: int = 0
+    rejected: int = 0
+    bands: int = 0
+    rows: int = 0
+    candidate_pairs: int = 0  # distinct pairs sharing at least one band key
+    estimated_pairs: int = 0  # candidates whose signatures agree in enough positions to be verified
+    verified_pairs: int = 0  # pairs with exact Jaccard >= threshold
+    margin: float = 0.0
+    oversized_buckets: int = 0
+    pairs_not_generated: int = 0  # pairs inside oversized buckets across blocks (collection.py's policy)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class SparkPairs:
+    """A job's result. ``pairs``: ``id, neighbor_id, similarity`` (dedup: smaller id first, numeric-aware, as
+    ``report`` writes them; join: left id, right id); ``signed``: the signed valid records (cached);
+    ``rejected``: ``id, problem`` of the records that could not be signed."""
+
+    pairs: "DataFrame"
+    signed: "DataFrame"
+    rejected: "DataFrame"
+    stats: SparkJobStats
+    settings: IndexSettings
+    params: LSHParams
+    threshold: float
+
+    def collect(self) -> list[SimilarPair]:
+        """The pairs on the driver, sorted as ``report`` sorts them: by id, then neighbour id (numeric-aware)."""
+        pairs = [SimilarPair(r["id"], r["neighbor_id"], float(r["similarity"]))
+                 for r in self.pairs.toLocalIterator()]
+        pairs.sort(key=lambda p: (id_sort_key(p.id), id_sort_key(p.neighbor_id)))
+        return pairs
+
+
+def band_params(threshold: float, settings: IndexSettings,
+                false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT) -> LSHParams:
+    """The bands and rows ``report --threshold T --method lsh`` uses for ``threshold`` on a collection
+    indexed with ``settings``."""
+    return optimal_params(threshold, settings.num_hashes, 1.0 - false_negative_weight, false_negative_weight)
+
+
+def dedup(
+    records: "DataFrame",
+    threshold: float = 0.8,
+    *,
+    settings: IndexSettings | None = None,
+    lsh_params: LSHParams | None = None,
+    false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+) -> SparkPairs:
+    """Every pair of records of ``records`` (columns ``id``, ``text``) with exact Jaccard >= ``threshold``.
+
+    ``settings`` are the index settings to sign with (default :class:`IndexSettings()`, the indexer's
+    default); ``lsh_params`` overrides the bands chosen for ``threshold``; buckets with more than
+    ``max_bucket`` members are split (counted in ``stats``). The pairs DataFrame is computed (and cached)
+    before this returns, so ``stats`` is complete.
+
+    >>> result = dedup(spark.createDataFrame([("1", "a b c d e"), ("2", "a b c d e f")], "id string, text string"),
+    ...                threshold=0.5)
+    >>> result.collect()
+    [SimilarPair(id='1', neighbor_id='2', similarity=0.75)]
+    """
+    from pyspark.sql import functions as F
+
+    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
+    stats = SparkJobStats(bands=params.bands, rows=params.rows)
+    started = time.perf_counter()
+    signed, rejected = _signed(records, settings, params, stats)
+    bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
+    candidates = _band_join(bands, max_bucket, cross=False, stats=stats)
+    pairs = _verified(candidates, signed, signed, t, settings.num_hashes, stats)
+    first = _id_before(F.col("a"), F.col("b"))
+    pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
+                         F.when(first, F.col("b")).otherwise(F.col("a")).alias("neighbor_id"),
+                         "similarity").cache()
+    stats.verified_pairs = pairs.count()
+    stats.seconds["total"] = round(time.perf_counter() - started, 3)
+    log.info("spark dedup: %d pairs >= %g among %d records (%d rejected) in %.1f s", stats.verified_pairs, t,
+             stats.documents, stats.rejected, stats.seconds["total"])
+    return SparkPairs(pairs, signed, rejected, stats, settings, params, t)
+
+
+def join(
+    left: "DataFrame",
+    right: "DataFrame",
+    threshold: float = 0.8,
+    *,
+    settings: IndexSettings | None = None,
+    lsh_params: LSHParams | None = None,
+    false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    one_to_one_matching: bool = False,
+) -> SparkPairs:
+    """Every pair (left record, right record) with exact Jaccard >= ``threshold``; records of one side are never
+    paired with each other. ``one_to_one_matching`` keeps each id in at most one pair, best first (the greedy
+    matching of ``join --one-to-one``, :func:`neardup_solr.threshold.one_to_one`, run on the driver).
+    A bucket with more than ``max_bucket`` members (both sides together) is split as in :func:`dedup`, and only
+    the left-right pairs inside each block are generated (counted in ``stats``). Other parameters as
+    :func:`dedup`; ``stats.documents`` counts both sides."""
+    from pyspark.sql import functions as F
+
+    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
+    stats = SparkJobStats(bands=params.bands, rows=params.rows)
+    started = time.perf_counter()
+    left_signed, left_rejected = _signed(left, settings, params, stats)
+    right_signed, right_rejected = _signed(right, settings, params, stats)
+    bands = (left_signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
+             .unionByName(right_signed.select("id", F.lit(1).alias("side"),
+                                              F.posexplode("band_keys").alias("band", "key"))))
+    candidates = _band_join(bands, max_bucket, cross=True, stats=stats)
+    pairs = _verified(candidates, left_signed, right_signed, t, settings.num_hashes, stats)
+    pairs = pairs.select(F.col("a").alias("id"), F.col("b").alias("neighbor_id"), "similarity")
+    if one_to_one_matching:
+        spark = pairs.sparkSession
+        kept = one_to_one(SimilarPair(r["id"], r["neighbor_id"], float(r["similarity"]))
+                          for r in pairs.toLocalIterator())
+        pairs = spark.createDataFrame([(p.id, p.neighbor_id, p.similarity) for p in kept],
+                                      "id string, neighbor_id string, similarity double")
+    pairs = pairs.cache()
+    stats.verified_pairs = pairs.count()
+    stats.seconds["total"] = round(time.perf_counter() - started, 3)
+    rejected = left_rejected.withColumn("side", F.lit("left")).unionByName(
+        right_rejected.withColumn("side", F.lit("right")))
+    log.info("spark join: %d pairs >= %g across %d records in %.1f s", stats.verified_pairs, t, stats.documents,
+             stats.seconds["total"])
+    signed = left_signed.unionByName(right_signed)
+    return SparkPairs(pairs, signed, rejected, stats, settings, params, t)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _checked(threshold: float, settings: IndexSettings | None, lsh_params: LSHParams | None,
+             false_negative_weight: float, max_bucket: int) -> tuple[IndexSettings, LSHParams, float]:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise InvalidParameterError("threshold", "a Jaccard similarity in (0, 1]", threshold)
+    if settings is None:
+        settings = IndexSettings()
+    elif not isinstance(settings, IndexSettings):
+        raise ParameterTypeError("settings", "an IndexSettings or None", settings)
+    if not 0.0 < false_negative_weight < 1.0:
+        raise InvalidParameterError("false_negative_weight", "a number in (0, 1)", false_negative_weight)
+    if isinstance(max_bucket, bool) or not isinstance(max_bucket, int) or max_bucket < 2:
+        raise InvalidParameterError("max_bucket", "an integer of at least 2", max_bucket)
+    params = lsh_params or band_params(float(threshold), settings, false_negative_weight)
+    if params.num_hashes > settings.num_hashes:
+        raise InvalidParameterError("lsh_params", f"bands x rows <= num_hashes ({settings.num_hashes})", params)
+    return settings, params, float(threshold)
+
+
+def _signed(records: "DataFrame", settings: IndexSettings, params: LSHParams,
+            stats: SparkJobStats) -> tuple["DataFrame", "DataFrame"]:
+    """The signed valid records (cached) and the rejected ones (``id, problem``), counted into ``stats``."""
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    all_signed = sign(records, settings, params).cache()
+    counts = {row["ok"]: row["n"] for row in
+              all_signed.groupBy(F.col("problem").isNull().alias("ok")).agg(F.count("*").alias("n")).collect()}
+    stats.documents += counts.get(True, 0)
+    stats.rejected += counts.get(False, 0)
+    signed = all_signed.filter(F.col("problem").isNull()).drop("problem")
+    rejected = all_signed.filter(F.col("problem").isNotNull()).select("id", "problem")
+    stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
+    return signed, rejected
+
+
+def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: SparkJobStats) -> "DataFrame":
+    """Distinct candidate pairs ``a, b`` of records sharing a ``(band, key)``: ``a < b`` (dedup) or ``a`` on
+    side 0 and ``b`` on side 1 (``cross``). Oversized buckets are split into blocks (module docstring)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    sizes = bands.groupBy("band", "key").agg(F.count("*").alias("size"))
+    if cross:  # a bucket with members on one side only yields no cross pair
+        sizes = (bands.groupBy("band", "key").agg(F.count("*").alias("size"), F.sum("side").alias("right"))
+                 .filter((F.col("right") > 0) & (F.col("right") < F.col("size"))).drop("right"))
+    members = bands.join(sizes.filter(F.col("size") > 1), ["band", "key"])
+    ordinal = F.row_number().over(Window.partitionBy("band", "key").orderBy("id", "side")) - 1
+    members = members.withColumn(
+        "block", F.when(F.col("size") > max_bucket, F.floor(ordinal / max_bucket)).otherwise(F.lit(0))).cache()
+    _count_oversized(members, max_bucket, cross, stats)
+    a, b = members.alias("a"), members.alias("b")
+    on = [F.col("a.band") == F.col("b.band"), F.col("a.key") == F.col("b.key"), F.col("a.block") == F.col("b.block")]
+    if cross:
+        on += [F.col("a.side") == 0, F.col("b.side") == 1]
+    else:
+        on.append(F.col("a.id") < F.col("b.id"))
+    candidates = a.join(b, on).select(F.col("a.id").alias("a"), F.col("b.id").alias("b")).distinct().cache()
+    stats.candidate_pairs = candidates.count()
+    members.unpersist()
+    stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
+    log.info("%d candidate pairs from %d bands of %d rows", stats.candidate_pairs, stats.bands, stats.rows)
+    return candidates
+
+
+def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: SparkJobStats) -> None:
+    """Count the oversized buckets and the pairs their split does not generate, and say so (as collection.py)."""
+    from pyspark.sql import functions as F
+
+    big = members.filter(F.col("size") > max_bucket)
+    blocks = big.groupBy("band", "key", "block").agg(F.count("*").alias("c"), F.sum("side").alias("r"))
+    emitted = (F.col("c") - F.col("r")) * F.col("r") if cross else F.col("c") * (F.col("c") - 1) / 2
+    buckets = blocks.groupBy("band", "key").agg(F.sum("c").alias("m"), F.sum("r").alias("r"),
+                                                F.sum(emitted).alias("emitted"))
+    total = (F.col("m") - F.col("r")) * F.col("r") if cross else F.col("m") * (F.col("m") - 1) / 2
+    row = buckets.agg(F.count("*").alias("n"), F.sum(total - F.col("emitted")).alias("lost"),
+                      F.max("m").alias("largest")).collect()[0]
+    if row["n"]:
+        stats.oversized_buckets += int(row["n"])
+        stats.pairs_not_generated += int(row["lost"])
+        log.warning(
+            "%d bucket(s) of up to %d documents share one band key (limit max_bucket=%d): they are split into "
+            "blocks and %d pairs across blocks are not generated (other bands may still find them)",
+            row["n"], row["largest"], max_bucket, int(row["lost"]))
+
+
+def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float, k: int,
+              stats: SparkJobStats) -> "DataFrame":
+    """Candidates ``a, b`` whose signature estimate passes the margin, with their exact Jaccard >= threshold."""
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    stats.margin = estimate_margin(threshold, k)
+    min_matches = math.ceil((threshold - stats.margin) * k - 1e-9)
+    sides = (left.select(F.col("id").alias("a"), F.col("signature").alias("sig_a"), F.col("shingles").alias("set_a")),
+             right.select(F.col("id").alias("b"), F.col("signature").alias("sig_b"), F.col("shingles").alias("set_b")))
+    both = candidates.join(sides[0], "a").join(sides[1], "b")
+    agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
+                           lambda acc, v: acc + v)
+    estimated = both.filter(agreeing >= min_matches).cache()
+    stats.estimated_pairs = estimated.count()
+    candidates.unpersist()
+    jaccard = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
+    verified = (estimated.select("a", "b", jaccard.cast("double").alias("similarity"))
+                .filter(F.col("similarity") >= F.lit(threshold)))
+    stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
+    return verified
+
+
+def _id_before(a: "Column", b: "Column") -> "Column":
+    """``id_sort_key(a) < id_sort_key(b)`` as a Spark expression: ASCII-digit ids by value (then as strings)
+    before every other id, other ids as strings (UTF-8 byte order is code point order, as in Python)."""
+    from pyspark.sql import functions as F
+
+    a_num, b_num = a.rlike("^[0-9]+$"), b.rlike("^[0-9]+$")
+    a_val = F.regexp_replace(a, "^0+", "")
+    b_val = F.regexp_replace(b, "^0+", "")
+    by_value = F.when(F.length(a_val) != F.length(b_val), F.length(a_val) < F.length(b_val)) \
+        .when(a_val != b_val, a_val < b_val).otherwise(a < b)
+    return F.when(a_num & b_num, by_value).when(a_num, F.lit(True)).when(b_num, F.lit(False)).otherwise(a < b)

@@ -1,0 +1,98 @@
+"""The SparkSession the jobs run in, and the checks that one can start at all (PySpark installed, Java found).
+
+PySpark and Java are optional: nothing else in the package needs them, so their absence is reported here, in
+one sentence saying what to install, instead of as an ImportError or a Py4J gateway traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NeardupError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+# Local runs shuffle little data; Spark's default of 200 partitions would mostly schedule empty tasks.
+DEFAULT_SHUFFLE_PARTITIONS = 8
+
+
+class SparkUnavailableError(NeardupError, RuntimeError):
+    """PySpark is not installed, or no Java runtime can be found to start its JVM."""
+
+
+def require_pyspark() -> None:
+    """Raise :class:`SparkUnavailableError` unless ``pyspark`` (with pyarrow and pandas) can be imported."""
+    missing = []
+    for module in ("pyspark", "pyarrow", "pandas"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise SparkUnavailableError(
+            f"the Spark jobs need {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not "
+            "installed: pip install 'neardup-solr[spark]'")
+
+
+def java_executable() -> str | None:
+    """The ``java`` PySpark will start: ``$JAVA_HOME/bin/java``, else the first on ``PATH``; None if neither."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return str(candidate) if candidate.is_file() else None
+    return shutil.which("java")
+
+
+def require_java() -> None:
+    """Raise :class:`SparkUnavailableError` when no Java runtime is found (Spark 4 needs Java 17 or later)."""
+    if java_executable() is None:
+        where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if os.environ.get("JAVA_HOME") \
+            else "no 'java' on PATH and JAVA_HOME is not set"
+        raise SparkUnavailableError(f"the Spark jobs need Java 17 or later ({where}): install a JDK 17 "
+                                    "(e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
+
+
+def spark_session(
+    master: str = DEFAULT_MASTER,
+    *,
+    app_name: str = "neardup-solr",
+    shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
+    driver_memory: str | None = None,
+    config: dict[str, Any] | None = None,
+) -> "SparkSession":
+    """A SparkSession for the jobs (the active one if it exists: then ``master`` and memory cannot change).
+
+    Python workers run this interpreter (``PYSPARK_PYTHON`` is set to it) unless ``PYSPARK_PYTHON`` says otherwise,
+    so they import the same neardup_solr; Arrow is enabled for the signing UDF."""
+    require_pyspark()
+    require_java()
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.ui.showConsoleProgress", "false"))
+    if not os.environ.get("PYSPARK_PYTHON"):
+        # PySpark reads the workers' interpreter from the environment when the context starts (default
+        # "python3", which may lack this package's dependencies); a cluster sets PYSPARK_PYTHON itself.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    if master.startswith("local") and not os.environ.get("SPARK_LOCAL_IP"):
+        # Local mode talks to itself only: bind to loopback instead of guessing an interface (and warning).
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if driver_memory:
+        builder = builder.config("spark.driver.memory", driver_memory)
+    for key, value in (config or {}).items():
+        builder = builder.config(key, str(value))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    log.info("Spark %s, master %s", session.version, session.sparkContext.master)
+    return session

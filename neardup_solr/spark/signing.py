@@ -1,0 +1,127 @@
+"""Signing inside Spark: an Arrow UDF (``mapInArrow``) that runs the package's own normaliser, shingler and
+MinHash batch path on each Arrow batch of ``(id, text)`` records.
+
+Nothing here re-implements text processing: :func:`document_builder` builds the indexer's
+:class:`~neardup_solr.documents.DocumentBuilder` from an :class:`~neardup_solr.documents.IndexSettings`, and the
+UDF calls its shingler (``batch_hashes``, the vectorised path the indexer's lean build uses), its MinHash and
+:func:`~neardup_solr.lsh.band_keys`. A signature computed here is therefore the indexer's, value for value
+(``tests/test_spark.py`` compares them with the ``minhash_sig`` Solr holds).
+
+Columns of a signed DataFrame (:data:`SIGNED_SCHEMA`):
+
+``id``          the record's id
+``signature``   the MinHash values as ``array<int>`` (the uint32 values' bits; :func:`signature_bytes`)
+``band_keys``   the 64-bit LSH band keys as ``array<bigint>`` (``band_keys`` of the job's bands and rows)
+``shingles``    the distinct 32-bit shingle hashes, sorted, as ``array<int>``: exact verification's sets
+``problem``     why the record cannot be signed (its id, a missing or empty text), else null
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+
+from ..documents import DocumentBuilder, IndexSettings, record_problem
+from ..lsh import LSHParams, band_keys
+from ..text import normalize
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+SIGNED_SCHEMA = ("id string, signature array<int>, band_keys array<bigint>, shingles array<int>, "
+                 "problem string")
+EMPTY_TEXT = "no words left after normalisation (empty, blank or punctuation-only text)"
+
+
+def document_builder(settings: IndexSettings) -> DocumentBuilder:
+    """The indexer's document builder for ``settings``: its shingler and MinHash are the ones every signature
+    of the Spark jobs comes from. The one place the jobs turn settings into text processing, so a setting the
+    indexer honours (a normaliser version, say) reaches Spark through the builder."""
+    return DocumentBuilder(settings)
+
+
+def signature_bytes(values) -> bytes:
+    """The little-endian uint32 bytes of a signature column value (the bytes ``minhash_sig`` encodes)."""
+    return np.asarray(values, dtype="<i4").view("<u4").tobytes()
+
+
+def sign_arrays(builder: DocumentBuilder, params: LSHParams, ids: list, texts: list) -> "pa.RecordBatch":
+    """One Arrow batch of signed records (:data:`SIGNED_SCHEMA`) for the records ``(ids[i], texts[i])``."""
+    import pyarrow as pa
+
+    problems: list[str | None] = []
+    kept: list[int] = []
+    kept_texts: list[str] = []
+    for i, (doc_id, text) in enumerate(zip(ids, texts)):
+        problem = record_problem(doc_id, text)
+        if problem is None and not normalize(text):
+            problem = EMPTY_TEXT
+        problems.append(problem)
+        if problem is None:
+            kept.append(i)
+            kept_texts.append(text)
+    n = len(ids)
+    k = builder.settings.num_hashes
+    valid = np.zeros(n, dtype=bool)
+    valid[kept] = True
+    if kept:
+        hashes, offsets = builder.shingler.batch_hashes(kept_texts)
+        signatures: np.ndarray = builder.minhash.signatures_from_hashes(np.split(hashes, offsets[1:-1]))
+        keys = band_keys(signatures, params)
+        distinct, counts = _distinct_sets(hashes, offsets)
+    else:
+        signatures = np.empty((0, k), dtype=np.uint32)
+        keys = np.empty((0, params.bands), dtype=np.uint64)
+        distinct, counts = np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.int64)
+    # Rejected records get null lists: Arrow list offsets repeat and the validity bitmap marks them.
+    sizes = np.zeros(n, dtype=np.int32)
+    sizes[valid] = counts
+    set_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(sizes, out=set_offsets[1:])
+    mask = pa.array(~valid)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(ids, type=pa.string()),
+            _fixed_lists(signatures.view(np.int32), valid, mask, pa.int32()),
+            _fixed_lists(keys.view(np.int64), valid, mask, pa.int64()),
+            pa.ListArray.from_arrays(pa.array(set_offsets), pa.array(distinct.view(np.int32)), mask=mask),
+            pa.array(problems, type=pa.string()),
+        ],
+        names=["id", "signature", "band_keys", "shingles", "problem"],
+    )
+
+
+def _fixed_lists(rows: np.ndarray, valid: np.ndarray, mask: "pa.Array", value_type: "pa.DataType") -> "pa.Array":
+    """A list array with one ``rows`` row per valid record and null for the others."""
+    import pyarrow as pa
+
+    width = rows.shape[1] if rows.ndim == 2 else 0
+    counts = np.where(valid, width, 0).astype(np.int32)
+    offsets = np.zeros(valid.size + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    values = pa.array(np.ascontiguousarray(rows).reshape(-1), type=value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=mask)
+
+
+def _distinct_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's distinct shingle hashes, sorted, concatenated, and their counts."""
+    ndocs = len(offsets) - 1
+    doc = np.repeat(np.arange(ndocs, dtype=np.uint64), np.diff(offsets))
+    keyed = np.unique((doc << np.uint64(32)) | hashes.astype(np.uint64))
+    counts = np.bincount((keyed >> np.uint64(32)).astype(np.int64), minlength=ndocs)
+    return (keyed & np.uint64(0xFFFFFFFF)).astype(np.uint32), counts
+
+
+def sign(records: "DataFrame", settings: IndexSettings, params: LSHParams) -> "DataFrame":
+    """``records`` (columns ``id``, ``text``) signed on the executors, one Arrow batch at a time
+    (:data:`SIGNED_SCHEMA`); records that cannot be signed keep their row, with ``problem`` set."""
+
+    def sign_batches(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+        builder = document_builder(settings)  # once per task: its word-hash cache is reused across batches
+        for batch in batches:
+            data = batch.to_pydict()
+            yield sign_arrays(builder, params, data["id"], data["text"])
+
+    return records.select("id", "text").mapInArrow(sign_batches, SIGNED_SCHEMA)
