@@ -7,6 +7,11 @@ else needs a row cap: results are paged through with a cursor. The same bound ho
 IDF weights (the OR-query carries each token's weight as its boost, so the score is the weighted overlap).
 Candidates are then verified with the exact (weighted) Jaccard on the client; no estimate is reported.
 
+Prefix filtering (:mod:`neardup_solr.prefix_filter`) makes this cheap without changing a single result: the
+main query asks only for documents holding one of A's rarest tokens (the prefix that every document able to
+reach the bound must share), and the overlap bound over *all* of A's tokens is applied to those alone, as a
+post filter. Before, the whole OR-query was scored across the index, frequent tokens and all.
+
 ``similarity="jaccard"`` works on the index's shingles (``content_ng``); ``similarity="idf"`` on the words
 (``content_words``) weighted by IDF from the index (see :mod:`neardup_solr.weights`).
 """
@@ -24,6 +29,7 @@ import numpy as np
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
 from .outputs import ResumableOutput, digest_of, write_atomically
+from .prefix_filter import count_prefix, weighted_prefix
 from .readers import Record
 from .report import iter_documents, ordered_map
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs, id_sort_key
@@ -36,6 +42,8 @@ SIMILARITIES = ("jaccard", "idf")
 # Relative rounding of one 32-bit float addition (2**-24), doubled for the boosts' own rounding to float.
 _FLOAT32_SLACK = 2.0 ** -23
 PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
+# Above this many query tokens the prefix query goes without the server-side overlap filter (see similar_to_text).
+OVERLAP_FILTER_MAX_TOKENS = 1000
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class ThresholdFinder:
     """
 
     def __init__(self, searcher: Searcher, threshold: float = 0.8, similarity: str = "jaccard", page_size: int = 500,
-                 field_weights: dict[str, float] | None = None):
+                 field_weights: dict[str, float] | None = None, prefix_filter: bool = True):
         if not 0.0 < threshold <= 1.0:
             raise ValueError("threshold must be in (0, 1]")
         if similarity not in SIMILARITIES:
@@ -80,6 +88,9 @@ class ThresholdFinder:
         self.token_field = ("content_ng" if similarity == "jaccard"
                             else "content_fwords" if field_weights is not None else "content_words")
         self.idf = IdfWeights(self.client, field=self.token_field) if similarity == "idf" else None
+        # The same pairs either way (see prefix_filter); False is for measuring and checking that claim.
+        self.prefix_filter = prefix_filter
+        self._frequencies: IdfWeights | None = self.idf
 
     def _weights(self, tokens) -> dict[str, float]:
         assert self.idf is not None, "IDF weights are read only for similarity='idf'"
@@ -100,7 +111,7 @@ class ThresholdFinder:
         """(token, boost) pairs, the lower bound on the score, and what verification needs."""
         processed = self.searcher.builder.process(text)
         if self.similarity == "jaccard":
-            tokens = text_tokens(processed.shingles)
+            tokens = list(dict.fromkeys(text_tokens(processed.shingles)))
             bound = math.ceil(self.threshold * len(set(processed.shingle_hashes.tolist())) - 1e-9)
             return [(t, 1.0) for t in tokens], float(bound), np.unique(processed.shingle_hashes)
         words = self._word_tokens(text, fields)
@@ -114,6 +125,34 @@ class ThresholdFinder:
         # one layout and not another. It only lets a few more candidates in; each is verified exactly below.
         slack = _FLOAT32_SLACK * max(1, len(boosted))
         return boosted, self.threshold * total * (1 - slack), (set(words), weights)
+
+    def _prefix(self, tokens: list[tuple[str, float]], bound: float) -> list[str] | None:
+        """The query's prefix (its rarest tokens, see :mod:`.prefix_filter`), or None to query every token."""
+        names = [t for t, _ in tokens]
+        if not self.prefix_filter or any("," in t for t in names):  # the terms parser splits on commas
+            return None
+        if self._frequencies is None:
+            # Long batches: a 3,500-shingle text then costs one terms request, not seven.
+            self._frequencies = IdfWeights(self.client, field=self.token_field, batch=5000)
+        frequencies = self._frequencies.document_frequencies(names)
+        # TermsComponent trims the values of terms.list, so a character shingle with a space at either end is
+        # reported as unseen. Ordering them last keeps the prefix correct (any order is) and cheap (such
+        # shingles, " th", "s a", are among the most frequent).
+        unknown = self._frequencies.num_docs + 1
+        frequencies = {t: (unknown if t != t.strip() else f) for t, f in frequencies.items()}
+        if self.similarity == "jaccard":
+            return count_prefix(names, frequencies, int(bound))
+        return weighted_prefix(dict(tokens), frequencies, bound)
+
+    def _verify_all(self, basis, docs: list[dict]) -> list[float]:
+        """The exact similarity of the query to each candidate document (stored ``content``, ``fields_json``)."""
+        if self.similarity == "jaccard" and docs:
+            # One vectorised hashing pass over every candidate: only the hashes are compared, so building each
+            # candidate's shingle strings (as process() does) would be wasted work.
+            hashes, offsets = self.searcher.builder.shingler.batch_hashes([d.get("content", "") for d in docs])
+            return [_sorted_jaccard(basis, np.unique(hashes[offsets[i]:offsets[i + 1]])) for i in range(len(docs))]
+        return [self._verify(basis, d.get("content", ""), json.loads(d["fields_json"]) if d.get("fields_json")
+                             else None) for d in docs]
 
     def _verify(self, basis, content: str, fields: dict | None = None) -> float:
         if self.similarity == "jaccard":
@@ -138,27 +177,49 @@ class ThresholdFinder:
         if not tokens:
             return []
         field = self.token_field
-        q = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
-        params: list[tuple[str, object]] = [
-            ("q", q), ("defType", "lucene"), ("df", field), ("q.op", "OR"),
-            ("fq", f"{{!frange l={bound:.9g}}}query($q)"),
+        prefix = self._prefix(tokens, bound)
+        params: list[tuple[str, object]]
+        if prefix is None:
+            overlap_query = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
+            params = [("q", overlap_query), ("fq", f"{{!frange l={bound:.9g}}}query($q)"), ("sort", "score desc,id asc")]
+        else:
+            # Documents holding a prefix token: a constant-score terms query over the rarest posting lists.
+            params = [("q", f"{{!terms f={field} v=$nd.prefix}}"), ("nd.prefix", ",".join(prefix)),
+                      ("sort", "id asc")]
+            if len(tokens) <= OVERLAP_FILTER_MAX_TOKENS:
+                # Short texts (records) share common tokens with many documents; the overlap bound over every
+                # token, as an uncached post filter (cost >= 100), is scored only for what the prefix found.
+                overlap_query = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
+                params += [("nd.overlap", overlap_query),
+                           ("fq", f"{{!frange l={bound:.9g} cache=false cost=200}}query($nd.overlap)")]
+            # Long texts skip it: parsing and weighing thousands of clauses costs Solr as much per call as the
+            # old method, and their rare prefix tokens bring few candidates, each verified exactly below (the
+            # only test the results depend on). Plain Jaccard keeps a size filter: J >= t needs
+            # |B| >= |A & B| >= t * |A|.
+            elif self.similarity == "jaccard":
+                params.append(("fq", f"num_shingles:[{int(bound)} TO *]"))
+        params += [
+            ("defType", "lucene"), ("df", field), ("q.op", "OR"),
             ("fq", f"-dataset:{META_DATASET}"),
-            ("fl", "id,content,md5_hash,fields_json"), ("sort", "score desc,id asc"),
+            ("fl", "id,content,md5_hash,fields_json"),
         ]
         if dataset is not None:
             params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+        if exclude_id is not None:  # not worth sending back: its own content, often the longest candidate
+            params += [("fq", "-{!term f=id v=$nd.self}"), ("nd.self", exclude_id)]
         low_key = id_sort_key(only_greater_than) if only_greater_than is not None else None
-        results = []
+        candidates = []
         for doc in cursor_docs(self.client, params, self.page_size):
             doc_id = doc["id"]
             if doc_id in (exclude_id, SETTINGS_DOC_ID):
                 continue
             if low_key is not None and id_sort_key(doc_id) <= low_key:
                 continue
-            doc_fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
-            sim = self._verify(basis, doc.get("content", ""), doc_fields)
+            candidates.append(doc)
+        results = []
+        for doc, sim in zip(candidates, self._verify_all(basis, candidates)):
             if sim >= self.threshold - 1e-12:
-                results.append((doc_id, sim))
+                results.append((doc["id"], sim))
         # Best first, ties by id: the order of the pairs file is the same whatever order the shards answered in.
         results.sort(key=lambda r: (-r[1], id_sort_key(r[0])))
         return results

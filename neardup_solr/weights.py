@@ -26,15 +26,21 @@ WORDS_FIELD = "content_words"
 class IdfWeights:
     """Document-frequency-based weights for the tokens of one field, cached per instance."""
 
-    def __init__(self, client: SolrClient, field: str = WORDS_FIELD, batch: int = 500):
+    def __init__(self, client: SolrClient, field: str = WORDS_FIELD, batch: int = 500, max_cached: int = 2_000_000):
         self.client = client
         self.field = field
         self.batch = batch
+        # A whole-collection run over shingles meets tens of millions of distinct tokens; the cache starts over
+        # past this many (about 200 MB) rather than growing with the collection.
+        self.max_cached = max_cached
         self.num_docs = max(1, client.count(filters=[f"-dataset:{META_DATASET}"]))
         self._df: dict[str, int] = {}
 
     def document_frequencies(self, tokens: Iterable[str]) -> dict[str, int]:
         missing = [t for t in dict.fromkeys(tokens) if t not in self._df]
+        if len(self._df) + len(missing) > self.max_cached:
+            self._df.clear()
+            missing = list(dict.fromkeys(tokens))
         for start in range(0, len(missing), self.batch):
             chunk = missing[start : start + self.batch]
             # terms.list is split on commas; normalised words never contain one (punctuation is removed).
