@@ -102,7 +102,7 @@ LIMITS: dict[str, Limit] = {
     "port": Limit("int", 0, 65535, hint="0 picks a free port"),
     # Lookups and reports.
     "rows": Limit("int", 1, 1_000_000, unit="candidates per lookup"),
-    "max_edit_distance": Limit("int", -1, 10**9, hint="-1 means no limit"),  # the service's; see max_distance
+    "max_edit_distance": Limit("int", 0, 10**9, hint="leave it out (null) for no limit"),  # the service's
     # A word edit-distance cap, the same in the API (max_distance=) and on the command line
     # (--max-edit-distance): no limit is None in Python and 'none' (or leaving the flag out) on the command line.
     "max_distance": Limit("int", 0, 10**9, hint="leave it out (None, or 'none' on the command line) for no limit"),

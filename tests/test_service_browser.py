@@ -141,7 +141,7 @@ def test_lookup_page_ranks_and_marks_differences(server, browser, tmp_path):
     browser.get(server + "/")
     browser.find_element(By.ID, "doc_id").send_keys("1")
     Select(browser.find_element(By.ID, "mode")).select_by_value("shingles")
-    browser.find_element(By.ID, "max_edit_distance").send_keys("-1")
+    browser.find_element(By.ID, "max_edit_distance").send_keys("5")
     submit(browser, "search")
     assert "of 1" in browser.find_element(By.TAG_NAME, "h2").text
     assert "2" in [r.get_attribute("data-id") for r in browser.find_elements(By.CSS_SELECTOR, "#results tr.result")]

@@ -84,11 +84,12 @@ class LookupOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     mode: Literal["shingles", "minhash", "lsh"] | None = Field(None, description="candidate query (default shingles)")
-    max_edit_distance: StrictInt | None = Field(None, description="word edit distance limit (default 2; -1: none)")
-    min_jaccard: float | None = Field(None, description="keep candidates with exact Jaccard >= this")
-    rows: StrictInt | None = Field(None, description="candidates asked from Solr (default 10)")
+    max_edit_distance: StrictInt | None = Field(None, description="word edit distance limit (default: none)")
+    min_jaccard: float | None = Field(
+        None, description="keep candidates with exact Jaccard >= this (default: the collection's threshold)")
+    rows: StrictInt | None = Field(None, description="candidates asked from Solr (default: all, paged)")
     first_word_filter: StrictBool | None = Field(
-        None, description="only candidates with the same first word (default on for shingles and minhash, off for lsh)")
+        None, description="only candidates with the same first word (the write-up's filter; default off)")
     num_hashes: StrictInt | None = Field(None, description="MinHash values to query with (mode minhash)")
     threshold: float | None = Field(None, description="every document with similarity >= this (no row cap)")
     similarity: Literal["jaccard", "idf"] | None = Field(None, description="threshold lookups: jaccard or idf")
@@ -520,7 +521,7 @@ def _report_params(request: ReportRequest) -> dict[str, Any]:
     given = [k for k in ("similarity", "method", "dataset") if getattr(request, k) is not None]
     if given:
         raise lookups.OptionError(given, "without threshold (they choose the threshold report)")
-    lookup = lookups.resolve({k: getattr(request, k) for k in lookups.SEARCH_OPTIONS})
+    lookup = lookups.resolve({k: getattr(request, k) for k in lookups.SEARCH_OPTIONS}, report=True)
     for name in ("start_id", "end_id"):
         value = getattr(request, name)
         if value is not None and id_problem(value):

@@ -1,11 +1,14 @@
 """The lookup options of the service (and its web page), resolved and checked once, then run through the library.
 
 The options and their meaning are the command line's (``near-dups``): ``mode`` shingles|minhash|lsh with
-``max_edit_distance`` (-1: no limit), ``min_jaccard``, ``rows``, ``first_word_filter`` and ``num_hashes``
-(minhash mode); or ``threshold`` with ``similarity`` jaccard|idf (every document at or above it, no row cap);
-or ``min_share``. Defaults are the command line's (:data:`neardup_solr.cli.common.SEARCH_DEFAULTS`), except
-that the first-word filter is off by default for lsh lookups: a copy with one extra leading word is otherwise
-missed. Options that do not apply to the chosen lookup are refused, never ignored, as on the command line.
+``max_edit_distance``, ``min_jaccard``, ``rows``, ``first_word_filter`` and ``num_hashes`` (minhash mode); or
+``threshold`` with ``similarity`` jaccard|idf (every document at or above it, no row cap); or ``min_share``.
+Lookups have the library's honest defaults (:meth:`neardup_solr.searcher.Searcher.find_near_dups`): every
+candidate at the collection's threshold, no edit-distance limit, no first-word filter, no row cap; an option
+left out (or null) takes its default, and a negative edit distance is refused as it is in Python and on the
+command line. Reports keep the write-up's ranking by default, as ``report`` does
+(:data:`neardup_solr.cli.common.WRITEUP_DEFAULTS`). Options that do not apply to the chosen lookup are refused,
+never ignored, as on the command line.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..cli.common import SEARCH_DEFAULTS
+from ..cli.common import WRITEUP_DEFAULTS
 from ..documents import IndexSettings, read_index_settings
 from ..errors import InvalidParameterError
 from ..online import Match, describe, sort_matches
-from ..searcher import MODES, Query, Searcher
+from ..searcher import COLLECTION_THRESHOLD, MODES, MinJaccard, Query, Searcher
 from ..solr_client import SolrClient
 from ..validation import check_bool, check_choice, check_float, check_int
 
@@ -42,7 +45,7 @@ class Lookup:
     kind: str
     mode: str | None = None
     max_distance: int | None = None
-    min_jaccard: float | None = None
+    min_jaccard: MinJaccard = None
     rows: int | None = None
     first_word_filter: bool | None = None
     num_hashes: int | None = None
@@ -56,7 +59,7 @@ class Lookup:
             return {"threshold": self.threshold, "similarity": self.similarity}
         if self.kind == "share":
             return {"min_share": self.min_share}
-        return {"mode": self.mode, "max_edit_distance": -1 if self.max_distance is None else self.max_distance,
+        return {"mode": self.mode, "max_edit_distance": self.max_distance,
                 "min_jaccard": self.min_jaccard, "rows": self.rows, "first_word_filter": self.first_word_filter,
                 "num_hashes": self.num_hashes}
 
@@ -91,8 +94,9 @@ class SearcherCache:
             self._read_at = 0.0
 
 
-def resolve(options: dict[str, Any]) -> Lookup:
-    """Check the given options (None: not given) and fill the defaults; raises InvalidParameterError."""
+def resolve(options: dict[str, Any], *, report: bool = False) -> Lookup:
+    """Check the given options (None: not given) and fill the defaults: a lookup's, or with ``report`` the
+    write-up's ranking that reports keep; raises InvalidParameterError."""
     given = {k: v for k, v in options.items() if v is not None}
     search_given = [k for k in SEARCH_OPTIONS if k in given]
     if "threshold" in given:
@@ -109,19 +113,28 @@ def resolve(options: dict[str, Any]) -> Lookup:
             raise OptionError(search_given, "with min_share, which lists every document holding that share of "
                                             "the text's shingles")
         return Lookup("share", min_share=check_float("min_share", given["min_share"], "min_share"))
-    mode = check_choice("mode", given.get("mode", SEARCH_DEFAULTS["mode"]), MODES)
-    distance = check_int("max_edit_distance", given.get("max_edit_distance", SEARCH_DEFAULTS["max_edit_distance"]),
-                         "max_edit_distance")
-    first_word = given.get("first_word_filter")
-    first_word = (mode != "lsh" and SEARCH_DEFAULTS["first_word_filter"]) if first_word is None else first_word
+    mode = check_choice("mode", given.get("mode", "shingles"), MODES)
+    # The write-up's report filters by first word for shingles and minhash only (lsh bands already match
+    # beginnings and ends alike); lookups never do unless asked.
+    defaults: dict[str, Any] = (
+        {"max_edit_distance": WRITEUP_DEFAULTS["max_edit_distance"], "rows": WRITEUP_DEFAULTS["rows"],
+         "first_word_filter": mode != "lsh" and WRITEUP_DEFAULTS["first_word_filter"], "min_jaccard": None}
+        if report else
+        {"max_edit_distance": None, "rows": None, "first_word_filter": False, "min_jaccard": COLLECTION_THRESHOLD})
+    distance = check_int("max_edit_distance", given.get("max_edit_distance", defaults["max_edit_distance"]),
+                         "max_edit_distance", none_ok=True)
     num_hashes = check_int("num_hashes", given["num_hashes"], "num_hashes") if "num_hashes" in given else None
     if num_hashes is not None and mode != "minhash":
         raise OptionError(["num_hashes"], "outside mode minhash")
+    min_jaccard = given.get("min_jaccard", defaults["min_jaccard"])
+    if min_jaccard != COLLECTION_THRESHOLD:
+        min_jaccard = check_float("min_jaccard", min_jaccard, "min_jaccard", none_ok=True)
     return Lookup(
-        "search", mode=mode, max_distance=None if distance < 0 else distance,
-        min_jaccard=check_float("min_jaccard", given.get("min_jaccard"), "min_jaccard", none_ok=True),
-        rows=check_int("rows", given.get("rows", SEARCH_DEFAULTS["rows"]), "rows"),
-        first_word_filter=check_bool("first_word_filter", first_word), num_hashes=num_hashes)
+        "search", mode=mode, max_distance=distance, min_jaccard=min_jaccard,
+        rows=check_int("rows", given.get("rows", defaults["rows"]), "rows", none_ok=True),
+        first_word_filter=check_bool("first_word_filter", given.get("first_word_filter",
+                                                                    defaults["first_word_filter"])),
+        num_hashes=num_hashes)
 
 
 def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
@@ -138,7 +151,7 @@ def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
         assert lookup.min_share is not None
         shared = [(i, s) for i, s in searcher.find_by_shingle_share(query.text, lookup.min_share) if i != query.id]
         return describe(searcher, query, shared)
-    assert lookup.mode is not None and lookup.rows is not None and lookup.first_word_filter is not None
+    assert lookup.mode is not None and lookup.first_word_filter is not None
     candidates = searcher.search(query, mode=lookup.mode, max_distance=lookup.max_distance, rows=lookup.rows,
                                  first_word_filter=lookup.first_word_filter, num_hashes=lookup.num_hashes,
                                  min_jaccard=lookup.min_jaccard)

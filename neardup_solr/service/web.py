@@ -35,10 +35,12 @@ UPLOAD_SUFFIXES = {".txt", ".tsv", ".jsonl", ".json", ".csv"}
 def _form_lookup(mode: str, threshold: str, max_edit_distance: str) -> lookups.Lookup:
     if mode not in WEB_MODES:
         raise InvalidParameterError("mode", "one of " + ", ".join(WEB_MODES), mode)
+    value = parse_value("threshold", threshold or "0.5", "threshold")
     if mode == "threshold":
-        value = parse_value("threshold", threshold or "0.5", "threshold")
         return lookups.resolve({"threshold": value})
-    options: dict[str, Any] = {"mode": mode}
+    # The page's one similarity field is the least similarity shown in every mode: people judging by eye set it
+    # once, whichever query finds the candidates.
+    options: dict[str, Any] = {"mode": mode, "min_jaccard": value}
     if max_edit_distance.strip():
         options["max_edit_distance"] = parse_value("max edit distance", max_edit_distance, "max_edit_distance")
     return lookups.resolve(options)
