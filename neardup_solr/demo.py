@@ -89,12 +89,13 @@ def next_steps(demo_url: str, default_url: str | None, addresses: Path) -> str:
         port = default_url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
         if port != str(settings.DEFAULT_PORT):
             port_env = f"NEARDUP_SOLR_PORT={port} "
-    lines = ["next, try:", f"  neardup-solr near-dups 3 --solr-url {demo_url}"]
+    # Record 3's twin (536, J = 0.33) is far under any collection threshold: the write-up's ranking finds it.
+    lines = ["next, try:", f"  neardup-solr near-dups 3 --writeup-ranking --solr-url {demo_url}"]
     if default_url is None:
         return "\n".join(lines)
     lines += [
         f"  {port_env}neardup-solr index {addresses} -q     # the same records into the default core",
-        f"  {port_env}neardup-solr near-dups 3",
+        f"  {port_env}neardup-solr near-dups 3 --writeup-ranking",
         f"the local Solr keeps running with the cores {DEMO_CORE} (this demo) and {settings.CORE_NAME} (the default); "
         f"stop it with: {port_env}neardup-solr solr stop",
     ]

@@ -33,7 +33,7 @@ def test_demo_leaves_the_default_core_ready_and_its_next_commands_work(tmp_path)
         lines = demo.stdout.splitlines()
         start = lines.index("next, try:")
         commands = [l.strip() for l in lines[start + 1:] if l.startswith("  ")]
-        assert any(c.endswith("neardup-solr near-dups 3") for c in commands), commands
+        assert any(c.endswith("neardup-solr near-dups 3 --writeup-ranking") for c in commands), commands
         assert "stop it with: " in demo.stdout
         outputs = []
         for command in commands:

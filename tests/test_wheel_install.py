@@ -77,7 +77,7 @@ def test_wheel_installs_starts_solr_indexes_and_serves(tmp_path):
             "3 Cafe Bizou 14016 Ventura Blvd. Sherman Oaks\n", encoding="utf-8")
         indexed = run([str(cli), "index", "docs.txt", "--json", "-q"], env=env, cwd=work, timeout=120)
         assert json.loads(indexed.stdout)["indexed"] == 3
-        lookup = run([str(cli), "near-dups", "1"], env=env, cwd=work, timeout=60)
+        lookup = run([str(cli), "near-dups", "1", "--writeup-ranking"], env=env, cwd=work, timeout=60)
         assert "2: Art's Deli 12224 Ventura Blvd. Studio City" in lookup.stdout
 
         server = subprocess.Popen([str(cli), "serve", "--port", str(service_port)], env=env, cwd=work,
@@ -92,7 +92,8 @@ def test_wheel_installs_starts_solr_indexes_and_serves(tmp_path):
                 assert server.poll() is None and time.monotonic() < deadline, server.stdout.read() if server.stdout else ""
                 time.sleep(0.3)
         assert status == 200 and ready["status"] == "ready", ready
-        status, found = http(f"{base}/v1/near-dups", {"text": "Art's Deli 12224 Ventura Blvd. Studio City"})
+        status, found = http(f"{base}/v1/near-dups", {"text": "Art's Deli 12224 Ventura Blvd. Studio City",
+                                                       "min_jaccard": 0.2})
         assert status == 200 and {r["id"] for r in found["results"]} >= {"1", "2"}, found
     finally:
         if server is not None:
