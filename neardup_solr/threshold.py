@@ -146,18 +146,18 @@ class ThresholdFinder:
 
     def _verify_all(self, basis, docs: list[dict]) -> list[float]:
         """The exact similarity of the query to each candidate document (stored ``content``, ``fields_json``)."""
-        if self.similarity == "jaccard" and docs:
+        if self.similarity == "jaccard":
+            if not docs:
+                return []
             # One vectorised hashing pass over every candidate: only the hashes are compared, so building each
             # candidate's shingle strings (as process() does) would be wasted work.
             hashes, offsets = self.searcher.builder.shingler.batch_hashes([d.get("content", "") for d in docs])
             return [_sorted_jaccard(basis, np.unique(hashes[offsets[i]:offsets[i + 1]])) for i in range(len(docs))]
-        return [self._verify(basis, d.get("content", ""), json.loads(d["fields_json"]) if d.get("fields_json")
-                             else None) for d in docs]
+        return [self._weighted_similarity(basis, d.get("content", ""),
+                                          json.loads(d["fields_json"]) if d.get("fields_json") else None)
+                for d in docs]
 
-    def _verify(self, basis, content: str, fields: dict | None = None) -> float:
-        if self.similarity == "jaccard":
-            processed = self.searcher.builder.shingler.process(content)
-            return _sorted_jaccard(basis, np.unique(processed.shingle_hashes))
+    def _weighted_similarity(self, basis, content: str, fields: dict | None = None) -> float:
         words, weights = basis
         other = set(self._word_tokens(content, fields))
         weights = dict(weights)
@@ -179,17 +179,18 @@ class ThresholdFinder:
         field = self.token_field
         prefix = self._prefix(tokens, bound)
         params: list[tuple[str, object]]
+        with_overlap = prefix is None or len(tokens) <= OVERLAP_FILTER_MAX_TOKENS
+        overlap_query = (" ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
+                         if with_overlap else "")
         if prefix is None:
-            overlap_query = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
             params = [("q", overlap_query), ("fq", f"{{!frange l={bound:.9g}}}query($q)"), ("sort", "score desc,id asc")]
         else:
             # Documents holding a prefix token: a constant-score terms query over the rarest posting lists.
             params = [("q", f"{{!terms f={field} v=$nd.prefix}}"), ("nd.prefix", ",".join(prefix)),
                       ("sort", "id asc")]
-            if len(tokens) <= OVERLAP_FILTER_MAX_TOKENS:
+            if with_overlap:
                 # Short texts (records) share common tokens with many documents; the overlap bound over every
                 # token, as an uncached post filter (cost >= 100), is scored only for what the prefix found.
-                overlap_query = " ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
                 params += [("nd.overlap", overlap_query),
                            ("fq", f"{{!frange l={bound:.9g} cache=false cost=200}}query($nd.overlap)")]
             # Long texts skip it: parsing and weighing thousands of clauses costs Solr as much per call as the
