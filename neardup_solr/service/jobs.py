@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 from ..backends.local import _process_alive
 from ..outputs import PROGRESS_SUFFIX
 from ..solr_client import SolrClient
+from ..validation import parse_tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def pairs_as_jsonl(path: Path) -> Iterator[str]:
             values = line.rstrip("\n").split("\t")
             record: dict[str, Any] = {}
             for name, value in zip(header, values):
-                record[name] = _number(value) if name not in ("id", "neighbor_id") else value
+                record[name] = _number(value) if name not in ("id", "neighbor_id") else parse_tsv_id(value)
             yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
