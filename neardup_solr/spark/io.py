@@ -39,17 +39,16 @@ class InputRead:
 
 
 def input_format(path: str | Path, fmt: str | None = None) -> str:
-    """The format of ``path``: ``fmt`` if given, Parquet for ``*.parquet`` and directories, else as ``index``."""
-    if fmt is not None:
-        if fmt not in INPUT_FORMATS:
-            raise InvalidParameterError("format", f"one of {', '.join(INPUT_FORMATS)}", fmt)
-        return fmt
-    p = Path(path)
-    if p.suffix.lower() == ".parquet" or p.is_dir():
-        return "parquet"
-    from ..readers import guess_format
+    """The format of ``path``: ``fmt`` if given, Parquet for a directory (a data set as Spark writes it), else
+    ``index``'s own choice (:func:`neardup_solr.readers.input_format`: by name, Parquet by content, compressed
+    files read as they are, binary files refused)."""
+    if fmt is not None and fmt not in INPUT_FORMATS:
+        raise InvalidParameterError("format", f"one of {', '.join(INPUT_FORMATS)}", fmt)
+    if Path(path).is_dir():
+        return fmt or "parquet"
+    from ..readers import input_format as file_format
 
-    return guess_format(p)
+    return file_format(path, fmt)
 
 
 def read_records(
