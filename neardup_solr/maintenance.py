@@ -11,6 +11,7 @@ import logging
 
 from .documents import META_DATASET
 from .errors import ForeignCollectionError
+from .recent import recent_adds
 from .solr_client import SolrClient
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,11 @@ def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = 
         query = "*:* -dataset:[* TO *]"
         count = client.count(query)
     client.delete_by_query(query)
+    recent = recent_adds(client)  # adds of this process that Solr's searcher may not show yet
+    if everything:
+        recent.clear()
+    else:
+        recent.forget_dataset(dataset)
     log.info("cleared %d documents (%s) from %s", count,
              "everything" if everything else f"data set {dataset!r}" if dataset else "unlabelled", client.url)
     return count

@@ -12,10 +12,12 @@ from datasketch, on purpose:
 - ``check_and_add`` is "query, and insert if nothing was found" as one race-free step across threads and
   processes (:func:`neardup_solr.online.check_and_add`, the service's ``/v1/check``).
 
-Streaming: ``insert`` sends one document without a commit of its own; Solr makes it visible to ``query``
-within ``commit_within_ms`` (a soft commit, default 1 s), and at once to ``key in index`` (real-time get).
-:meth:`NearDupIndex.flush` makes everything inserted visible now. ``check_and_add`` makes its own add visible
-at once (its race-freedom needs that).
+Streaming: ``insert`` and ``check_and_add`` send one document without a commit of their own (``commitWithin``);
+Solr makes it visible to every process's ``query`` within ``commit_within_ms`` (default 1 s), and at once to
+``key in index`` (real-time get). This process's own ``query`` and ``check_and_add`` see it at once: the index
+remembers what it added until a commit covers it (:mod:`neardup_solr.recent`). :meth:`NearDupIndex.flush` makes
+everything visible everywhere now. ``commit_within_ms=0`` soft-commits every add instead: slower, and then other
+processes see each add at once too (what strict near-duplicate exclusion across processes needs).
 
 Pre-tokenised documents: ``insert(key, tokens=[...])`` (and ``query``/``check_and_add``) take a list of words
 instead of a text. The stored text (``content``) is the tokens joined by single spaces, and the MD5 is that of
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any, Sequence
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, IndexSettings, ensure_index_settings
@@ -43,7 +46,9 @@ from .online import (
     delete_documents,
     find_similar,
     is_reserved_id,
+    remember_add,
 )
+from .recent import recent_adds
 from .searcher import Searcher
 from .solr_client import SolrClient
 from .text import normalize
@@ -83,8 +88,8 @@ class NearDupIndex:
     ``threshold`` is the Jaccard similarity ``query`` and ``check_and_add`` use (default: the collection's own,
     its stored ``lsh_threshold``). ``settings`` only seed an empty collection (how texts are shingled and
     signed); a collection that holds documents keeps its own. ``dataset`` labels what this index inserts and
-    limits ``query`` to it. ``commit_within_ms`` bounds how long an ``insert`` takes to become visible to
-    ``query``.
+    limits ``query`` to it. ``commit_within_ms`` bounds how long an add takes to become visible to other
+    processes (0: at once, with a soft commit per add).
     """
 
     def __init__(self, client: SolrClient | None = None, *, threshold: float | None = None,
@@ -132,13 +137,16 @@ class NearDupIndex:
                                         built.rejected[0][1])
         doc = {**built.documents[0], "_version_": -1}  # create only: never overwrite another document
         try:
-            self.client.request("POST", "update", params=[("wt", "json"), ("commitWithin", self.commit_within_ms)],
+            visibility: tuple[str, object] = ("commitWithin", self.commit_within_ms) if self.commit_within_ms else ("softCommit", "true")
+            self.client.request("POST", "update", params=[("wt", "json"), visibility],
                                 data=json.dumps([doc], ensure_ascii=False).encode("utf-8"),
                                 headers={"Content-Type": "application/json"})
         except SolrRequestError as exc:
             if exc.status == 409:
                 raise DocumentExistsError(f"the key {key!r} is already in the index; remove it first", key) from None
             raise
+        if self.commit_within_ms:
+            remember_add(self.client, doc, self.searcher.prepare(body, key), self.commit_within_ms)
 
     def query(self, text: str | None = None, *, tokens: Sequence[str] | None = None,
               threshold: float | None = None) -> list[str]:
@@ -161,7 +169,8 @@ class NearDupIndex:
         says whether it was added, ``result.matches`` what it duplicates."""
         body = self._text(text, tokens)
         return check_and_add(self.client, key, body, self._threshold(threshold), dataset=self.dataset,
-                             settings=self._seed_settings, searcher=self.searcher)
+                             settings=self._seed_settings, searcher=self.searcher,
+                             commit_within_ms=self.commit_within_ms)
 
     def remove(self, key: str) -> None:
         """Delete the document ``key``; :class:`~neardup_solr.errors.DocumentNotFoundError` (a ``KeyError``)
@@ -172,7 +181,9 @@ class NearDupIndex:
 
     def flush(self) -> None:
         """Make every insert visible to ``query`` now (a soft commit) instead of within ``commit_within_ms``."""
+        sent_at = time.monotonic()
         self.client.get_json("update", {"softCommit": "true"})
+        recent_adds(self.client).drop_added_before(sent_at)
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is indexed, uncommitted inserts included (real-time get)."""

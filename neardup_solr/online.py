@@ -18,8 +18,16 @@ Why two identical texts sent at the same moment are never both added
     with its owner as an exact duplicate, without adding anything.
 
     The document itself is then added with ``_version_ = -1`` too: an id that already exists is never
-    overwritten by a check (:class:`DocumentExistsError`), even when two different texts race for one id.
-    The add is soft-committed, so the next lookup (any process) sees it.
+    overwritten by a check (:class:`DocumentExistsError`), even when two different texts race for one id. On a
+    single core the claim and the document go in one update request, claim first: the core applies them in order
+    and stops at the first refusal, so a refused claim never lets its document through (after any failure a
+    real-time get says what is there, and this call's claim is removed). On SolrCloud they are two requests,
+    because the two ids may belong to different shards, which apply their parts independently.
+
+    How the add becomes visible: with ``commit_within_ms`` None it is soft-committed, and every process's next
+    lookup sees it. With a number (what ``NearDupIndex`` and the service use) it is sent with that
+    ``commitWithin`` and remembered in this process (:mod:`neardup_solr.recent`), so this process's next lookup
+    sees it at once and other processes within that time; a soft commit per check cost more than the rest of it.
 
     A claim whose owner was deleted (or never arrived: a crash between claim and add) is stale: after
     :data:`CLAIM_LEASE_SECONDS` it is taken over, again with optimistic concurrency on the version read, so
@@ -31,7 +39,8 @@ Why two identical texts sent at the same moment are never both added
 Limits (near but not identical texts)
     Two *different* texts that are near duplicates of each other have different MD5s and so different claims.
     Across processes both can be added when they arrive within one lookup-and-add of each other (a few
-    milliseconds), because neither is visible to the other's lookup yet. Within one process the window is
+    milliseconds), or within ``commit_within_ms`` when adds are not soft-committed, because neither is visible to
+    the other's lookup yet. Within one process the window is
     closed with high probability: checks hold in-process locks striped by the text's LSH band keys, so two
     texts that share a band (probability >= 0.95 at the collection's ``lsh_threshold``, more above it) run
     one after the other, and the second sees the first. Near duplicates below the collection's
@@ -48,6 +57,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -64,10 +74,11 @@ from .documents import (
 from .errors import InvalidParameterError, InvalidTextError, NeardupError, SolrRequestError
 from .lsh import band_keys
 from .maintenance import clear, require_neardup_schema
-from .searcher import Query, Searcher, id_sort_key
+from .recent import GRACE_SECONDS, RecentAdd, recent_adds
+from .searcher import Query, Searcher, _sorted_jaccard, cursor_docs, id_sort_key
 from .solr_client import SolrClient
 from .ttl import check_ttl
-from .validation import check_bool, check_float, check_id, check_label, check_text
+from .validation import check_bool, check_float, check_id, check_int, check_label, check_text
 
 log = logging.getLogger(__name__)
 
@@ -195,26 +206,75 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
 
     With shingle tokens in the index this is the threshold search of :mod:`neardup_solr.threshold`: complete,
     no row cap, no first-word filter. A collection indexed with LSH tokens only is searched through its bands
-    (no first-word filter, no edit-distance cap, no row cap), and every
-    candidate's Jaccard is computed exactly."""
+    (no first-word filter, no edit-distance cap, no row cap), and every candidate's Jaccard is computed exactly.
+    Documents this process added that Solr's searcher does not show yet are searched too (:mod:`.recent`), by
+    the same rule."""
     from .threshold import ThresholdFinder
 
     settings = searcher.settings
+    client = searcher.client
+    recent = recent_adds(client)
+    recent.settle(client)  # before the query: whatever that commit covers, the query then finds
     if "shingles" in settings.fields and settings.sample_mod == 1:
         finder = ThresholdFinder(searcher, threshold=threshold)
         found = finder.similar_to_text(query.text, exclude_id=exclude_id, dataset=dataset)
-        return describe(searcher, query, found)
-    if "lsh" in settings.fields:
-        # rows=None pages through every candidate (500 a request): a single request for up to 10,000 rows made
-        # Solr allocate a 10,000-entry queue per lookup, which dominated a check on a large collection.
-        near = searcher.search(query, mode="lsh", max_distance=None, rows=None, first_word_filter=False,
-                               min_jaccard=threshold)
-        return sort_matches([Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
-                             if m.id != exclude_id and (dataset is None or m.dataset == dataset)])
-    raise InvalidParameterError(
-        "threshold", "used on a collection indexed with shingle or LSH tokens", threshold,
-        f"this one holds only {', '.join(settings.fields) or 'no'} tokens; re-index with --fields including "
-        "shingles or lsh")
+        matches = describe(searcher, query, found)
+        pending = recent.candidates(hash_set=query.hash_set)
+    elif "lsh" in settings.fields:
+        bands = searcher.query_tokens(query, "lsh")
+        matches = _lsh_matches(searcher, query, bands, threshold, exclude_id, dataset)
+        pending = recent.candidates(band_tokens=bands)
+    else:
+        raise InvalidParameterError(
+            "threshold", "used on a collection indexed with shingle or LSH tokens", threshold,
+            f"this one holds only {', '.join(settings.fields) or 'no'} tokens; re-index with --fields including "
+            "shingles or lsh")
+    if pending:
+        skip: set[str | None] = {m.id for m in matches}
+        skip.add(exclude_id)
+        matches += _recent_matches(searcher, query, threshold, pending, skip, dataset)
+    return sort_matches(matches)
+
+
+def _lsh_matches(searcher: Searcher, query: Query, bands: list[str], threshold: float, exclude_id: str | None,
+                 dataset: str | None) -> list[Match]:
+    """Documents sharing a band with ``query`` whose exact Jaccard reaches ``threshold``. A constant-score terms
+    query paged by id: no scores to compute and no 500-entry score queue, as the OR-query of a lookup needs."""
+    params: list[tuple[str, object]] = [
+        ("q", "{!terms f=content_lsh v=$nd.bands}"), ("nd.bands", ",".join(bands)),
+        ("sort", "id asc"), ("fl", "id,content,md5_hash,dataset")]
+    if dataset is not None:
+        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    near = searcher.rerank(query, cursor_docs(searcher.client, params), max_distance=None, min_jaccard=threshold)
+    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
+            if m.id != exclude_id]
+
+
+def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending: list[RecentAdd],
+                    skip: set[str | None], dataset: str | None) -> list[Match]:
+    """Recent adds (not yet searchable in Solr) that reach ``threshold``, each confirmed by a real-time get: one
+    deleted or replaced since, here or by another process, is dropped rather than reported."""
+    found: list[Match] = []
+    for entry in pending:
+        if entry.id in skip or (dataset is not None and entry.dataset != dataset):
+            continue
+        if entry.md5_hash == query.md5_hash:
+            found.append(Match(entry.id, 1.0, 0, True, entry.dataset, entry.content))
+            continue
+        similarity = _sorted_jaccard(query.hash_set, entry.hash_set)
+        if similarity >= threshold:
+            words = searcher.builder.shingler.process(entry.content).words
+            found.append(Match(entry.id, similarity, int(Levenshtein.distance(query.processed.words, words)), False,
+                               entry.dataset, entry.content))
+    if not found:
+        return []
+    md5_of = {e.id: e.md5_hash for e in pending}
+    present = {d["id"] for d in searcher.client.get_by_ids([m.id for m in found], "id,md5_hash")
+               if d.get("md5_hash") == md5_of[d["id"]]}
+    gone = [m.id for m in found if m.id not in present]
+    if gone:
+        recent_adds(searcher.client).forget(gone)
+    return [m for m in found if m.id in present]
 
 
 # ----------------------------------------------------------------------------------------------- claims
@@ -225,18 +285,23 @@ def claim_id(md5_hash: str) -> str:
     return CLAIM_PREFIX + md5_hash
 
 
-def _post_update(client: SolrClient, body: Any, *, soft_commit: bool = False) -> None:
-    params = [("wt", "json")]
+def _post_update(client: SolrClient, body: Any, *, commit_within_ms: int | None = None,
+                 soft_commit: bool = False) -> None:
+    params: list[tuple[str, object]] = [("wt", "json")]
     if soft_commit:
         params += [("softCommit", "true")]
+    elif commit_within_ms is not None:
+        params += [("commitWithin", commit_within_ms)]
     client.request("POST", "update", params=params, data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
                    headers={"Content-Type": "application/json"})
 
 
-def _create(client: SolrClient, doc: dict, version: int, *, soft_commit: bool = False) -> bool:
+def _create(client: SolrClient, doc: dict, version: int, *, commit_within_ms: int | None = None,
+            soft_commit: bool = False) -> bool:
     """Add ``doc`` only if its version is still ``version`` (-1: only if it does not exist). False on 409."""
     try:
-        _post_update(client, [{**doc, "_version_": version}], soft_commit=soft_commit)
+        _post_update(client, [{**doc, "_version_": version}], commit_within_ms=commit_within_ms,
+                     soft_commit=soft_commit)
         return True
     except SolrRequestError as exc:
         if exc.status == 409:
@@ -252,16 +317,61 @@ def _release(client: SolrClient, cid: str) -> None:
         log.warning("could not remove claim %s (it expires after %.0f s): %s", cid, CLAIM_LEASE_SECONDS, exc)
 
 
+def _claim_document(md5_hash: str, doc_id: str, ttl: str | None) -> dict[str, Any]:
+    """The claim of a text for ``doc_id``; ``nonce`` tells this very claim apart from an older one of the same id."""
+    owner = {"owner": doc_id, "md5": md5_hash, "claimed_at": time.time(), "nonce": uuid.uuid4().hex}
+    return {"id": claim_id(md5_hash), "dataset": META_DATASET, "content": json.dumps(owner),
+            **({"ttl": ttl} if ttl is not None else {})}
+
+
+def _claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: dict, ttl: str | None,
+                      commit_within_ms: int | None) -> bool | None:
+    """On a single core, claim the text and add ``document`` in one update request; True when both were added,
+    None when the claim was taken (the caller then finds out by whom, through :func:`_claim`).
+
+    A single core applies the documents of one request in order and stops at the first one that fails, so when
+    the claim is refused (409) the document after it is never written. Whatever went wrong, a real-time get says
+    whether this request's claim is there, and it is removed if so. On SolrCloud the two documents may live on
+    different shards, which are written independently: there the caller sends them one after the other."""
+    claim = _claim_document(md5_hash, doc_id, ttl)
+    try:
+        _post_update(client, [{**claim, "_version_": -1}, {**document, "_version_": -1}],
+                     commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
+        return True
+    except BaseException as exc:
+        refused = isinstance(exc, SolrRequestError) and exc.status == 409
+        try:
+            seen = {d["id"]: d for d in client.get_by_ids([claim["id"], doc_id], "id,content,md5_hash")}
+        except NeardupError:
+            raise exc from None  # Solr is away: a claim written anyway goes stale after the lease
+        ours = seen.get(claim["id"], {}).get("content") == claim["content"]
+        if ours and not refused and seen.get(doc_id, {}).get("md5_hash") == document.get("md5_hash"):
+            log.info("the add of %r failed to answer (%s) but both documents are in: it took effect", doc_id, exc)
+            return True
+        if ours:
+            _release(client, claim["id"])
+        if refused:
+            if ours:
+                raise _exists(client, doc_id) from None
+            return None
+        raise
+
+
+def _exists(client: SolrClient, doc_id: str) -> "DocumentExistsError":
+    return DocumentExistsError(
+        f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites it: delete "
+        "it first, or choose another id", doc_id)
+
+
 def _claim(client: SolrClient, md5_hash: str, doc_id: str,
            ttl: str | None = None) -> tuple[bool, Match | None, bool]:
     """Claim the text for ``doc_id``. Returns (won, owner, same_id): when lost, ``owner`` is the document (or the
     pending add) that holds the claim, and ``same_id`` says it is ``doc_id`` itself. A claim made with ``ttl``
     expires with the document it was made for."""
     cid = claim_id(md5_hash)
-    body = {"id": cid, "dataset": META_DATASET, **({"ttl": ttl} if ttl is not None else {})}
     for _ in range(8):
         now = time.time()
-        doc = {**body, "content": json.dumps({"owner": doc_id, "md5": md5_hash, "claimed_at": now})}
+        doc = _claim_document(md5_hash, doc_id, ttl)
         if _create(client, doc, -1):
             return True, None, False
         seen = client.get_by_ids([cid], "id,content,_version_")
@@ -305,6 +415,15 @@ class _StripeLocks:
             _stripe_locks[i].release()
 
 
+def remember_add(client: SolrClient, document: dict, query: Query, commit_within_ms: int) -> None:
+    """Keep a document just sent with ``commitWithin`` searchable in this process until a commit covers it."""
+    now = time.monotonic()
+    recent_adds(client).add(RecentAdd(
+        id=document["id"], dataset=document.get("dataset"), content=document["content"],
+        md5_hash=document["md5_hash"], hash_set=query.hash_set, band_tokens=tuple(document.get("content_lsh", ())),
+        added_at=now, visible_by=now + commit_within_ms / 1000.0 + GRACE_SECONDS))
+
+
 # ----------------------------------------------------------------------------------------------- the check
 
 
@@ -319,6 +438,7 @@ def check_and_add(
     settings: IndexSettings | None = None,
     searcher: Searcher | None = None,
     ttl: str | None = None,
+    commit_within_ms: int | None = None,
 ) -> CheckResult:
     """Look up ``text``'s near duplicates (shingle Jaccard >= ``threshold``; None: the collection's
     ``lsh_threshold``) and add it under ``doc_id`` (to ``dataset``) only when there are none.
@@ -332,6 +452,10 @@ def check_and_add(
     :class:`DocumentExistsError` when ``doc_id`` holds another document, and the client's Solr errors.
     ``searcher``, a :class:`Searcher` on ``client`` kept between calls, saves reading the settings and building
     the signer at every call (what :class:`~neardup_solr.NearDupIndex` does).
+
+    ``commit_within_ms`` None soft-commits the add, so every process's next lookup sees it. A number sends it
+    with that ``commitWithin`` instead (about half the time of a check) and remembers it in this process
+    (:mod:`neardup_solr.recent`): this process's lookups see it at once, other processes within that time.
     """
     if not isinstance(client, SolrClient):
         from .errors import ParameterTypeError
@@ -343,6 +467,8 @@ def check_and_add(
     add = check_bool("add", add)
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
     ttl = check_ttl(ttl)
+    commit_within_ms = check_int("commit_within_ms", commit_within_ms, minimum=0, maximum=3_600_000,
+                                 none_ok=True) or None  # 0: visible at once, which is what a soft commit gives
 
     if searcher is not None and searcher.client is not client:
         raise InvalidParameterError("searcher", "a Searcher on the same client", searcher, show_value=False)
@@ -365,26 +491,30 @@ def check_and_add(
         matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
         if matches:
             return CheckResult(doc_id, False, DUPLICATE, threshold, matches)
-        won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
-        if not won:
-            if same_id and owner is not None and not owner.pending:
-                return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
-            return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
-        cid = claim_id(query.md5_hash)
-        try:
-            built = searcher.builder.build([(doc_id, text)], dataset=dataset)
-            if built.rejected:
-                raise InvalidTextError(built.rejected[0][1])
-            document = built.documents[0]
-            if ttl is not None:
-                document["ttl"] = ttl
-            if not _create(client, document, -1, soft_commit=True):
-                raise DocumentExistsError(
-                    f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites "
-                    "it: delete it first, or choose another id", doc_id)
-        except BaseException:
-            _release(client, cid)
-            raise
+        built = searcher.builder.build([(doc_id, text)], dataset=dataset)
+        if built.rejected:
+            raise InvalidTextError(built.rejected[0][1])
+        document = built.documents[0]
+        if ttl is not None:
+            document["ttl"] = ttl
+        added = None
+        if client.is_single_core():
+            added = _claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
+        if added is None:
+            won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
+            if not won:
+                if same_id and owner is not None and not owner.pending:
+                    return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
+                return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
+            try:
+                if not _create(client, document, -1, commit_within_ms=commit_within_ms,
+                               soft_commit=commit_within_ms is None):
+                    raise _exists(client, doc_id)
+            except BaseException:
+                _release(client, claim_id(query.md5_hash))
+                raise
+        if commit_within_ms is not None:
+            remember_add(client, document, query, commit_within_ms)
     log.debug("check_and_add: added %r (no near duplicate >= %g)", doc_id, threshold)
     return CheckResult(doc_id, True, ADDED, threshold, [])
 
@@ -416,6 +546,7 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
                 found[doc["id"]] = doc
     deleted = [i for i in wanted if i in found]
     missing = [i for i in wanted if i not in found]
+    recent_adds(client).forget(wanted)
     targets = deleted + sorted({claim_id(d["md5_hash"]) for d in found.values() if d.get("md5_hash")})
     for chunk in _chunks(targets):
         client.delete_ids(chunk)

@@ -259,6 +259,13 @@ class SolrClient:
         """True on a SolrCloud, False on a single core, None until the client has asked (at :meth:`check`)."""
         return self._cloud
 
+    def is_single_core(self) -> bool:
+        """True when this is known to be a single core, not a SolrCloud collection; asks the node once while
+        that is unknown (a node that cannot be asked counts as a cloud: the answer callers take as the safe one)."""
+        if self._cloud is None:
+            self._discover()
+        return self._cloud is False
+
     @property
     def node_url(self) -> str:
         """The node (``http://host:port/solr``) requests go to now."""

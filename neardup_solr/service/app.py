@@ -442,10 +442,12 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     @app.post("/v1/check", tags=["lookups"],
               summary="Online dedup: the near duplicates >= threshold; the text is added only when there are none")
     def check(request: CheckRequest) -> Response:
+        searcher = searchers.get_stored()
         result = check_and_add(client, request.id, request.text, request.threshold, add=request.add,
-                               dataset=request.dataset, ttl=request.ttl)
-        if result.added:
-            searchers.invalidate()
+                               dataset=request.dataset, ttl=request.ttl, searcher=searcher,
+                               commit_within_ms=config.check_commit_ms)
+        if result.added and searcher is None:
+            searchers.invalidate()  # this check stored the collection's first settings
         return JSONResponse({"id": result.id, "added": result.added, "status": result.status,
                              "threshold": result.threshold,
                              "results": [_match_dict(m, request.with_text) for m in result.matches]})

@@ -12,7 +12,13 @@ cors_origins       NEARDUP_SERVICE_CORS_ORIGINS      ``cors_origins``       none
 max_body_bytes     NEARDUP_SERVICE_MAX_BODY_BYTES    ``max_body_bytes``     64 MiB
 jobs_dir           NEARDUP_SERVICE_JOBS_DIR          ``jobs_dir``           a new temporary directory
 solr_max_wait      NEARDUP_SOLR_MAX_WAIT             (the client's)         10 s (a request should not hang)
+check_commit_ms    NEARDUP_SERVICE_CHECK_COMMIT_MS   ``check_commit_ms``    1000 ms
 =================  ================================  =====================  ==================================
+
+``check_commit_ms`` is the ``commitWithin`` of the texts ``POST /v1/check`` adds: the next ``/v1/check`` of this
+service process sees each one at once (the process remembers them, :mod:`neardup_solr.recent`); other lookups
+(``/v1/near-dups``, reports) and other processes, other workers (``--workers``) included, within that time. ``0`` soft-commits every added text: each check is then slower, and every process
+sees it at once (what strict near-duplicate exclusion across several workers needs).
 
 The token is compared in constant time and never logged or shown (``repr`` hides it).
 """
@@ -33,7 +39,10 @@ ENV_TOKEN = "NEARDUP_SERVICE_TOKEN"
 ENV_CORS = "NEARDUP_SERVICE_CORS_ORIGINS"
 ENV_MAX_BODY = "NEARDUP_SERVICE_MAX_BODY_BYTES"
 ENV_JOBS_DIR = "NEARDUP_SERVICE_JOBS_DIR"
+ENV_CHECK_COMMIT = "NEARDUP_SERVICE_CHECK_COMMIT_MS"
 DEFAULT_MAX_BODY = 64 * 2**20
+DEFAULT_CHECK_COMMIT_MS = 1000
+CHECK_COMMIT_LIMIT = Limit("int", 0, 3_600_000, unit="ms")
 MAX_BODY_LIMIT = Limit("int", 1024, 2**34, unit="bytes")
 
 
@@ -58,6 +67,7 @@ class ServiceConfig:
     jobs_dir: Path | None = None
     solr_timeout: float = 60.0
     solr_max_wait: float = 10.0
+    check_commit_ms: int = DEFAULT_CHECK_COMMIT_MS
 
     @classmethod
     def load(cls, **given) -> "ServiceConfig":
@@ -79,8 +89,15 @@ class ServiceConfig:
         max_wait = given.pop("solr_max_wait", None)
         if max_wait is None:
             max_wait = env_float("NEARDUP_SOLR_MAX_WAIT", 10.0, "max_wait")
+        check_commit = given.pop("check_commit_ms", None)
+        if check_commit is None:
+            from_env = os.environ.get(ENV_CHECK_COMMIT, "").strip()
+            raw = from_env or section.get("check_commit_ms", "").strip()
+            name = ENV_CHECK_COMMIT if from_env else "check_commit_ms in the [service] section of the config file"
+            check_commit = int(parse_value(name, raw, CHECK_COMMIT_LIMIT)) if raw else DEFAULT_CHECK_COMMIT_MS
         return cls(token=token, cors_origins=list(cors), max_body_bytes=max_body,
-                   jobs_dir=Path(jobs) if jobs else None, solr_max_wait=max_wait, **given)
+                   jobs_dir=Path(jobs) if jobs else None, solr_max_wait=max_wait, check_commit_ms=check_commit,
+                   **given)
 
     def resolved_jobs_dir(self) -> Path:
         """The jobs directory, created when missing (a fresh temporary one when none is configured)."""

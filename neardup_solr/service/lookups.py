@@ -75,18 +75,29 @@ class SearcherCache:
         self.max_age = max_age
         self._lock = threading.Lock()
         self._searcher: Searcher | None = None
+        self._stored = False
         self._read_at = 0.0
 
     def get(self) -> Searcher:
-        """The Searcher for the collection's current settings."""
+        """The Searcher for the collection's current settings (the defaults while nothing is stored)."""
+        return self._current()[0]
+
+    def get_stored(self) -> Searcher | None:
+        """The Searcher when the collection has stored settings, else None (nothing indexed yet)."""
+        searcher, stored = self._current()
+        return searcher if stored else None
+
+    def _current(self) -> tuple[Searcher, bool]:
         with self._lock:
             now = time.monotonic()
             if self._searcher is None or now - self._read_at > self.max_age:
-                settings = read_index_settings(self.client) or IndexSettings()
+                stored = read_index_settings(self.client)
+                settings = stored or IndexSettings()
                 if self._searcher is None or settings != self._searcher.settings:
                     self._searcher = Searcher(self.client, settings)
+                self._stored = stored is not None
                 self._read_at = now
-            return self._searcher
+            return self._searcher, self._stored
 
     def invalidate(self) -> None:
         """Read the settings again on the next request (this process changed the collection)."""
