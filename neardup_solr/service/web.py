@@ -21,7 +21,7 @@ from fastapi.templating import Jinja2Templates
 from ..documents import META_DATASET
 from ..errors import InvalidParameterError, InvalidTextError, NeardupError
 from ..readers import FORMATS
-from ..searcher import DocumentNotFoundError, Searcher
+from ..searcher import DocumentNotFoundError
 from ..validation import check_label, parse_value
 from . import lookups
 from .diff import word_diff
@@ -62,12 +62,11 @@ def install(app: FastAPI) -> None:
                threshold: str = Form("0.5"), max_edit_distance: str = Form("")) -> HTMLResponse:
         form = {"text": text, "doc_id": doc_id, "mode": mode, "threshold": threshold,
                 "max_edit_distance": max_edit_distance}
-        client = request.app.state.client
         try:
             if bool(text.strip()) == bool(doc_id.strip()):
                 raise InvalidParameterError("text", "given, or an id given, but not both", None, show_value=False)
             chosen = _form_lookup(mode, threshold, max_edit_distance)
-            searcher = Searcher(client)
+            searcher = request.app.state.searchers.get()  # the service's cached Searcher: no settings read here
             if doc_id.strip():
                 source = searcher.get_by_id(doc_id.strip())
                 query = searcher.prepare(source.content, source.id)
