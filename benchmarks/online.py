@@ -5,9 +5,10 @@
 Generates the synthetic corpus of :mod:`benchmarks.corpus` (N + checks documents, 10% planted near
 duplicates), indexes the first N with the LSH profile (``IndexSettings(fields=("lsh",))``: band keys only, the
 profile for large collections), then sends the last ``checks`` documents one at a time through
-``check_and_add`` at the collection's threshold (0.8), and times each call. The same run then breaks one call
-into its parts (signing, the candidate query and exact verification, the claim, the add with its soft commit)
-by timing each part alone on the same texts. The peer, in the same run on the same texts: datasketch's
+``check_and_add`` at the collection's threshold (0.8), and times each call: first as shipped (adds sent with
+``commitWithin``, seen by this process at once), then with ``commit_within_ms=0`` (a soft commit per add, what
+strict exclusion across processes needs). The same run times the parts of a call alone on the same texts
+(signing, the candidate query with exact verification, one round trip, one small update, a soft commit). The peer, in the same run on the same texts: datasketch's
 in-memory ``MinHashLSH`` (same threshold and number of values) holding the same N documents, timed for
 "MinHash the text, query, insert if nothing was found", which is what ``check_and_add`` does.
 
@@ -35,7 +36,7 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
 from neardup_solr import IndexSettings, Indexer, NearDupIndex, SolrClient  # noqa: E402
-from neardup_solr.online import claim_id, find_similar  # noqa: E402
+from neardup_solr.online import claim_id, delete_documents, find_similar  # noqa: E402
 from neardup_solr.text import Shingler  # noqa: E402
 
 THRESHOLD = 0.8
@@ -72,18 +73,26 @@ def run_ours(url: str, indexed: list[tuple[str, str]], checks: list[tuple[str, s
     # Parts, each on its own, on the same texts (nothing is added by these).
     sign_times, queries = timed(checks, lambda item: searcher.prepare(item[1], item[0]))
     lookup_times, _ = timed(queries, lambda q: find_similar(searcher, q, THRESHOLD))
-    claim_times, _ = timed(checks[: min(200, len(checks))], lambda item: client.get_by_ids(
+    rtg_times, _ = timed(checks[: min(200, len(checks))], lambda item: client.get_by_ids(
         [claim_id(item[0])], "id"))
+    update_times, _ = timed(range(200), lambda i: client.add(
+        [{"id": f"__neardup_claim__:bench-{i}", "dataset": "__meta__"}], commit_within_ms=1000))
     soft_times, _ = timed(range(50), lambda _: client.get_json("update", {"softCommit": "true"}))
-    # The real thing.
+    # The real thing: adds with commitWithin (the default), then the strict variant that soft-commits each add.
     call_times, results = timed(checks, lambda item: index.check_and_add(item[0], item[1]))
+    delete_documents(client, [r.id for r in results if r.added])  # the strict run starts from the same index
+    strict = NearDupIndex(client, threshold=THRESHOLD, commit_within_ms=0)
+    strict_times, strict_results = timed(checks, lambda item: strict.check_and_add("strict-" + item[0], item[1]))
     added = sum(r.added for r in results)
     return {
         "indexed": summary.indexed, "index_seconds": round(index_seconds, 1), "added": added,
         "duplicates": len(results) - added,
         "check_and_add": percentiles(call_times),
+        "strict": {"check_and_add": percentiles(strict_times), "added": sum(r.added for r in strict_results),
+                   "duplicates": sum(not r.added for r in strict_results)},
         "parts": {"sign (client)": percentiles(sign_times), "candidates + exact verify": percentiles(lookup_times),
-                  "real-time get of one claim": percentiles(claim_times),
+                  "one round trip (real-time get of one id)": percentiles(rtg_times),
+                  "one update request (a small document, commitWithin)": percentiles(update_times),
                   "a soft commit alone": percentiles(soft_times)},
     }
 
@@ -120,11 +129,18 @@ def run_datasketch(indexed: list[tuple[str, str]], checks: list[tuple[str, str]]
 def markdown(report: dict) -> str:
     lines = [f"# online check_and_add, {report['docs']:,} documents indexed ({report['date']}, {report['machine']})",
              "", f"`{report['command']}`", "",
+             f"Load average (1, 5, 15 min) before / after: {report['load_average_before_after'][0]} / "
+             f"{report['load_average_before_after'][1]}.", "",
              "| system | p50 ms | p95 ms | p99 ms | mean ms | added | duplicates |", "|---|---|---|---|---|---|---|"]
     for name, r in report["results"].items():
         c = r["check_and_add"]
         lines.append(f"| {name} | {c['p50_ms']} | {c['p95_ms']} | {c['p99_ms']} | {c['mean_ms']} | {r['added']} | "
                      f"{r['duplicates']} |")
+        if "strict" in r:
+            c = r["strict"]["check_and_add"]
+            added = r["strict"]["added"]
+            lines.append(f"| {name}, commit_within_ms=0 (a soft commit per add) | {c['p50_ms']} | {c['p95_ms']} | "
+                         f"{c['p99_ms']} | {c['mean_ms']} | {added} | {r['strict']['duplicates']} |")
     lines += ["", "Parts of one neardup-solr call, each timed alone on the same texts:", "",
               "| part | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|"]
     for part, p in report["results"]["neardup-solr NearDupIndex"]["parts"].items():
@@ -151,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     indexed, checks = docs[: args.docs], docs[args.docs:]
     print(f"corpus: {len(indexed):,} to index, {len(checks):,} to check", file=sys.stderr)
 
+    load_before = os.getloadavg()
     results = {"neardup-solr NearDupIndex": run_ours(args.solr_url, indexed, checks)}
     if not args.no_peer:
         results["datasketch MinHashLSH (in memory)"] = run_datasketch(indexed, checks)
@@ -158,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "threshold": THRESHOLD, "num_hashes": NUM_HASHES, "python": platform.python_version(),
               "command": "python benchmarks/online.py " + " ".join("URL" if a.startswith("http") else a
                                                                    for a in (argv or sys.argv[1:])),
+              "load_average_before_after": [[round(x, 2) for x in load_before],
+                                            [round(x, 2) for x in os.getloadavg()]],
               "results": results}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     stem = args.out_dir / f"{report['date']}-online-{args.machine}"

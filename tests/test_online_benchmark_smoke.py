@@ -31,4 +31,6 @@ def test_online_benchmark_writes_latencies_for_both_systems(solr, solr_url, tmp_
         assert latency["n"] == 30 and 0 < latency["p50_ms"] <= latency["p95_ms"] <= latency["p99_ms"]
         assert result["added"] + result["duplicates"] == 30 and result["added"] > 0
     assert ours["indexed"] == 300
-    assert set(ours["parts"]) >= {"sign (client)", "candidates + exact verify"}
+    assert set(ours["parts"]) >= {"sign (client)", "candidates + exact verify", "a soft commit alone"}
+    # The strict variant checks the same texts under other ids: the same decisions.
+    assert ours["strict"]["added"] == ours["added"] and ours["strict"]["check_and_add"]["n"] == 30
