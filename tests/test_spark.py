@@ -237,3 +237,16 @@ def test_inputs_in_index_formats_and_parquet_with_repeated_ids(spark, tmp_path):
     read = read_records(spark, parquet, staging_dir=tmp_path / "unused", id_field="doc", text_field="body")
     assert read.records.collect() == [("y", "two")]
     assert [e.record_id for e in read.rejected] == ["x"] and "2 times" in str(read.rejected[0])
+
+
+def test_cli_run_prints_no_spark_start_up_log(tmp_path):
+    """The driver JVM reads the package's log4j2.properties: errors only, so a run's stderr holds what the CLI
+    says, not Spark's start-up lines (its log profile, the native-hadoop warning, the shell log level hint)."""
+    data = tmp_path / "a.txt"
+    data.write_text("1 alpha beta gamma delta\n2 alpha beta gamma delta\n3 other words here\n", encoding="utf-8")
+    proc = _cli("spark", "dedup", str(data), "--threshold", "0.8", "--out", str(tmp_path / "p.tsv"),
+                "--master", "local[1]")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.tsv").read_text(encoding="utf-8").splitlines()[1:] == ["1\t2\t1.000000"]
+    for noise in ("log4j", "NativeCodeLoader", "Setting default log level", "setLogLevel"):
+        assert noise not in proc.stderr, proc.stderr

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MASTER = "local[*]"
 # Local runs shuffle little data; Spark's default of 200 partitions would mostly schedule empty tasks.
 DEFAULT_SHUFFLE_PARTITIONS = 8
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 class SparkUnavailableError(NeardupError, RuntimeError):
@@ -90,6 +91,10 @@ def spark_session(
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
+    if "spark.driver.extraJavaOptions" not in (config or {}):
+        # Read when the driver JVM starts (PySpark passes the builder's settings to spark-submit); a cluster's
+        # executors keep their own logging.
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
     for key, value in (config or {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
