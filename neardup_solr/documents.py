@@ -263,29 +263,56 @@ class DocumentBuilder:
             return out
         signatures = self.minhash.signatures_from_hashes([p.shingle_hashes for *_, p in processed])
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
-        want_shingles = "shingles" in self.settings.fields
-        want_words = "words" in self.settings.fields
         for row, (index, doc_id, text, p) in enumerate(processed):
-            doc = {
-                "id": doc_id,
-                "content": text,
-                "md5_hash": md5_hex(p.normalized),
-                "num_words": len(p.words),
-                "first_word": text_token(p.words[0]) if p.words else "",
-                "num_shingles": len(p.shingles),
-                "minhash_sig": encode_signature(signatures[row]),
-            }
-            if want_shingles:
-                doc["content_ng"] = self.shingle_tokens(p)
-            if want_words:
-                doc["content_words"] = text_tokens(dict.fromkeys(p.words))
-            self._add_signature_fields(doc, signatures[row], None if keys is None else keys[row], dataset)
+            doc = self._full_document(doc_id, text, p, signatures[row], None if keys is None else keys[row],
+                                      dataset)
             fields = items[index][2] if len(items[index]) > 2 else None
             if fields:
                 doc["content_fwords"] = self.field_tokens(fields)
                 doc["fields_json"] = json.dumps(fields, ensure_ascii=False)
             out.documents.append(doc)
         return out
+
+    def build_prepared(self, doc_id: str, text: str, processed: ProcessedText, signature: np.ndarray,
+                       dataset: str | None = None, *, band_keys_row: np.ndarray | None = None) -> dict:
+        """The document :meth:`build` makes of ``(doc_id, text)``, from the text already processed and signed (a
+        lookup's prepared query), so a check that goes on to add it does not shingle and sign it twice.
+        ``band_keys_row``: the signature's band keys when already computed."""
+        keys = None
+        if "lsh" in self.settings.fields:
+            keys = band_keys(signature[None, :], self.lsh)[0] if band_keys_row is None else band_keys_row
+        if "shingles" in self.settings.fields or "words" in self.settings.fields:
+            return self._full_document(doc_id, text, processed, signature, keys, dataset)
+        words = processed.words
+        doc = {
+            "id": doc_id,
+            "content": text,
+            "md5_hash": md5_hex(processed.normalized),
+            "num_words": len(words),
+            "first_word": text_token(words[0]),
+            "num_shingles": int(np.unique(processed.shingle_hashes).size),  # as _build_lean counts them
+            "minhash_sig": encode_signature(signature),
+        }
+        self._add_signature_fields(doc, signature, keys, dataset)
+        return doc
+
+    def _full_document(self, doc_id: str, text: str, p: ProcessedText, signature: np.ndarray, band_keys_row,
+                       dataset: str | None) -> dict:
+        doc = {
+            "id": doc_id,
+            "content": text,
+            "md5_hash": md5_hex(p.normalized),
+            "num_words": len(p.words),
+            "first_word": text_token(p.words[0]) if p.words else "",
+            "num_shingles": len(p.shingles),
+            "minhash_sig": encode_signature(signature),
+        }
+        if "shingles" in self.settings.fields:
+            doc["content_ng"] = self.shingle_tokens(p)
+        if "words" in self.settings.fields:
+            doc["content_words"] = text_tokens(dict.fromkeys(p.words))
+        self._add_signature_fields(doc, signature, band_keys_row, dataset)
+        return doc
 
     def _add_signature_fields(self, doc: dict, signature: np.ndarray, band_keys_row, dataset: str | None) -> None:
         if "minhash" in self.settings.fields:

@@ -72,7 +72,6 @@ from .documents import (
     read_index_settings,
 )
 from .errors import InvalidParameterError, InvalidTextError, NeardupError, SolrRequestError
-from .lsh import band_keys
 from .maintenance import clear, require_neardup_schema
 from .recent import GRACE_SECONDS, RecentAdd, recent_adds
 from .searcher import Query, Searcher, _sorted_jaccard, cursor_docs, id_sort_key
@@ -402,7 +401,7 @@ class _StripeLocks:
     """The in-process locks of a text's LSH bands, taken in index order (so two checks never deadlock)."""
 
     def __init__(self, searcher: Searcher, query: Query):
-        keys = band_keys(query.signature[None, :], searcher.builder.lsh)[0]
+        keys = searcher.band_keys_of(query)
         self.indices = sorted({int(k) % _STRIPES for k in np.asarray(keys).tolist()})
 
     def __enter__(self) -> "_StripeLocks":
@@ -491,10 +490,8 @@ def check_and_add(
         matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
         if matches:
             return CheckResult(doc_id, False, DUPLICATE, threshold, matches)
-        built = searcher.builder.build([(doc_id, text)], dataset=dataset)
-        if built.rejected:
-            raise InvalidTextError(built.rejected[0][1])
-        document = built.documents[0]
+        document = searcher.builder.build_prepared(doc_id, text, query.processed, query.signature, dataset,
+                                                   band_keys_row=searcher.band_keys_of(query))
         if ttl is not None:
             document["ttl"] = ttl
         added = None

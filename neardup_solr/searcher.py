@@ -121,6 +121,8 @@ class Query:
     md5_hash: str
     signature: np.ndarray
     hash_set: np.ndarray = field(repr=False)
+    # The LSH band keys of the signature, once something asks (see Searcher.band_keys_of).
+    bands: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -326,7 +328,13 @@ class Searcher:
             return self.builder.shingle_tokens(query.processed)
         if mode == "minhash":
             return signature_tokens(query.signature, self._hash_count(num_hashes))
-        return band_tokens(band_keys(query.signature[None, :], self.builder.lsh)[0])
+        return band_tokens(self.band_keys_of(query))
+
+    def band_keys_of(self, query: Query) -> np.ndarray:
+        """The LSH band keys of ``query``'s signature, computed once per query."""
+        if query.bands is None:
+            query.bands = band_keys(query.signature[None, :], self.builder.lsh)[0]
+        return query.bands
 
     def _hash_count(self, num_hashes: int | None) -> int:
         held = self.settings.num_hashes

@@ -38,3 +38,25 @@ def test_signature_encoding_round_trips():
     sigs = decode_signatures([d["minhash_sig"] for d in docs], 16)
     assert [encode_signature(s) for s in sigs] == [d["minhash_sig"] for d in docs]
     assert sigs.shape == (2, 16)
+
+
+@pytest.mark.parametrize("fields", [("lsh",), ("lsh", "minhash"), ("shingles", "minhash", "lsh", "words"),
+                                    ("words",)])
+@pytest.mark.parametrize("unit", ["word", "char"])
+def test_build_prepared_equals_build(fields, unit):
+    """A check adds the document it built from its prepared query: it must be the indexer's, field for field."""
+    from neardup_solr.searcher import Searcher
+    from neardup_solr.solr_client import SolrClient
+
+    settings = IndexSettings(fields=fields, unit=unit, ngram=3 if unit == "word" else 4)
+    builder = DocumentBuilder(settings)
+    items = [(i, t) for i, t in _items(120) if t.strip(" .!") and any(c.isalnum() for c in t)]
+    built = builder.build(items, dataset="news")
+    assert len(built.documents) > 50
+    searcher = Searcher(SolrClient("http://127.0.0.1:9/solr/unused"), settings)  # signs only: never connects
+    by_id = {d["id"]: d for d in built.documents}
+    for doc_id, text in items:
+        if doc_id not in by_id:
+            continue
+        query = searcher.prepare(text, doc_id)
+        assert builder.build_prepared(doc_id, text, query.processed, query.signature, "news") == by_id[doc_id]
