@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 import requests
 
@@ -614,7 +614,10 @@ class SolrClient:
     def post_form(self, path: str, params: dict | list, *, timeout: float | None = None,
                   retry: bool = True) -> dict:
         """POST parameters as a form body: shingle queries of long documents outgrow any URL."""
-        return self.request("POST", path, data=_with_json(params), timeout=timeout, retry=retry).json()
+        # Encoded here: given a list, requests checks it against its runtime protocols several times on every
+        # request, which cost more than the encoding itself (a tenth of a millisecond a lookup).
+        body = urlencode([(k, v) for k, v in _with_json(params) if v is not None], doseq=True).encode("ascii")
+        return self.request("POST", path, data=body, headers=_FORM, timeout=timeout, retry=retry).json()
 
     # ------------------------------------------------------------------ core operations
     def ping(self, retry: bool = False) -> bool:
@@ -714,6 +717,9 @@ class SolrClient:
         """The schema's field types by name."""
         data = self.get_json("schema/fieldtypes")
         return {t["name"]: t for t in data["fieldTypes"]}
+
+
+_FORM = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
 
 
 def _with_json(params: dict | list | None) -> list:
