@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -45,6 +46,8 @@ _FLOAT32_SLACK = 2.0 ** -23
 PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
 # Above this many query tokens the prefix query goes without the server-side overlap filter (see similar_to_text).
 OVERLAP_FILTER_MAX_TOKENS = 1000
+# Distinct tokens whose document frequencies a join reads ahead at once (ThresholdFinder.prefetch_frequencies).
+PREFETCH_TOKENS = 200_000
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,32 @@ class ThresholdFinder:
         # The same pairs either way (see prefix_filter); False is for measuring and checking that claim.
         self.prefix_filter = prefix_filter
         self._frequencies: IdfWeights | None = self.idf
+
+    def prefetch_frequencies(self, items: Iterable[tuple[str, dict | None]], budget: int = PREFETCH_TOKENS) -> int:
+        """Read the document frequencies of the tokens of the next (text, fields) items in a few large /terms
+        requests, up to about ``budget`` distinct tokens (the cache holds 2 million); returns how many items
+        that covered. A join then sends one /terms request per few thousand records instead of one per record;
+        frequencies only order the prefix (and weigh IDF), so the pairs do not change."""
+        frequencies = self._frequencies
+        if frequencies is None:
+            if not self.prefix_filter:
+                return 1 << 62  # nothing to read: the query names every token
+            frequencies = self._frequencies = IdfWeights(self.client, field=self.token_field, batch=5000)
+        tokens: dict[str, None] = {}
+        covered = 0
+        for text, fields in items:
+            covered += 1
+            try:
+                if self.similarity == "jaccard":
+                    tokens.update(dict.fromkeys(text_tokens(self.searcher.builder.process(text).shingles)))
+                else:
+                    tokens.update(dict.fromkeys(self._word_tokens(text, fields)))
+            except ValueError:
+                continue  # the lookup itself reports such a record
+            if len(tokens) >= budget:
+                break
+        frequencies.document_frequencies(tokens, batch=5000)
+        return covered
 
     def _weights(self, tokens) -> dict[str, float]:
         assert self.idf is not None, "IDF weights are read only for similarity='idf'"
@@ -378,15 +407,23 @@ def join_pairs(
                   "records": digest_of(items)}
         pairs = [SimilarPair(*r) for r in output.begin(params, total=len(items))]
         todo = items[output.done:]
+        ahead = {"until": 0}
+        lock = threading.Lock()
 
-        def lookup(item):
+        def lookup(numbered):
+            position, item = numbered
+            # Document frequencies for the records ahead, read in bulk by whichever worker gets there first.
+            with lock:
+                if position >= ahead["until"]:
+                    ahead["until"] = position + finder.prefetch_frequencies((t, f) for _, t, f in todo[position:])
             try:
                 return finder.similar_to_text(item[1], dataset=indexed_dataset, fields=item[2])
             except ValueError as exc:  # a streamed text without words: nothing can match it
                 log.warning("join: record %r skipped: %s", item[0], exc)
                 return []
 
-        found_lists = ordered_map(lookup, todo, workers, progress=progress, label="join", total=len(items),
+        found_lists = ordered_map(lookup, list(enumerate(todo)), workers, progress=progress, label="join",
+                                  total=len(items),
                                   done=output.done)
         for (rid, _, _), found in zip(todo, found_lists):
             _add_unit(output, pairs, rid, found)

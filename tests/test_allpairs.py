@@ -149,3 +149,32 @@ def test_client_join_within_a_data_set_and_its_pairs_file(solr, tmp_path):
         assert _pairs(finder, dataset=dataset, out=client_out) == _pairs(finder, dataset=dataset,
                                                                           strategy="queries", out=queries_out)
         assert client_out.read_bytes() == queries_out.read_bytes()
+
+
+@pytest.mark.solr
+@pytest.mark.parametrize("similarity", ["jaccard", "idf"])
+def test_join_reads_document_frequencies_in_bulk_with_the_same_pairs(solr, similarity, monkeypatch):
+    from neardup_solr.threshold import join_pairs
+
+    docs = _word_corpus(seed=12, n_sources=40)
+    indexed = {k: v for k, v in docs.items() if "c" not in k}
+    streamed = [(k, v) for k, v in docs.items() if "c" in k]
+    Indexer(solr, IndexSettings(num_hashes=16), dataset="sources").index_records(indexed.items())
+    searcher = Searcher(solr)
+    threshold = 0.5 if similarity == "jaccard" else 0.4
+    terms_calls = []
+    real = type(solr).post_form
+
+    def counting(self, handler, *args, **kw):
+        if handler == "terms":
+            terms_calls.append(1)
+        return real(self, handler, *args, **kw)
+
+    monkeypatch.setattr(type(solr), "post_form", counting)
+    bulk = join_pairs(ThresholdFinder(searcher, threshold, similarity=similarity), streamed,
+                      indexed_dataset="sources", workers=2)
+    # One read ahead covers every streamed record here; IDF verification still reads the weights of candidate
+    # words the record lacks, a request for some candidates (it was one per record and more before).
+    assert len(streamed) > 50 and len(terms_calls) <= (2 if similarity == "jaccard" else len(streamed) // 4)
+    assert bulk == join_pairs(ThresholdFinder(searcher, threshold, similarity=similarity, prefix_filter=False),
+                              streamed, indexed_dataset="sources") and bulk
