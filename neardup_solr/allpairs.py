@@ -97,11 +97,20 @@ def token_sets(shingler: Shingler, texts: Sequence[str]) -> TokenSets:
         np.cumsum([p.size for p in parts], out=offsets[1:])
         hashes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
     slots = np.repeat(np.arange(len(texts), dtype=np.int64), np.diff(offsets))
-    keyed = np.unique((slots << 32) | hashes.astype(np.int64))  # sorted, each hash once per document
+    keyed = _sorted_distinct((slots << 32) | hashes.astype(np.int64))  # each hash once per document
     sizes = np.bincount(keyed >> 32, minlength=len(texts)).astype(np.int64)
     out = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(sizes, out=out[1:])
     return TokenSets((keyed & 0xFFFFFFFF).astype(np.uint32), out)
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` by sorting: NumPy 2.3's hash-based unique measured 2.7 µs an element on shingle
+    keys (1.9 s for 200 long documents, against 0.04 s to sort them)."""
+    values = np.sort(values)
+    if values.size < 2:
+        return values
+    return values[np.r_[True, values[1:] != values[:-1]]]
 
 
 def concat_token_sets(parts: Iterable[TokenSets]) -> TokenSets:
@@ -151,12 +160,20 @@ def prefix_join(
         return empty, empty, np.empty(0, dtype=np.float64)
 
     # 2. global order: rank of each distinct hash by (document frequency, hash)
-    uniq, inverse, counts = np.unique(sets.hashes, return_inverse=True, return_counts=True)
+    # Distinct hashes and their document frequencies by one sort (see _sorted_distinct on np.unique).
+    by_hash = np.argsort(sets.hashes, kind="stable")
+    sorted_hashes = sets.hashes[by_hash]
+    new_hash = np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]]
+    inverse = np.empty(sorted_hashes.size, dtype=np.int64)
+    inverse[by_hash] = np.cumsum(new_hash) - 1
+    uniq = sorted_hashes[new_hash]
+    counts = np.diff(np.r_[np.flatnonzero(new_hash), sorted_hashes.size])
+    del by_hash, sorted_hashes, new_hash
     rank_of = np.empty(uniq.size, dtype=np.int64)
     rank_of[np.lexsort((uniq, counts))] = np.arange(uniq.size, dtype=np.int64)
     del uniq, counts
     slots = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    keyed = np.sort((slots << 32) | rank_of[inverse.ravel()])  # by document, then rank
+    keyed = np.sort((slots << 32) | rank_of[inverse])  # by document, then rank
     del inverse, rank_of, slots
     starts = sets.offsets[:-1]
     stats.seconds["order"] = round(time.perf_counter() - t0, 3)
