@@ -314,7 +314,8 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
         meta: list[tuple[str, str, str | None, dict | None]] = []
         parts = []
         batch: list[StoredDocument] = []
-        bar = _tqdm(progress, desc="reading texts", unit=" docs")
+        total = finder.client.count(filters=[f"-dataset:{META_DATASET}"]) if progress else None
+        bar = _tqdm(progress, desc="reading texts", total=total, unit=" docs")
 
         def flush() -> None:
             parts.append(token_sets(shingler, [d.content for d in batch]))

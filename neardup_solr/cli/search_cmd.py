@@ -323,7 +323,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", choices=["jaccard", "idf"], default=None,
                    help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard")
     p.add_argument("--method", choices=["exact", "lsh"], default=None,
-                   help="threshold mode candidates: 'exact' = one bounded query per document (complete), "
+                   help="threshold mode candidates: 'exact' = complete (plain Jaccard: the texts read once and "
+                        "joined in the client; idf: one bounded query per document), "
                         "'lsh' = LSH bands over exported signatures (fast on large collections)")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="threshold mode: only pairs within this data set")
