@@ -26,9 +26,10 @@ Xiao et al. 2008, PPJoin):
 Every bound above is loosened by a relative 1e-9 so that a pair exactly on the threshold (or within the
 tolerance) is never filtered out by float rounding; a looser bound only lets a candidate more through.
 
-Memory: 4 bytes a shingle for the hashes while reading, then 8 bytes a shingle (``document << 32 | rank``)
-for the join, plus the prefix entries (24 bytes a prefix token) and the candidate pairs that pass the
-length and positional filters (24 bytes each). 1,000 documents of 3,500 shingles take about 60 MB.
+Memory: 4 bytes a shingle for the hashes while reading; the ranking and the join's ``document << 32 | rank``
+array (8 bytes a shingle) peak at about 40 bytes a shingle for a moment (measured: 147 MiB for 1,000
+documents of 3,500 shingles, 2.1 s), plus the candidate pairs that pass the length and positional filters
+(24 bytes each).
 """
 
 from __future__ import annotations
