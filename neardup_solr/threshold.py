@@ -29,12 +29,12 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
+from .errors import InvalidParameterError
 from .outputs import ResumableOutput, digest_of, write_atomically
 from .prefix_filter import count_prefix, weighted_prefix
 from .readers import Record
 from .report import iter_documents, ordered_map
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs, id_sort_key
-from .errors import InvalidParameterError
 from .validation import check_choice, tsv_id
 from .weights import IdfWeights, weighted_jaccard
 
@@ -320,18 +320,19 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
         def flush() -> None:
             parts.append(token_sets(shingler, [d.content for d in batch]))
             meta.extend((d.id, d.md5_hash, d.dataset, d.fields) for d in batch)
-            if bar is not None:
-                bar.update(len(batch))
             batch.clear()
 
-        for doc in iter_documents(finder.searcher):
+        for seen, doc in enumerate(iter_documents(finder.searcher), start=1):
             if doc.num_shingles and (dataset is None or doc.dataset == dataset):
                 batch.append(doc)
                 if len(batch) >= _READ_BATCH:
                     flush()
+            if bar is not None and seen % 1000 == 0:
+                bar.update(1000)  # every document read counts, those of other data sets too
         if batch:
             flush()
         if bar is not None:
+            bar.update(bar.total - bar.n if bar.total and bar.total > bar.n else 0)
             bar.close()
         sets = concat_token_sets(parts)
         del parts

@@ -137,7 +137,7 @@ def test_client_join_returns_exactly_the_per_document_pairs(solr, kind):
 
 
 @pytest.mark.solr
-def test_client_join_within_a_data_set_and_its_pairs_file(solr, tmp_path):
+def test_client_join_within_a_data_set_and_its_pairs_file(solr, tmp_path, capsys):
     docs = _word_corpus(seed=4, n_sources=25)
     items = sorted(docs.items())
     Indexer(solr, IndexSettings(num_hashes=16), dataset="a").index_records(items[::2])
@@ -146,9 +146,11 @@ def test_client_join_within_a_data_set_and_its_pairs_file(solr, tmp_path):
     for dataset in ("a", "b", None):
         finder = ThresholdFinder(searcher, threshold=0.4)
         client_out, queries_out = tmp_path / f"c{dataset}.tsv", tmp_path / f"q{dataset}.tsv"
-        assert _pairs(finder, dataset=dataset, out=client_out) == _pairs(finder, dataset=dataset,
-                                                                          strategy="queries", out=queries_out)
+        assert _pairs(finder, dataset=dataset, out=client_out, progress=True) == _pairs(
+            finder, dataset=dataset, strategy="queries", out=queries_out)
         assert client_out.read_bytes() == queries_out.read_bytes()
+        shown = capsys.readouterr().err
+        assert "reading texts" in shown and "all-pairs verify" in shown
 
 
 @pytest.mark.solr
