@@ -14,12 +14,21 @@ a share of their words replaced (0-20%), which spreads pair similarities over th
 Boilerplate and character shingles are where the method before prefix filtering was slowest: their tokens
 are in many documents, and an OR-query over all of a text's tokens walks every one of those posting lists.
 
-For each corpus, ``report --threshold T --method exact`` (``threshold_pairs``) runs twice, once querying every
-token (the method before prefix filtering) and once querying the prefix; the two pair lists must be equal, to
-the last digit of every similarity. Results go to ``benchmarks/results/<date>-exact-<machine>.{json,md}``.
+For each corpus, ``report --threshold T --method exact`` (``threshold_pairs``) runs three ways in one run:
+``all_tokens`` (one query per document over every token: the method before prefix filtering),
+``prefix`` (one query per document over the prefix: the per-document method as it was before the client
+join), and ``client`` (the texts read once and joined in the client, :mod:`neardup_solr.allpairs`: what the
+report runs now). The three pair lists must be equal, to the last digit of every similarity.
+
+``join_bloom``: an asymmetric join where most streamed records have no partner (``--join-indexed`` 300-word
+documents indexed, ``--join-streamed`` records streamed, a tenth of them lightly edited copies of indexed
+documents and the rest unrelated), ``join --method lsh`` with and without the Bloom filter of the indexed band
+keys: the share of records skipped, the time saved, and the pairs (which must be the same).
+
+Results go to ``benchmarks/results/<date>-exact-<machine>.{json,md}``.
 
     python -m benchmarks.exact                     # the default sizes
-    python -m benchmarks.exact --short-docs 500 --long-docs 40 --persons 1000     # a quick run
+    python -m benchmarks.exact --short-docs 500 --long-docs 40 --persons 1000 --join-streamed 1000   # quick
 """
 
 from __future__ import annotations
@@ -95,31 +104,94 @@ def run_case(client, docs, settings: dict, threshold: float, workers: int, log) 
                  "settings": settings}
     searcher = Searcher(client)
     pairs = {}
-    for label, prefix in (("all_tokens", False), ("prefix", True)):
+    for label, prefix, strategy in (("all_tokens", False, "queries"), ("prefix", True, "queries"),
+                                    ("client", True, "auto")):
         finder = ThresholdFinder(searcher, threshold=threshold, prefix_filter=prefix)
         t0 = time.perf_counter()
-        found = threshold_pairs(finder, workers=workers)
+        found = threshold_pairs(finder, workers=workers, strategy=strategy)
         seconds = time.perf_counter() - t0
         pairs[label] = [(p.id, p.neighbor_id, p.similarity) for p in found]
         out[label] = {"seconds": round(seconds, 2), "docs_per_s": round(len(docs) / seconds, 1),
                       "pairs": len(found)}
         log(f"  {label}: {seconds:.1f} s, {len(found)} pairs")
-    out["identical_pairs"] = pairs["prefix"] == pairs["all_tokens"]
+    out["identical_pairs"] = pairs["prefix"] == pairs["all_tokens"] == pairs["client"]
     out["speedup"] = round(out["all_tokens"]["seconds"] / out["prefix"]["seconds"], 2)
+    out["client_speedup_vs_all_tokens"] = round(out["all_tokens"]["seconds"] / out["client"]["seconds"], 2)
+    out["client_speedup_vs_prefix"] = round(out["prefix"]["seconds"] / out["client"]["seconds"], 2)
+    return out
+
+
+def join_case(client, indexed: int, streamed: int, seed: int, threshold: float, workers: int, log) -> dict:
+    """join --method lsh with and without the Bloom filter, most streamed records without a partner."""
+    from neardup_solr.documents import IndexSettings
+    from neardup_solr.indexer import Indexer
+    from neardup_solr.lsh_join import lsh_join
+    from neardup_solr.maintenance import clear
+    from neardup_solr.searcher import Searcher
+
+    clear(client, everything=True)
+    catalogue = generate(indexed, 300, seed)
+    Indexer(client, IndexSettings(lsh_threshold=threshold), dataset="catalogue").index_records(catalogue)
+    rng = np.random.default_rng(seed + 1)
+    partners = streamed // 10
+    records = []
+    for i in range(partners):
+        words = catalogue[int(rng.integers(len(catalogue)))][1].split()
+        for j in np.flatnonzero(rng.random(len(words)) < 0.02):
+            words[j] = f"edit{int(rng.integers(10**6))}"
+        records.append((f"p{i:06d}", " ".join(words)))
+    records += [(f"n{i:06d}", text) for i, (_, text) in enumerate(generate(streamed - partners, 300, seed + 2))]
+    searcher = Searcher(client)
+    out: dict = {"indexed": indexed, "streamed": len(records), "with_partner": partners, "threshold": threshold}
+    results = {}
+    for label, bloom in (("no_bloom", False), ("bloom", True)):
+        t0 = time.perf_counter()
+        found, summary = lsh_join(searcher, records, threshold, "catalogue", bloom=bloom, workers=workers)
+        seconds = time.perf_counter() - t0
+        results[label] = found
+        out[label] = {"seconds": round(seconds, 2), "records_per_s": round(len(records) / seconds, 1),
+                      "queried": summary.queried, "skipped": summary.skipped, "pairs": len(found),
+                      "bloom_seconds": summary.bloom_seconds, "bloom_bytes": summary.bloom_bytes}
+        log(f"  join {label}: {seconds:.1f} s, {summary.queried} queried, {summary.skipped} skipped, "
+            f"{len(found)} pairs")
+    out["skipped_share"] = round(out["bloom"]["skipped"] / len(records), 4)
+    out["speedup"] = round(out["no_bloom"]["seconds"] / out["bloom"]["seconds"], 2)
+    out["identical_pairs"] = results["bloom"] == results["no_bloom"]
     return out
 
 
 def to_markdown(report: dict) -> str:
     lines = [
-        f"# exact threshold method, prefix filtering ({report['date']}, {report['machine']})", "",
-        f"`{report['command']}`; {report['workers']} lookup workers; Solr on the same machine.", "",
-        "| corpus | docs | threshold | all tokens, s | prefix, s | speed-up | pairs | identical |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        f"# exact threshold method: prefix filtering and the client join ({report['date']}, {report['machine']})",
+        "", f"`{report['command']}`; {report['workers']} lookup workers; Solr on the same machine.", "",
+        "`all tokens`: a query per document over every token (before prefix filtering); `prefix`: a query per "
+        "document over the prefix (the exact method before the client join); `client`: the texts read once, "
+        "all-pairs prefix join in the client (the exact method now).", "",
+        "| corpus | docs | threshold | all tokens, s | prefix, s | client, s | client vs all tokens | "
+        "client vs prefix | pairs | identical |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, case in report["cases"].items():
+        if name == "join_bloom":
+            continue
         lines.append(f"| {name} | {case['docs']:,} | {case['threshold']} | {case['all_tokens']['seconds']} | "
-                     f"{case['prefix']['seconds']} | {case['speedup']}x | {case['prefix']['pairs']:,} | "
-                     f"{'yes' if case['identical_pairs'] else 'NO'} |")
+                     f"{case['prefix']['seconds']} | {case['client']['seconds']} | "
+                     f"{case['client_speedup_vs_all_tokens']}x | {case['client_speedup_vs_prefix']}x | "
+                     f"{case['client']['pairs']:,} | {'yes' if case['identical_pairs'] else 'NO'} |")
+    join = report["cases"].get("join_bloom")
+    if join:
+        lines += [
+            "", f"## join --method lsh with a Bloom filter ({join['indexed']:,} indexed, {join['streamed']:,} "
+            f"streamed, {join['with_partner']:,} with a partner, J >= {join['threshold']})", "",
+            "| | seconds | records/s | queried | skipped | pairs |", "|---|---:|---:|---:|---:|---:|",
+        ]
+        for label in ("no_bloom", "bloom"):
+            r = join[label]
+            lines.append(f"| {label.replace('_', ' ')} | {r['seconds']} | {r['records_per_s']} | {r['queried']:,} | "
+                         f"{r['skipped']:,} | {r['pairs']:,} |")
+        lines += ["", f"Skipped {join['skipped_share']:.1%} of the streamed records; {join['speedup']}x faster "
+                      f"(filter built in {join['bloom']['bloom_seconds']} s, {join['bloom']['bloom_bytes']:,} "
+                      f"bytes); identical pairs: {'yes' if join['identical_pairs'] else 'NO'}."]
     return "\n".join(lines) + "\n"
 
 
@@ -128,6 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--short-docs", type=int, default=5000, help="documents of the words300 corpus")
     ap.add_argument("--long-docs", type=int, default=700, help="documents of the long corpus")
     ap.add_argument("--persons", type=int, default=10_000, help="records of the persons corpus")
+    ap.add_argument("--join-indexed", type=int, default=2000, help="indexed documents of the Bloom join")
+    ap.add_argument("--join-streamed", type=int, default=20_000, help="streamed records of the Bloom join (0: skip)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--port", type=int, default=8997)
@@ -155,6 +229,10 @@ def main(argv=None) -> int:
                 log(f"{name}: {count} documents, J >= {threshold}")
                 docs, settings = corpus(name, count, args.seed)
                 report["cases"][name] = run_case(client, docs, settings, threshold, args.workers, log)
+            if args.join_streamed > 0:
+                log(f"join_bloom: {args.join_indexed} indexed, {args.join_streamed} streamed")
+                report["cases"]["join_bloom"] = join_case(client, args.join_indexed, args.join_streamed, args.seed,
+                                                          0.8, args.workers, log)
     finally:
         solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -28,12 +29,13 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
+from .errors import InvalidParameterError
 from .outputs import ResumableOutput, digest_of, write_atomically
 from .prefix_filter import count_prefix, weighted_prefix
 from .readers import Record
 from .report import iter_documents, ordered_map
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs, id_sort_key
-from .validation import tsv_id
+from .validation import check_choice, tsv_id
 from .weights import IdfWeights, weighted_jaccard
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ _FLOAT32_SLACK = 2.0 ** -23
 PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
 # Above this many query tokens the prefix query goes without the server-side overlap filter (see similar_to_text).
 OVERLAP_FILTER_MAX_TOKENS = 1000
+# Distinct tokens whose document frequencies a join reads ahead at once (ThresholdFinder.prefetch_frequencies).
+PREFETCH_TOKENS = 200_000
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,32 @@ class ThresholdFinder:
         # The same pairs either way (see prefix_filter); False is for measuring and checking that claim.
         self.prefix_filter = prefix_filter
         self._frequencies: IdfWeights | None = self.idf
+
+    def prefetch_frequencies(self, items: Iterable[tuple[str, dict | None]], budget: int = PREFETCH_TOKENS) -> int:
+        """Read the document frequencies of the tokens of the next (text, fields) items in a few large /terms
+        requests, up to about ``budget`` distinct tokens (the cache holds 2 million); returns how many items
+        that covered. A join then sends one /terms request per few thousand records instead of one per record;
+        frequencies only order the prefix (and weigh IDF), so the pairs do not change."""
+        frequencies = self._frequencies
+        if frequencies is None:
+            if not self.prefix_filter:
+                return 1 << 62  # nothing to read: the query names every token
+            frequencies = self._frequencies = IdfWeights(self.client, field=self.token_field, batch=5000)
+        tokens: dict[str, None] = {}
+        covered = 0
+        for text, fields in items:
+            covered += 1
+            try:
+                if self.similarity == "jaccard":
+                    tokens.update(dict.fromkeys(text_tokens(self.searcher.builder.process(text).shingles)))
+                else:
+                    tokens.update(dict.fromkeys(self._word_tokens(text, fields)))
+            except ValueError:
+                continue  # the lookup itself reports such a record
+            if len(tokens) >= budget:
+                break
+        frequencies.document_frequencies(tokens, batch=5000)
+        return covered
 
     def _weights(self, tokens) -> dict[str, float]:
         assert self.idf is not None, "IDF weights are read only for similarity='idf'"
@@ -226,15 +256,32 @@ class ThresholdFinder:
         return results
 
 
+# How threshold_pairs finds the pairs: "queries" = one bounded Solr query per document; "client" = the texts
+# read once and an all-pairs prefix join in the client (plain Jaccard); "auto" = "client" where it applies.
+STRATEGIES = ("auto", "client", "queries")
+# Documents shingled at once while the client join reads the collection.
+_READ_BATCH = 2000
+
+
 def threshold_pairs(
     finder: ThresholdFinder, *, workers: int = 1, progress: bool = False, dataset: str | None = None,
-    out: str | Path | None = None, resume: bool = False,
+    out: str | Path | None = None, resume: bool = False, strategy: str = "auto",
 ) -> list[SimilarPair]:
     """All pairs of the collection (or of one data set) with similarity >= threshold, each pair once.
+
+    ``strategy`` (see ``STRATEGIES``): with plain Jaccard, ``"auto"`` reads every text once and joins them in
+    the client (:mod:`neardup_solr.allpairs`, no query per document); ``"queries"`` sends one bounded query per
+    document (what IDF similarity always does). Both return the same pairs with the same similarities.
 
     With ``out`` the pairs are also written there (complete or not at all), and ``resume=True`` continues a run
     that stopped with :class:`~neardup_solr.outputs.RunStopped`; see :func:`neardup_solr.report.report_near_dups`.
     """
+    strategy = check_choice("strategy", strategy, STRATEGIES)
+    if strategy == "client" and finder.similarity != "jaccard":
+        raise InvalidParameterError("strategy", "'auto' or 'queries' with similarity='idf'", strategy,
+                                    "the client join compares plain shingle sets")
+    if finder.similarity == "jaccard" and strategy != "queries":
+        return _client_threshold_pairs(finder, progress=progress, dataset=dataset, out=out, resume=resume)
     with ResumableOutput(out, job="threshold report", resume=resume) as output:
         docs = [d for d in iter_documents(finder.searcher)
                 if d.num_shingles and (dataset is None or d.dataset == dataset)]
@@ -254,6 +301,88 @@ def threshold_pairs(
             _add_unit(output, pairs, doc.id, found)
         output.commit(pair_lines(pairs))
     return pairs
+
+
+def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset: str | None,
+                            out: str | Path | None, resume: bool) -> list[SimilarPair]:
+    """threshold_pairs by one read of the collection and an all-pairs join in the client (plain Jaccard)."""
+    from .allpairs import AllPairsStats, concat_token_sets, prefix_join, token_sets
+
+    shingler = finder.searcher.builder.shingler
+    with ResumableOutput(out, job="threshold report", resume=resume) as output:
+        # Only what the resume digest needs is kept per document; texts are dropped once hashed.
+        meta: list[tuple[str, str, str | None, dict | None]] = []
+        parts = []
+        batch: list[StoredDocument] = []
+        total = finder.client.count(filters=[f"-dataset:{META_DATASET}"]) if progress else None
+        bar = _tqdm(progress, desc="reading texts", total=total, unit=" docs")
+
+        def flush() -> None:
+            parts.append(token_sets(shingler, [d.content for d in batch]))
+            meta.extend((d.id, d.md5_hash, d.dataset, d.fields) for d in batch)
+            batch.clear()
+
+        for seen, doc in enumerate(iter_documents(finder.searcher), start=1):
+            if doc.num_shingles and (dataset is None or doc.dataset == dataset):
+                batch.append(doc)
+                if len(batch) >= _READ_BATCH:
+                    flush()
+            if bar is not None and seen % 1000 == 0:
+                bar.update(1000)  # every document read counts, those of other data sets too
+        if batch:
+            flush()
+        if bar is not None:
+            bar.update(bar.total - bar.n if bar.total and bar.total > bar.n else 0)
+            bar.close()
+        sets = concat_token_sets(parts)
+        del parts
+        keys = [id_sort_key(m[0]) for m in meta]
+        order = sorted(range(len(meta)), key=keys.__getitem__)
+        params = {**_finder_params(finder), "dataset": dataset,
+                  "documents": digest_of(meta[i] for i in order)}
+        pairs = [SimilarPair(*r) for r in output.begin(params, total=len(meta))]
+        todo = order[output.done:]
+        found: dict[int, list[tuple[str, float]]] = {}
+        if todo:
+            stats = AllPairsStats()
+            bars: dict[str, object] = {}
+
+            def on_progress(stage: str, done: int, total: int) -> None:
+                if not progress:
+                    return
+                if stage not in bars:
+                    for other in bars.values():
+                        other.close()  # type: ignore[attr-defined]
+                    bars[stage] = _tqdm(True, desc=f"all-pairs {stage}", total=total, unit=" pairs",
+                                        unit_scale=True)
+                b = bars[stage]
+                b.update(done - b.n)  # type: ignore[attr-defined]
+
+            x, y, sim = prefix_join(sets, finder.threshold, stats=stats, on_progress=on_progress)
+            for b in bars.values():
+                b.close()  # type: ignore[attr-defined]
+            log.info("client join: %d documents, %d candidates verified, %d pairs (%s s)", stats.documents,
+                     stats.candidates, stats.pairs, stats.seconds)
+            for i, j, s in zip(x.tolist(), y.tolist(), sim.tolist()):
+                if keys[i] == keys[j]:
+                    continue  # ids the id order cannot tell apart: the per-document method pairs neither way
+                low, high = (i, j) if keys[i] < keys[j] else (j, i)
+                found.setdefault(low, []).append((meta[high][0], s))
+        for i in todo:
+            results = found.get(i, [])
+            results.sort(key=lambda r: (-r[1], id_sort_key(r[0])))
+            _add_unit(output, pairs, meta[i][0], results)
+        output.commit(pair_lines(pairs))
+    return pairs
+
+
+def _tqdm(enabled: bool, **kw):
+    """A progress bar, or None when not shown."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(dynamic_ncols=True, **kw)
 
 
 def join_pairs(
@@ -280,15 +409,23 @@ def join_pairs(
                   "records": digest_of(items)}
         pairs = [SimilarPair(*r) for r in output.begin(params, total=len(items))]
         todo = items[output.done:]
+        ahead = {"until": 0}
+        lock = threading.Lock()
 
-        def lookup(item):
+        def lookup(numbered):
+            position, item = numbered
+            # Document frequencies for the records ahead, read in bulk by whichever worker gets there first.
+            with lock:
+                if position >= ahead["until"]:
+                    ahead["until"] = position + finder.prefetch_frequencies((t, f) for _, t, f in todo[position:])
             try:
                 return finder.similar_to_text(item[1], dataset=indexed_dataset, fields=item[2])
             except ValueError as exc:  # a streamed text without words: nothing can match it
                 log.warning("join: record %r skipped: %s", item[0], exc)
                 return []
 
-        found_lists = ordered_map(lookup, todo, workers, progress=progress, label="join", total=len(items),
+        found_lists = ordered_map(lookup, list(enumerate(todo)), workers, progress=progress, label="join",
+                                  total=len(items),
                                   done=output.done)
         for (rid, _, _), found in zip(todo, found_lists):
             _add_unit(output, pairs, rid, found)

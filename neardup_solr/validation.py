@@ -110,6 +110,8 @@ LIMITS: dict[str, Limit] = {
     "threshold": Limit("float", 0.0, 1.0, open_min=True, unit="a similarity"),
     "min_share": Limit("float", 0.0, 1.0, open_min=True, unit="a share of the text's shingles"),
     "min_recall": Limit("float", 0.0, 1.0, open_min=True, open_max=True, unit="a probability"),
+    "bloom_fp_rate": Limit("float", 0.0, 0.5, open_min=True, unit="a false-positive probability",
+                           hint="0.01 takes 1.2 bytes a key; each halving adds 1.44 bits a key"),
     "error_weight": Limit("float", 0.0, 1e6),
     # SolrCloud shapes.
     "nodes": Limit("int", 1, 16),

@@ -36,13 +36,16 @@ class IdfWeights:
         self.num_docs = max(1, client.count(filters=[f"-dataset:{META_DATASET}"]))
         self._df: dict[str, int] = {}
 
-    def document_frequencies(self, tokens: Iterable[str]) -> dict[str, int]:
+    def document_frequencies(self, tokens: Iterable[str], batch: int | None = None) -> dict[str, int]:
+        """Document frequency of each token (0 when unseen), asking /terms only for tokens not cached yet,
+        ``batch`` (default: the instance's) tokens a request."""
+        batch = batch or self.batch
         missing = [t for t in dict.fromkeys(tokens) if t not in self._df]
         if len(self._df) + len(missing) > self.max_cached:
             self._df.clear()
             missing = list(dict.fromkeys(tokens))
-        for start in range(0, len(missing), self.batch):
-            chunk = missing[start : start + self.batch]
+        for start in range(0, len(missing), batch):
+            chunk = missing[start : start + batch]
             # terms.list is split on commas; normalised words never contain one (punctuation is removed).
             safe = [t for t in chunk if "," not in t]
             data = self.client.post_form("terms", [

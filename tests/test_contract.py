@@ -139,6 +139,7 @@ NUMBER_FLAGS = [
 ] + [
     (["join", "{FILE}", "--out", "{OUT}"], flag, limit) for flag, limit in [
         ("--threshold", "threshold"), ("--workers", "workers"), ("--timeout", "timeout"),
+        ("--bloom-fp-rate", "bloom_fp_rate"),
     ]
 ] + [
     (["tune"], flag, limit) for flag, limit in [

@@ -84,7 +84,8 @@ def test_the_exact_method_finds_the_same_pairs_with_and_without_the_prefix(solr,
         found = {}
         for prefix in (True, False):
             finder = ThresholdFinder(searcher, threshold=threshold, similarity=similarity, prefix_filter=prefix)
-            found[prefix] = [(p.id, p.neighbor_id, p.similarity) for p in threshold_pairs(finder)]
+            found[prefix] = [(p.id, p.neighbor_id, p.similarity)
+                             for p in threshold_pairs(finder, strategy="queries")]
         assert found[True] == found[False], threshold
         assert found[True], f"no pairs at {threshold}: the corpus does not exercise it"
 
@@ -123,5 +124,6 @@ def test_long_texts_skip_the_overlap_filter_and_still_find_the_same_pairs(solr):
     searcher = Searcher(solr)
     for threshold in (0.3, 0.6, 0.9):
         results = [[(p.id, p.neighbor_id, p.similarity) for p in threshold_pairs(
-            ThresholdFinder(searcher, threshold=threshold, prefix_filter=prefix))] for prefix in (True, False)]
+            ThresholdFinder(searcher, threshold=threshold, prefix_filter=prefix), strategy="queries")]
+            for prefix in (True, False)]
         assert results[0] == results[1] and results[0], threshold

@@ -204,6 +204,13 @@ def cmd_join(args: argparse.Namespace) -> int:
 
     if args.field_weights is not None and args.similarity != "idf":
         raise UsageError("--field-weights applies to --similarity idf only")
+    if args.method == "lsh":
+        if args.similarity != "jaccard":
+            raise UsageError("join --method lsh verifies plain Jaccard; use --method exact for --similarity idf")
+        if args.resume:
+            raise UsageError("join --method lsh is one batch job and does not resume; run it again without --resume")
+    elif args.bloom_fp_rate is not None or args.no_bloom:
+        raise UsageError("--bloom-fp-rate and --no-bloom apply to join --method lsh only")
     field_weights = parse_field_weights(args.field_weights)
     from ..readers import input_format
 
@@ -215,12 +222,28 @@ def cmd_join(args: argparse.Namespace) -> int:
     records = [r for r in reader if isinstance(r, Record)]
     if reader.stats.invalid:
         print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
+    if args.method == "lsh":
+        return _lsh_join(args, searcher, records)
     finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
                              field_weights=field_weights)
     pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
                        progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
     _say(args)(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity "
                f">= {args.threshold} -> {args.out}")
+    return 0
+
+
+def _lsh_join(args: argparse.Namespace, searcher, records) -> int:
+    """join --method lsh: band candidates, a Bloom filter of the indexed band keys skipping hopeless records."""
+    from ..lsh_join import DEFAULT_FP_RATE, lsh_join
+    from ..threshold import write_pairs
+
+    pairs, summary = lsh_join(searcher, records, args.threshold, args.indexed_dataset, bloom=not args.no_bloom,
+                              fp_rate=args.bloom_fp_rate or DEFAULT_FP_RATE, workers=args.workers,
+                              progress=not args.quiet, one_to_one=args.one_to_one)
+    write_pairs(pairs, args.out)
+    _say(args)(f"{len(pairs)} cross pairs (lsh) with jaccard similarity >= {args.threshold} -> {args.out}; "
+               + summary.format())
     return 0
 
 
@@ -300,7 +323,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", choices=["jaccard", "idf"], default=None,
                    help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard")
     p.add_argument("--method", choices=["exact", "lsh"], default=None,
-                   help="threshold mode candidates: 'exact' = one bounded query per document (complete), "
+                   help="threshold mode candidates: 'exact' = complete (plain Jaccard: the texts read once and "
+                        "joined in the client; idf: one bounded query per document), "
                         "'lsh' = LSH bands over exported signatures (fast on large collections)")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="threshold mode: only pairs within this data set")
@@ -326,6 +350,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=number("--threshold", "threshold"), default=0.8,
                    help="similarity a pair must reach (default 0.8)")
     p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
+    p.add_argument("--method", choices=["exact", "lsh"], default="exact",
+                   help="'exact' = one bounded query per record (complete); 'lsh' = the record's LSH bands, and "
+                        "records none of whose bands the indexed side holds (a Bloom filter) are never queried")
+    p.add_argument("--bloom-fp-rate", type=number("--bloom-fp-rate", "bloom_fp_rate"), default=None,
+                   help="--method lsh: share of the records without any indexed band that the Bloom filter still lets "
+                        "through to a query (default 0.01)")
+    p.add_argument("--no-bloom", action="store_true", help="--method lsh: query every record (for measuring)")
     p.add_argument("--indexed-dataset", type=label("--indexed-dataset"), default=None,
                    help="match only indexed records of this data set")
     p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
