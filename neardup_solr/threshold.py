@@ -92,6 +92,16 @@ class ThresholdFinder:
         self.prefix_filter = prefix_filter
         self._frequencies: IdfWeights | None = self.idf
 
+    def word_tokens(self, text: str, fields: dict | None = None) -> list[str]:
+        """The tokens ``similarity='idf'`` weighs for a text: its distinct words, or ``column:word`` tokens of
+        its columns with per-field weights (the same tokens the exact method queries and verifies)."""
+        return self._word_tokens(text, fields)
+
+    def token_weights(self, tokens: Sequence[str]) -> dict[str, float]:
+        """IDF weight of each token (times its column's field weight), read from the collection and cached:
+        the weights every similarity this finder reports is computed with."""
+        return self._weights(tokens)
+
     def _weights(self, tokens) -> dict[str, float]:
         assert self.idf is not None, "IDF weights are read only for similarity='idf'"
         weights = self.idf.weights(tokens)
