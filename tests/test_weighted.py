@@ -94,7 +94,7 @@ def test_bad_weights_and_empty_maps_are_refused_by_name():
         signer.signature({"a": float("nan")})
     with pytest.raises(InvalidTextError, match="document 1 has no token of positive weight"):
         signer.signatures([{"a": 1.0}, {"b": 0.0}])
-    with pytest.raises(InvalidParameterError, match="use signature\(\) for one map"):
+    with pytest.raises(InvalidParameterError, match=r"use signature\(\) for one map"):
         signer.signatures({"a": 1.0})  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="num_hashes"):
         WeightedMinHash(0)
