@@ -261,3 +261,23 @@ def test_cli_refusals_are_one_line(solr_url, tmp_path, capsys, monkeypatch, argv
     assert code == 2
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "o.tsv").exists()
+
+
+@pytest.mark.solr
+def test_weighted_benchmark_smoke_run(solr_url, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "benchmarks.weighted", "--records", "600", "--join-records", "400",
+           "--solr-url", solr_url, "--out-dir", str(tmp_path), "--machine", "smoke"]
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = tmp_path.glob("*-weighted-smoke.json")
+    report = json.loads(result.read_text())
+    assert report["report"]["similarities_identical"] and report["join"]["similarities_identical"]
+    assert report["report"]["recall"] >= 0.95 and report["report"]["exact_pairs"] > 20
+    assert set(report["estimator"]["schemes"]) == {"icws", "boost x2", "boost x4", "boost x8"}
+    assert report["recipe"]["restaurants"]["lsh"]["f1"] > 0.9
+    assert result.with_suffix(".md").read_text().startswith("# weighted MinHash")
