@@ -112,7 +112,9 @@ class ThresholdFinder:
 
     def _word_tokens(self, text: str, fields: dict | None) -> list[str]:
         if self.field_weights is None:
-            return text_tokens(dict.fromkeys(self.searcher.builder.shingler.process(text).words))
+            # The words alone (process() would also build and hash every shingle, unused here); the same list
+            # as process(text).words, which the indexer stores in content_words.
+            return text_tokens(dict.fromkeys(self.searcher.builder.shingler.normalizer.words(text)))
         if not fields:
             raise ValueError("per-field weights need the record's columns (read it with several text columns)")
         return self.searcher.builder.field_tokens(fields)

@@ -222,16 +222,19 @@ class WeightedMinHash:
             return WeightedSignature.of_scheme(result, self.seed, self.scheme)
         # With collection-wide weights (IDF) the same (token, weight) recurs in many documents: its samples are
         # drawn once. ``inverse`` maps every occurrence to its distinct pair.
-        pairs = np.stack((hashes, weights.view(_U64)), axis=1)
-        distinct, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        # One 64-bit key per pair, so the de-duplication is a 1-D unique (a row-wise unique over two columns was
+        # slower than the sampling it saves); two different pairs share a key with probability ~n**2 / 2**64.
+        with np.errstate(over="ignore"):
+            key = hashes ^ _mix64(weights.view(_U64) + _GOLDEN)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
+        d_hashes, d_weights = hashes[first], weights[first]
         per_block = max(1, _BLOCK_ELEMENTS // k)
-        ln_a_all = np.empty((k, distinct.shape[0]), dtype=np.float64)
-        codes_all = np.empty((k, distinct.shape[0]), dtype=np.uint32)
-        for lo in range(0, distinct.shape[0], per_block):
-            hi = min(lo + per_block, distinct.shape[0])
-            ln_a_all[:, lo:hi], codes_all[:, lo:hi] = self._sample(
-                np.ascontiguousarray(distinct[lo:hi, 0]), distinct[lo:hi, 1].copy().view(np.float64))
+        ln_a_all = np.empty((k, first.size), dtype=np.float64)
+        codes_all = np.empty((k, first.size), dtype=np.uint32)
+        for lo in range(0, first.size, per_block):
+            hi = min(lo + per_block, first.size)
+            ln_a_all[:, lo:hi], codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
         # Whole documents per block, so each block's minimum per document is final.
         d = 0
         while d < ndocs:
