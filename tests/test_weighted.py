@@ -184,13 +184,17 @@ def test_idf_lsh_on_restaurants_report_and_join(solr):
 
 
 @pytest.mark.solr
-def test_idf_lsh_refuses_a_plain_jaccard_finder(solr):
+def test_idf_lsh_schemes_and_refusals(solr):
     from neardup_solr.indexer import Indexer
     from neardup_solr.searcher import Searcher
     from neardup_solr.threshold import ThresholdFinder
     from neardup_solr.weighted_lsh import idf_lsh_pairs
 
-    Indexer(solr).index_records([("1", "a b c d")])
+    Indexer(solr).index_records([("1", "a b c d"), ("2", "a b c d"), ("3", "a b e f"), ("4", "g h i j")])
+    for scheme in ("icws", "boost"):  # either signer finds the twins, verified exactly
+        found = idf_lsh_pairs(ThresholdFinder(Searcher(solr), threshold=0.5, similarity="idf"), scheme=scheme)
+        assert [(p.id, p.neighbor_id, p.similarity) for p in found.pairs] == [("1", "2", 1.0)]
+        assert found.snapshot.scheme == scheme and found.snapshot.num_docs == 4
     with pytest.raises(InvalidParameterError, match="similarity='idf'"):
         idf_lsh_pairs(ThresholdFinder(Searcher(solr), threshold=0.5))
     with pytest.raises(InvalidParameterError, match="scheme"):
