@@ -26,7 +26,7 @@ Integer boosts (:class:`BoostedMinHash`, write-up 001's baseline)
 Why ICWS is the default (measured with ``benchmarks/weighted.py``'s estimator section, 128 values, pairs of
 generated person records under their IDF weights): on IDF weights as they come (2 to 9) both schemes are within
 the binomial error, mean absolute error 0.0172 for ICWS and 0.0164 to 0.0174 for boosts at scales 2 to 8, and
-boosts sign faster there (60,500 maps/s at scale 2, 19,300 at scale 8, against 15,600 for ICWS). But the boost
+boosts sign faster there (57,400 maps/s at scale 2, 19,700 at scale 8, against 17,600 for ICWS). But the boost
 scheme's accuracy depends on the weights' scale: with the same weights times 0.25 (a field weight of 0.25) the
 duplicate pairs' bias is +0.0075 at scale 2 and -0.0056 at scale 8, against +0.0013 for ICWS, whose estimate is
 unbiased whatever the weights (no rounding), and boosts' cost grows with the weights (a bigger collection has
