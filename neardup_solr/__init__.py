@@ -42,7 +42,9 @@ from .settings import SOLR_VERSION
 from .solr_client import SolrClient
 from .backends.local import LocalSolr
 from .text import MinHash, Shingler, Signature, estimate_jaccard, jaccard, normalize
+from .text.weighted import BoostedMinHash, WeightedMinHash, WeightedSignature, estimate_weighted_jaccard
 from .threshold import ThresholdFinder, join_pairs, one_to_one, threshold_pairs
+from .weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_pairs
 
 __version__ = "0.1.0"
 
@@ -51,6 +53,8 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "WeightedMinHash", "BoostedMinHash", "WeightedSignature", "estimate_weighted_jaccard", "IdfSnapshot",
+    "idf_lsh_pairs", "idf_lsh_join",
     "IndexSettings", "SettingsRepair", "read_index_settings", "repair_index_settings",
     "ClientClosedError", "DocumentNotFoundError", "ForeignCollectionError", "IndexIncomplete", "InvalidParameterError",
     "InvalidRecordError", "InvalidTextError", "LauncherError", "NeardupError", "OutputInUseError",

@@ -239,7 +239,8 @@ class DocumentBuilder:
         """Distinct ``column:word`` tokens of a multi-column record."""
         tokens: dict[str, None] = {}
         for name, value in fields.items():
-            for word in self.shingler.process(value).words:
+            # normalizer.words is process(value).words without building the shingles.
+            for word in self.shingler.normalizer.words(value):
                 tokens[f"{name}:{text_token(word)}"] = None
         return list(tokens)
 

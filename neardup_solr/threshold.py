@@ -122,6 +122,16 @@ class ThresholdFinder:
         frequencies.document_frequencies(tokens, batch=5000)
         return covered
 
+    def word_tokens(self, text: str, fields: dict | None = None) -> list[str]:
+        """The tokens ``similarity='idf'`` weighs for a text: its distinct words, or ``column:word`` tokens of
+        its columns with per-field weights (the same tokens the exact method queries and verifies)."""
+        return self._word_tokens(text, fields)
+
+    def token_weights(self, tokens: Sequence[str]) -> dict[str, float]:
+        """IDF weight of each token (times its column's field weight), read from the collection and cached:
+        the weights every similarity this finder reports is computed with."""
+        return self._weights(tokens)
+
     def _weights(self, tokens) -> dict[str, float]:
         assert self.idf is not None, "IDF weights are read only for similarity='idf'"
         weights = self.idf.weights(tokens)
@@ -132,7 +142,9 @@ class ThresholdFinder:
 
     def _word_tokens(self, text: str, fields: dict | None) -> list[str]:
         if self.field_weights is None:
-            return text_tokens(dict.fromkeys(self.searcher.builder.shingler.process(text).words))
+            # The words alone (process() would also build and hash every shingle, unused here); the same list
+            # as process(text).words, which the indexer stores in content_words.
+            return text_tokens(dict.fromkeys(self.searcher.builder.shingler.normalizer.words(text)))
         if not fields:
             raise ValueError("per-field weights need the record's columns (read it with several text columns)")
         return self.searcher.builder.field_tokens(fields)

@@ -45,6 +45,7 @@ PARAM_FLAGS = {
     "path": "FILE",
     "rows": "--rows-per-band",  # IndexSettings.rows; the search option --rows is checked by the parser itself
     "doc_id": "ID",
+    "snapshot": "--idf-snapshot",
     "settings": "the index settings (--ngram, --unit, --num-hashes, --lsh-threshold, --bands, --rows-per-band, "
                 "--fields, --sample-mod)",
 }

@@ -108,7 +108,7 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
 
 # Options of report's threshold mode, and the defaults they take there.
 THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset": "--dataset",
-                   "field_weights": "--field-weights"}
+                   "field_weights": "--field-weights", "idf_snapshot": "--idf-snapshot"}
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -129,18 +129,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.similarity = args.similarity or "jaccard"
         args.method = args.method or "exact"
         if args.method == "lsh":
-            refuse_unless(args, False, {"workers": "--workers", "field_weights": "--field-weights"},
+            refuse_unless(args, False, {"workers": "--workers"},
                           "to --method lsh, a single batch job over exported signatures")
-            if args.similarity != "jaccard":
-                raise UsageError("--method lsh verifies plain Jaccard; use --method exact for --similarity idf")
             if args.resume:
                 raise UsageError("--method lsh is one batch job and does not resume; run it again without --resume")
-        if args.field_weights is not None and args.similarity != "idf":
-            raise UsageError("--field-weights applies to --similarity idf only")
+        _check_idf_options(args)
     else:
         fill_search_defaults(args)
     args.workers = args.workers or 1
     field_weights = parse_field_weights(args.field_weights)
+    args.snapshot = _load_snapshot(args) if threshold else None  # a bad file is refused before any Solr work
     check_output_path(args.out)  # before any Solr work
     searcher = open_searcher(args)
     if threshold:
@@ -166,13 +164,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_idf_options(args: argparse.Namespace) -> None:
+    """--field-weights and --idf-snapshot need --similarity idf; --idf-snapshot also --method lsh."""
+    if args.field_weights is not None and args.similarity != "idf":
+        raise UsageError("--field-weights applies to --similarity idf only")
+    if args.idf_snapshot is not None and (args.similarity != "idf" or args.method != "lsh"):
+        raise UsageError("--idf-snapshot signs weighted signatures: use it with --similarity idf --method lsh")
+
+
+def _idf_lsh_summary(args: argparse.Namespace, result) -> str:
+    from ..weighted_lsh import snapshot_path
+
+    where = "" if args.out == "-" else f"; IDF snapshot -> {snapshot_path(args.out)}"
+    s = result.stats
+    return (f" ({s.candidate_pairs} candidates from {s.bands}x{s.rows} weighted MinHash bands, every pair "
+            f"verified exactly{where})")
+
+
+def _load_snapshot(args: argparse.Namespace):
+    if args.idf_snapshot is None:
+        return None
+    from ..weighted_lsh import IdfSnapshot
+
+    return IdfSnapshot.load(args.idf_snapshot)
+
+
 def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[str, float] | None) -> int:
     import time
 
     from ..threshold import ThresholdFinder, threshold_pairs, write_pairs
 
     started = time.monotonic()
-    if args.method == "lsh":
+    detail = ""
+    if args.method == "lsh" and args.similarity == "idf":
+        from ..weighted_lsh import idf_lsh_pairs
+
+        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity="idf", field_weights=field_weights)
+        weighted = idf_lsh_pairs(finder, dataset=args.dataset, out=args.out, snapshot=args.snapshot)
+        pairs = weighted.pairs
+        detail = _idf_lsh_summary(args, weighted)
+    elif args.method == "lsh":
         from ..collection import dedupe_collection
 
         result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
@@ -191,7 +222,7 @@ def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[st
                         "out": args.out}))
     else:
         say(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} in {seconds:.1f} s -> "
-            f"{args.out}")
+            f"{args.out}{detail}")
     return 0
 
 
@@ -202,16 +233,16 @@ def cmd_join(args: argparse.Namespace) -> int:
     from ..searcher import Searcher
     from ..threshold import ThresholdFinder, join_pairs
 
-    if args.field_weights is not None and args.similarity != "idf":
-        raise UsageError("--field-weights applies to --similarity idf only")
     if args.method == "lsh":
-        if args.similarity != "jaccard":
-            raise UsageError("join --method lsh verifies plain Jaccard; use --method exact for --similarity idf")
         if args.resume:
             raise UsageError("join --method lsh is one batch job and does not resume; run it again without --resume")
-    elif args.bloom_fp_rate is not None or args.no_bloom:
-        raise UsageError("--bloom-fp-rate and --no-bloom apply to join --method lsh only")
+        if args.similarity == "idf":
+            refuse_unless(args, False, {"workers": "--workers"}, "to --similarity idf --method lsh, a single batch job")
+    if (args.bloom_fp_rate is not None or args.no_bloom) and (args.method != "lsh" or args.similarity != "jaccard"):
+        raise UsageError("--bloom-fp-rate and --no-bloom apply to join --method lsh with plain Jaccard only")
+    _check_idf_options(args)
     field_weights = parse_field_weights(args.field_weights)
+    snapshot = _load_snapshot(args)
     from ..readers import input_format
 
     input_format(args.file, args.format)  # a missing or binary input is refused before any Solr work
@@ -222,14 +253,23 @@ def cmd_join(args: argparse.Namespace) -> int:
     records = [r for r in reader if isinstance(r, Record)]
     if reader.stats.invalid:
         print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
-    if args.method == "lsh":
+    if args.method == "lsh" and args.similarity == "jaccard":
         return _lsh_join(args, searcher, records)
     finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
                              field_weights=field_weights)
-    pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers,
-                       progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
+    detail = ""
+    if args.method == "lsh":
+        from ..weighted_lsh import idf_lsh_join
+
+        result = idf_lsh_join(finder, records, indexed_dataset=args.indexed_dataset, one_to_one=args.one_to_one,
+                              out=args.out, snapshot=snapshot)
+        pairs = result.pairs
+        detail = _idf_lsh_summary(args, result)
+    else:
+        pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers or 2,
+                           progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
     _say(args)(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity "
-               f">= {args.threshold} -> {args.out}")
+               f">= {args.threshold} -> {args.out}{detail}")
     return 0
 
 
@@ -239,7 +279,7 @@ def _lsh_join(args: argparse.Namespace, searcher, records) -> int:
     from ..threshold import write_pairs
 
     pairs, summary = lsh_join(searcher, records, args.threshold, args.indexed_dataset, bloom=not args.no_bloom,
-                              fp_rate=args.bloom_fp_rate or DEFAULT_FP_RATE, workers=args.workers,
+                              fp_rate=args.bloom_fp_rate or DEFAULT_FP_RATE, workers=args.workers or 2,
                               progress=not args.quiet, one_to_one=args.one_to_one)
     write_pairs(pairs, args.out)
     _say(args)(f"{len(pairs)} cross pairs (lsh) with jaccard similarity >= {args.threshold} -> {args.out}; "
@@ -331,6 +371,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--field-weights", default=None,
                    help="with --similarity idf on records indexed from several text columns: column=weight,... "
                         "(e.g. name=2,city=0.5; unlisted columns weigh 1)")
+    p.add_argument("--idf-snapshot", default=None,
+                   help="with --similarity idf --method lsh: sign with the document frequencies an earlier run "
+                        "recorded in OUT.idf.json (every run writes one); similarities stay exact on today's IDF")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
     add_search_options(p)
     add_solr_options(p)
@@ -351,12 +394,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="similarity a pair must reach (default 0.8)")
     p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
     p.add_argument("--method", choices=["exact", "lsh"], default="exact",
-                   help="'exact' = one bounded query per record (complete); 'lsh' = the record's LSH bands, and "
-                        "records none of whose bands the indexed side holds (a Bloom filter) are never queried")
+                   help="'exact' = one bounded query per streamed record (complete); 'lsh' = the record's LSH bands, "
+                        "every candidate verified exactly: with plain Jaccard, records none of whose bands the "
+                        "indexed side holds (a Bloom filter) are never queried; with --similarity idf, weighted "
+                        "MinHash bands over both sides")
     p.add_argument("--bloom-fp-rate", type=number("--bloom-fp-rate", "bloom_fp_rate"), default=None,
                    help="--method lsh: share of the records without any indexed band that the Bloom filter still lets "
                         "through to a query (default 0.01)")
     p.add_argument("--no-bloom", action="store_true", help="--method lsh: query every record (for measuring)")
+    p.add_argument("--idf-snapshot", default=None,
+                   help="with --similarity idf --method lsh: sign with the document frequencies recorded in an "
+                        "earlier run's OUT.idf.json")
     p.add_argument("--indexed-dataset", type=label("--indexed-dataset"), default=None,
                    help="match only indexed records of this data set")
     p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
@@ -366,8 +414,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None)
     p.add_argument("--id-column", default="id")
     p.add_argument("--text-column", default="text")
-    p.add_argument("--workers", type=number("--workers", "workers"), default=2,
-                   help="lookups in flight at once (default 2)")
+    p.add_argument("--workers", type=number("--workers", "workers"), default=None,
+                   help="lookups in flight at once (default 2; --method exact only)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_solr_options(p)
     p.set_defaults(func=cmd_join)

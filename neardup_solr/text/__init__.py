@@ -10,7 +10,9 @@ Pipeline::
 
 Modules: :mod:`.normalizer` (the normaliser), :mod:`.murmur` (MurmurHash3 vectorised in NumPy),
 :mod:`.shingles` (:class:`Shingler`, :class:`ProcessedText`), :mod:`.minhash` (:class:`MinHash`,
-:class:`Signature`, :func:`jaccard`, :func:`estimate_jaccard`). Every name is importable from here.
+:class:`Signature`, :func:`jaccard`, :func:`estimate_jaccard`), :mod:`.weighted` (weighted MinHash:
+:class:`~.weighted.WeightedMinHash`, :class:`~.weighted.BoostedMinHash`). Every name of the first four is
+importable from here.
 """
 
 from __future__ import annotations

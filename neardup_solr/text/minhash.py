@@ -209,12 +209,26 @@ def jaccard(a: Iterable, b: Iterable) -> float:
     return len(sa & sb) / union if union else 0.0
 
 
+def _scheme(sig: np.ndarray) -> str | None:
+    """What made a signature: "minhash" for a plain Signature, a weighted one's scheme, None for a bare array."""
+    if not isinstance(sig, Signature):
+        return None
+    return getattr(sig, "scheme", None) or "minhash"
+
+
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
     """MinHash estimate of the Jaccard similarity: the share of positions where two signatures agree.
 
     Raises :class:`~neardup_solr.errors.SignatureMismatchError` when the signatures were made with different
-    seeds or have different lengths: their positions do not correspond, so any number would be meaningless.
+    seeds, by different schemes (plain and weighted, see :mod:`.weighted`) or have different lengths: their
+    positions do not correspond, so any number would be meaningless.
     """
+    scheme_a, scheme_b = _scheme(sig_a), _scheme(sig_b)
+    if scheme_a is not None and scheme_b is not None and scheme_a != scheme_b:
+        raise SignatureMismatchError(
+            f"the signatures were made by different schemes ({scheme_a} and {scheme_b}), so their values are not "
+            "comparable; sign both with the same signer"
+        )
     seed_a, seed_b = getattr(sig_a, "seed", None), getattr(sig_b, "seed", None)
     if seed_a is not None and seed_b is not None and seed_a != seed_b:
         raise SignatureMismatchError(

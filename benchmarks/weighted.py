@@ -1,0 +1,332 @@
+"""Benchmark section ``weighted``: IDF-weighted Jaccard with ``--method lsh`` (weighted MinHash) against exact.
+
+On generated person records (``benchmarks/persons.py``: names, addresses, dates of birth, phones; about a third of
+the records are a mistyped second record of someone), indexed into a fresh local core:
+
+- **estimator**: the weighted MinHash estimate against the exact weighted Jaccard, over the IDF weights of this
+  corpus, for ICWS and write-up 001's integer boosts (scales 2, 4, 8), by similarity band; and signing speed
+  (token -> weight maps a second, one process);
+- **report**: ``report --threshold T --similarity idf`` over all records, exact (``threshold_pairs``, 2 workers)
+  and lsh (``idf_lsh_pairs``): wall time, speed-up, recall of lsh against exact, and whether every similarity
+  lsh reports equals exact's;
+- **join**: half of the records indexed, the other half streamed (``join_pairs`` against ``idf_lsh_join``);
+- **drift**: 90% of the records indexed and signed, then the other 10% added: how many pairs among the first
+  90% change (appear or vanish) because the IDF moved, and the recall of a run that signs with the old snapshot;
+- **recipe**: F1 of the README's record-matching recipe on the person records (report) and the restaurant data
+  (fodors x zagats join, one-to-one), with both methods.
+
+    flock /tmp/bench.lock python -m benchmarks.weighted                 # 10,000 records
+    python -m benchmarks.weighted --records 2000 --join-records 2000    # a quick run
+
+Results: ``benchmarks/results/<date>-weighted-<machine>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from benchmarks.persons import generate  # noqa: E402
+from benchmarks.run import machine_tag  # noqa: E402
+
+# The README's record-matching recipe (see "Record matching recipe" there).
+RECIPE_THRESHOLD = 0.31
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _keyed(pairs) -> dict:
+    return {(p.id, p.neighbor_id): p.similarity for p in pairs}
+
+
+def _compare(exact, lsh) -> dict:
+    e, w = _keyed(exact), _keyed(lsh)
+    common = set(e) & set(w)
+    return {"exact_pairs": len(e), "lsh_pairs": len(w), "recall": round(len(common) / max(len(e), 1), 5),
+            "extra_pairs": len(set(w) - set(e)),
+            "similarities_identical": all(e[p] == w[p] for p in common)}
+
+
+def estimator_section(rows: list[dict], truth: list[tuple[str, str]], pairs_count: int, seed: int) -> dict:
+    """Estimate vs exact weighted Jaccard over the corpus's own IDF (document frequencies counted here, with
+    the index's tokeniser), for record pairs whose similarity spreads over [0, 1]; and signing speed."""
+    from neardup_solr.text import Shingler
+    from neardup_solr.text.weighted import BoostedMinHash, WeightedMinHash, estimate_weighted_jaccard
+    from neardup_solr.weights import weighted_jaccard
+
+    shingler = Shingler()
+    sets = [list(dict.fromkeys(shingler.process(r["text"]).words)) for r in rows]
+    df: dict[str, int] = {}
+    for s in sets:
+        for t in s:
+            df[t] = df.get(t, 0) + 1
+    n = len(sets)
+    idf = {t: math.log(n / d) for t, d in df.items()}
+    rng = np.random.default_rng(seed)
+    by_id = {r["id"]: i for i, r in enumerate(rows)}
+    chosen = [(by_id[a], by_id[b]) for a, b in truth if a in by_id and b in by_id][: pairs_count // 2]
+    while len(chosen) < pairs_count:  # and random pairs (mostly far apart)
+        i, j = (int(x) for x in rng.integers(0, n, 2))
+        chosen.append((i, j))
+    maps = [{t: idf[t] for t in s if idf[t] > 0} or {s[0]: 1.0} for s in sets]
+    exact = np.array([weighted_jaccard(maps[i].keys(), maps[j].keys(), {**maps[i], **maps[j]})
+                      for i, j in chosen])
+    bands = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
+    out: dict = {"pairs": len(chosen), "num_hashes": 128, "schemes": {}}
+    signers = {"icws": WeightedMinHash(128, seed=42)}
+    for scale in (2, 4, 8):
+        signers[f"boost x{scale}"] = BoostedMinHash(128, seed=42, scale=scale)
+    for name, signer in signers.items():
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            sigs = signer.signatures(maps)
+            best = min(best, time.perf_counter() - t0)
+        est = np.array([estimate_weighted_jaccard(sigs[i], sigs[j]) for i, j in chosen])
+        err = est - exact
+        table = {}
+        for lo, hi in bands:
+            sel = (exact >= lo) & (exact < hi)
+            if sel.any():
+                ref = float(np.mean(np.sqrt(exact[sel] * (1 - exact[sel]) / 128)))
+                table[f"{lo:.1f}-{min(hi, 1.0):.1f}"] = {
+                    "pairs": int(sel.sum()), "mae": round(float(np.mean(np.abs(err[sel]))), 4),
+                    "bias": round(float(np.mean(err[sel])), 4), "binomial_sd": round(ref, 4)}
+        out["schemes"][name] = {"mae": round(float(np.mean(np.abs(err))), 4),
+                                "rmse": round(float(np.sqrt(np.mean(err ** 2))), 4),
+                                "bias": round(float(np.mean(err)), 4),
+                                "sign_docs_per_s": round(len(maps) / best), "by_similarity": table}
+        log(f"  estimator {name}: mae {out['schemes'][name]['mae']}, {out['schemes'][name]['sign_docs_per_s']} docs/s")
+    return out
+
+
+def _index(client, rows, dataset=None):
+    from neardup_solr.indexer import Indexer
+
+    return Indexer(client, dataset=dataset).index_records([(r["id"], r["text"]) for r in rows])
+
+
+def report_section(client, threshold: float, workers: int) -> dict:
+    from neardup_solr.searcher import Searcher
+    from neardup_solr.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.weighted_lsh import idf_lsh_pairs
+
+    searcher = Searcher(client)
+    t0 = time.perf_counter()
+    exact = threshold_pairs(ThresholdFinder(searcher, threshold=threshold, similarity="idf"), workers=workers)
+    exact_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = idf_lsh_pairs(ThresholdFinder(searcher, threshold=threshold, similarity="idf"))
+    lsh_s = time.perf_counter() - t0
+    out = {"threshold": threshold, "exact_s": round(exact_s, 2), "lsh_s": round(lsh_s, 2),
+           "speedup": round(exact_s / lsh_s, 1), **_compare(exact, result.pairs),
+           "bands": f"{result.stats.bands}x{result.stats.rows}", "candidates": result.stats.candidate_pairs,
+           "lsh_phases_s": result.stats.seconds}
+    log(f"  report: exact {exact_s:.1f} s, lsh {lsh_s:.2f} s, recall {out['recall']}")
+    return out
+
+
+def join_section(client, left_rows, right_rows, threshold: float, workers: int) -> dict:
+    from neardup_solr.maintenance import clear
+    from neardup_solr.searcher import Searcher
+    from neardup_solr.threshold import ThresholdFinder, join_pairs
+    from neardup_solr.weighted_lsh import idf_lsh_join
+
+    clear(client, everything=True)
+    _index(client, right_rows, dataset="right")
+    searcher = Searcher(client)
+    streamed = [(r["id"], r["text"]) for r in left_rows]
+    t0 = time.perf_counter()
+    exact = join_pairs(ThresholdFinder(searcher, threshold=threshold, similarity="idf"), streamed,
+                       indexed_dataset="right", workers=workers)
+    exact_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = idf_lsh_join(ThresholdFinder(searcher, threshold=threshold, similarity="idf"), streamed,
+                          indexed_dataset="right")
+    lsh_s = time.perf_counter() - t0
+    out = {"threshold": threshold, "streamed": len(left_rows), "indexed": len(right_rows),
+           "exact_s": round(exact_s, 2), "lsh_s": round(lsh_s, 2), "speedup": round(exact_s / lsh_s, 1),
+           **_compare(exact, result.pairs), "candidates": result.stats.candidate_pairs}
+    log(f"  join: exact {exact_s:.1f} s, lsh {lsh_s:.2f} s, recall {out['recall']}")
+    return out
+
+
+def drift_section(client, rows, threshold: float) -> dict:
+    from neardup_solr.maintenance import clear
+    from neardup_solr.searcher import Searcher
+    from neardup_solr.threshold import ThresholdFinder
+    from neardup_solr.weighted_lsh import idf_lsh_pairs
+
+    clear(client, everything=True)
+    cut = int(len(rows) * 10 / 11)  # the last tenth of the first part's size is added later: +10%
+    first, added = rows[:cut], rows[cut:]
+    _index(client, first)
+    before = idf_lsh_pairs(ThresholdFinder(Searcher(client), threshold=threshold, similarity="idf"))
+    _index(client, added)
+    searcher = Searcher(client)
+    old_ids = {r["id"] for r in first}
+    after = idf_lsh_pairs(ThresholdFinder(searcher, threshold=threshold, similarity="idf"))
+    stale = idf_lsh_pairs(ThresholdFinder(searcher, threshold=threshold, similarity="idf"), snapshot=before.snapshot)
+    b = set(_keyed(before.pairs))
+    a_old = {p for p in _keyed(after.pairs) if p[0] in old_ids and p[1] in old_ids}
+    sims_b, sims_a = _keyed(before.pairs), _keyed(after.pairs)
+    moved = [abs(sims_a[p] - sims_b[p]) for p in b & a_old]
+    out = {"threshold": threshold, "documents_before": len(first), "documents_added": len(added),
+           "pairs_before": len(b), "pairs_after_among_old": len(a_old), "appeared": len(a_old - b),
+           "vanished": len(b - a_old), "changed_share": round(len(a_old ^ b) / max(len(b), 1), 4),
+           "mean_abs_similarity_change": round(float(np.mean(moved)) if moved else 0.0, 4),
+           "stale_snapshot_recall": _compare(after.pairs, stale.pairs)["recall"]}
+    log(f"  drift: {out}")
+    return out
+
+
+def recipe_section(client, rows, truth, threshold: float, workers: int) -> dict:
+    from neardup_solr.evaluate import evaluate, read_pairs
+    from neardup_solr.maintenance import clear
+    from neardup_solr.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
+    from neardup_solr.searcher import Searcher
+    from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
+    from neardup_solr.weighted_lsh import idf_lsh_join, idf_lsh_pairs
+
+    def score(pairs, gold):
+        e = evaluate([(p.id, p.neighbor_id) for p in pairs], gold)
+        return {"pairs": len(pairs), "precision": round(e.precision, 4), "recall": round(e.recall, 4),
+                "f1": round(e.f1, 4)}
+
+    out: dict = {"threshold": threshold, "similarity": "idf", "tokens": "words (content_words)"}
+    clear(client, everything=True)
+    _index(client, rows)
+    searcher = Searcher(client)
+    finder = lambda: ThresholdFinder(searcher, threshold=threshold, similarity="idf")  # noqa: E731
+    out["persons"] = {"exact": score(threshold_pairs(finder(), workers=workers), truth),
+                      "lsh": score(idf_lsh_pairs(finder()).pairs, truth), "records": len(rows)}
+    clear(client, everything=True)
+    fodors, zagats = _read_guides(fodors_path(), zagats_path())
+    from neardup_solr.indexer import Indexer
+
+    Indexer(client, dataset="fodors").index_records([(str(i), t) for i, t in fodors])
+    Indexer(client, dataset="zagats").index_records([(str(i), t) for i, t in zagats])
+    gold = read_pairs(gold_pairs_path())
+    streamed = [(str(i), t) for i, t in fodors]
+    t0 = time.perf_counter()
+    exact = join_pairs(finder(), streamed, indexed_dataset="zagats", one_to_one=True, workers=workers)
+    exact_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lsh = idf_lsh_join(finder(), streamed, indexed_dataset="zagats", one_to_one=True).pairs
+    lsh_s = time.perf_counter() - t0
+    out["restaurants"] = {"exact": {**score(exact, gold), "seconds": round(exact_s, 2)},
+                          "lsh": {**score(lsh, gold), "seconds": round(lsh_s, 2)}}
+    log(f"  recipe: {out}")
+    return out
+
+
+def to_markdown(r: dict) -> str:
+    lines = [f"# weighted MinHash: IDF matching with --method lsh ({r['date']}, {r['machine']})", "",
+             f"`{r['command']}`; Solr on the same machine (shared with other work: timings are upper bounds).", ""]
+    est = r["estimator"]
+    lines += [f"## Estimator error ({est['pairs']} record pairs, IDF weights, {est['num_hashes']} values)", "",
+              "| scheme | mean abs error | RMSE | bias | signing, maps/s |", "|---|---:|---:|---:|---:|"]
+    for name, s in est["schemes"].items():
+        lines.append(f"| {name} | {s['mae']} | {s['rmse']} | {s['bias']} | {s['sign_docs_per_s']:,} |")
+    lines += ["", "By exact similarity (ICWS; binomial sd = mean sqrt(J(1-J)/k)):", "",
+              "| weighted Jaccard | pairs | mean abs error | bias | binomial sd |", "|---|---:|---:|---:|---:|"]
+    for band, s in est["schemes"]["icws"]["by_similarity"].items():
+        lines.append(f"| {band} | {s['pairs']} | {s['mae']} | {s['bias']} | {s['binomial_sd']} |")
+    rep, join = r["report"], r["join"]
+    lines += ["", f"## IDF threshold report and join, T = {rep['threshold']}", "",
+              "| run | records | exact, s | lsh, s | speed-up | exact pairs | recall | similarities identical |",
+              "|---|---|---:|---:|---:|---:|---:|---|",
+              f"| report | {r['records']:,} | {rep['exact_s']} | {rep['lsh_s']} | {rep['speedup']}x | "
+              f"{rep['exact_pairs']:,} | {rep['recall']} | {'yes' if rep['similarities_identical'] else 'NO'} |",
+              f"| join | {join['streamed']:,} x {join['indexed']:,} | {join['exact_s']} | {join['lsh_s']} | "
+              f"{join['speedup']}x | {join['exact_pairs']:,} | {join['recall']} | "
+              f"{'yes' if join['similarities_identical'] else 'NO'} |"]
+    d = r["drift"]
+    lines += ["", "## IDF drift: 10% more records", "",
+              f"{d['documents_before']:,} records, then {d['documents_added']:,} more. Pairs among the first ones at "
+              f"T = {d['threshold']}: {d['pairs_before']:,} before, {d['pairs_after_among_old']:,} after "
+              f"({d['appeared']} appeared, {d['vanished']} vanished: {d['changed_share']:.2%} changed; similarities "
+              f"moved by {d['mean_abs_similarity_change']} on average). Signing with the old snapshot after the "
+              f"growth finds {d['stale_snapshot_recall']} of the pairs a fresh run finds."]
+    rc = r["recipe"]
+    lines += ["", f"## Record matching recipe: IDF word Jaccard >= {rc['threshold']}", "",
+              "| data | method | pairs | precision | recall | F1 |", "|---|---|---:|---:|---:|---:|"]
+    for data, label in (("persons", f"person records ({rc['persons']['records']:,}), report"),
+                        ("restaurants", "restaurants, fodors x zagats join, one-to-one")):
+        for m in ("exact", "lsh"):
+            s = rc[data][m]
+            lines.append(f"| {label} | {m} | {s['pairs']} | {s['precision']} | {s['recall']} | {s['f1']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=10_000, help="person records of the report")
+    ap.add_argument("--join-records", type=int, default=10_000, help="records split in two halves for the join")
+    ap.add_argument("--threshold", type=float, default=0.4)
+    ap.add_argument("--recipe-threshold", type=float, default=RECIPE_THRESHOLD)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--port", type=int, default=8995)
+    ap.add_argument("--out-dir", default=str(BENCH / "results"))
+    ap.add_argument("--solr-url", default=None, help="use this core (it is cleared!) instead of starting a Solr")
+    ap.add_argument("--machine", default=None, help="machine tag of the result file names")
+    args = ap.parse_args(argv)
+
+    from neardup_solr.backends.local import LocalSolr
+    from neardup_solr.maintenance import clear
+    from neardup_solr.solr_client import SolrClient
+
+    rows, truth = generate(args.records, seed=args.seed)
+    report: dict = {"date": _dt.date.today().isoformat(), "machine": args.machine or machine_tag(),
+                    "records": len(rows),
+                    "command": "python -m benchmarks.weighted " + " ".join(argv if argv is not None else sys.argv[1:])}
+    log("estimator")
+    report["estimator"] = estimator_section(rows, truth, 2000, args.seed)
+    data_dir = Path(tempfile.mkdtemp(prefix="neardup-weighted-bench-"))
+    solr = None if args.solr_url else LocalSolr(port=args.port, data_dir=data_dir)
+    if solr is not None:
+        solr.start()
+    try:
+        with SolrClient(args.solr_url or solr.core_url, timeout=600) as client:
+            clear(client, everything=True)
+            _index(client, rows)
+            log(f"report, {len(rows)} records")
+            report["report"] = report_section(client, args.threshold, args.workers)
+            join_rows, _ = generate(args.join_records, seed=args.seed)
+            half = len(join_rows) // 2
+            log(f"join, {half} x {len(join_rows) - half}")
+            report["join"] = join_section(client, join_rows[:half], join_rows[half:], args.threshold, args.workers)
+            log("drift")
+            report["drift"] = drift_section(client, rows, args.threshold)
+            log("recipe")
+            report["recipe"] = recipe_section(client, rows, truth, args.recipe_threshold, args.workers)
+    finally:
+        if solr is not None:
+            solr.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{report['date']}-weighted-{report['machine']}"
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(to_markdown(report))
+    print(to_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
