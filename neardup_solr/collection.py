@@ -88,6 +88,7 @@ from .documents import (
     read_index_settings,
 )
 from .errors import InvalidTextError, SolrUnavailableError
+from .validation import Limit, check_float, check_int
 from .lsh import LSHParams, band_keys, optimal_params
 from .searcher import id_sort_key
 from .signature_store import SignatureStore
@@ -666,14 +667,11 @@ def dedupe_collection(
     >>> result.pairs[:1], result.stats.candidate_pairs
     ([SimilarPair(id='d0000012', neighbor_id='d0004711', similarity=0.8523)], 1204)
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be a Jaccard similarity in (0, 1], got {threshold!r}")
-    if not 0.0 < false_negative_weight < 1.0:
-        raise ValueError(f"false_negative_weight must be in (0, 1), got {false_negative_weight!r}")
-    if max_bucket < 2:
-        raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
-    if isinstance(verify_documents, bool) or not isinstance(verify_documents, int) or verify_documents < 2:
-        raise ValueError(f"verify_documents must be an integer of at least 2, got {verify_documents!r}")
+    threshold = check_float("threshold", threshold, "threshold")
+    false_negative_weight = check_float("false_negative_weight", false_negative_weight,
+                                        Limit("float", 0.0, 1.0, open_min=True, open_max=True))
+    max_bucket = check_int("max_bucket", max_bucket, minimum=2)
+    verify_documents = check_int("verify_documents", verify_documents, minimum=2)
     started = time.perf_counter()
     settings = read_index_settings(client)
     if settings is None:

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping
 
-from .errors import InvalidRecordError
+from .errors import InvalidParameterError, InvalidRecordError
 from .outputs import write_atomically
-from .validation import parse_tsv_id, tsv_id
+from .validation import check_choice, parse_tsv_id, tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -123,16 +123,15 @@ def group_pairs(
     A pair may omit its distance (or give None); ``max_distance`` is None for a group with no known distance.
     A pair of an id with itself makes a group of one.
     """
-    if representative not in REPRESENTATIVES:
-        raise ValueError(f"representative must be one of {REPRESENTATIVES}, not {representative!r}")
+    representative = check_choice("representative", representative, REPRESENTATIVES)
     if representative == "longest" and texts is None:
-        raise ValueError('representative="longest" needs texts (a mapping from id to text)')
+        raise InvalidParameterError("texts", "a mapping from id to text with representative='longest'", texts)
 
     ds = DisjointSet()
     edges: list[tuple[Any, Any]] = []
     for pair in pairs:
         if len(pair) not in (2, 3):
-            raise ValueError(f"expected (id_a, id_b) or (id_a, id_b, distance), got {pair!r}")
+            raise InvalidParameterError("pairs", "(id_a, id_b) or (id_a, id_b, distance) tuples", pair)
         a, b = pair[0], pair[1]
         distance = pair[2] if len(pair) == 3 else None
         ds.union(a, b)

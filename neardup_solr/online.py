@@ -74,7 +74,7 @@ from .documents import (
 from .errors import InvalidParameterError, InvalidTextError, NeardupError, SolrRequestError
 from .maintenance import clear, require_neardup_schema
 from .recent import GRACE_SECONDS, RecentAdd, recent_adds
-from .searcher import Query, Searcher, _sorted_jaccard, cursor_docs, id_sort_key
+from .searcher import Query, Searcher, _sorted_jaccard, id_sort_key
 from .solr_client import SolrClient
 from .ttl import check_ttl
 from .validation import check_bool, check_float, check_id, check_int, check_label, check_text
@@ -220,9 +220,12 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
         matches = describe(searcher, query, found)
         pending = recent.candidates(hash_set=query.hash_set)
     elif "lsh" in settings.fields:
-        bands = searcher.query_tokens(query, "lsh")
-        matches = _lsh_matches(searcher, query, bands, threshold, exclude_id, dataset)
-        pending = recent.candidates(band_tokens=bands)
+        # Every band candidate (no first-word filter, no edit-distance cap, no row cap), verified exactly.
+        near = searcher.search(query, mode="lsh", max_distance=None, rows=None, first_word_filter=False,
+                               min_jaccard=threshold)
+        matches = [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
+                   if m.id != exclude_id and (dataset is None or m.dataset == dataset)]
+        pending = recent.candidates(band_tokens=searcher.query_tokens(query, "lsh"))
     else:
         raise InvalidParameterError(
             "threshold", "used on a collection indexed with shingle or LSH tokens", threshold,
@@ -233,20 +236,6 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
         skip.add(exclude_id)
         matches += _recent_matches(searcher, query, threshold, pending, skip, dataset)
     return sort_matches(matches)
-
-
-def _lsh_matches(searcher: Searcher, query: Query, bands: list[str], threshold: float, exclude_id: str | None,
-                 dataset: str | None) -> list[Match]:
-    """Documents sharing a band with ``query`` whose exact Jaccard reaches ``threshold``. A constant-score terms
-    query paged by id: no scores to compute and no 500-entry score queue, as the OR-query of a lookup needs."""
-    params: list[tuple[str, object]] = [
-        ("q", "{!terms f=content_lsh v=$nd.bands}"), ("nd.bands", ",".join(bands)),
-        ("sort", "id asc"), ("fl", "id,content,md5_hash,dataset")]
-    if dataset is not None:
-        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
-    near = searcher.rerank(query, cursor_docs(searcher.client, params), max_distance=None, min_jaccard=threshold)
-    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
-            if m.id != exclude_id]
 
 
 def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending: list[RecentAdd],

@@ -29,13 +29,13 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, ParameterTypeError
 from .outputs import ResumableOutput, digest_of, write_atomically
 from .prefix_filter import count_prefix, weighted_prefix
 from .readers import Record
 from .report import iter_documents, ordered_map
 from .searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs, id_sort_key
-from .validation import check_choice, tsv_id
+from .validation import check_bool, check_choice, check_float, check_int, tsv_id
 from .weights import IdfWeights, weighted_jaccard
 
 log = logging.getLogger(__name__)
@@ -67,10 +67,12 @@ class ThresholdFinder:
 
     def __init__(self, searcher: Searcher, threshold: float = 0.8, similarity: str = "jaccard", page_size: int = 500,
                  field_weights: dict[str, float] | None = None, prefix_filter: bool = True):
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError("threshold must be in (0, 1]")
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}")
+        if not isinstance(searcher, Searcher):
+            raise ParameterTypeError("searcher", "a Searcher", searcher)
+        threshold = check_float("threshold", threshold, "threshold")
+        similarity = check_choice("similarity", similarity, SIMILARITIES)
+        page_size = check_int("page_size", page_size, minimum=1, maximum=10_000)
+        prefix_filter = check_bool("prefix_filter", prefix_filter)
         self.searcher = searcher
         self.client = searcher.client
         self.threshold = threshold
@@ -78,14 +80,20 @@ class ThresholdFinder:
         self.page_size = page_size
         if field_weights is not None:
             if similarity != "idf":
-                raise ValueError("field weights scale IDF weights: use similarity='idf' with field_weights")
-            if any(w < 0 for w in field_weights.values()):
-                raise ValueError("field weights must be >= 0")
+                raise InvalidParameterError("field_weights", "left out (None) unless similarity='idf'", field_weights,
+                                            "field weights scale IDF weights")
+            if not isinstance(field_weights, dict) or not all(
+                    isinstance(k, str) and isinstance(w, (int, float)) and not isinstance(w, bool)
+                    and math.isfinite(w) and w >= 0 for k, w in field_weights.items()):
+                raise InvalidParameterError("field_weights", "a dict of column name -> finite weight >= 0",
+                                            field_weights)
         else:
             searcher.settings.require("shingles" if similarity == "jaccard" else "words")
             if similarity == "jaccard" and searcher.settings.sample_mod != 1:
-                raise ValueError("exact Jaccard needs every shingle indexed; this collection samples 1 in "
-                                 f"{searcher.settings.sample_mod} (use --method lsh, or re-index without sampling)")
+                raise InvalidParameterError(
+                    "similarity", "used on a collection that indexes every shingle", similarity,
+                    f"exact Jaccard needs every shingle; this collection samples 1 in {searcher.settings.sample_mod} "
+                    "(use --method lsh, or re-index without sampling)")
         # Per-field weighting reads document frequencies of "column:word" tokens (records indexed from
         # several text columns); a column missing from field_weights weighs 1.
         self.field_weights = field_weights

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_solr.errors import InvalidRecordError
+from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.groups import (DisjointSet, Group, group_pairs, id_key, keep_list, read_distance_pairs,
                                  read_groups_jsonl, write_groups_jsonl, write_keep_list)
 
@@ -147,13 +147,13 @@ def test_pairs_without_distance_and_self_pairs():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="representative"):
+    with pytest.raises(InvalidParameterError, match="representative"):
         group_pairs([("1", "2", 0)], representative="first")
-    with pytest.raises(ValueError, match="texts"):
+    with pytest.raises(InvalidParameterError, match="texts"):
         group_pairs([("1", "2", 0)], representative="longest")
     with pytest.raises(InvalidRecordError, match="no text"):
         group_pairs([("1", "2", 0)], representative="longest", texts={"1": "x"})
-    with pytest.raises(ValueError, match="expected"):
+    with pytest.raises(InvalidParameterError, match=r"pairs must be \(id_a, id_b\) or"):
         group_pairs([("1",)])
 
 

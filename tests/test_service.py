@@ -275,6 +275,7 @@ def test_concurrent_identical_checks_add_once(live_server, solr):
     added = [a["id"] for a in answers if a["added"]]
     assert len(added) == 1, answers
     assert all(a["results"][0]["id"] == added[0] for a in answers if not a["added"])
+    solr.commit()  # the service's adds carry commitWithin: this test process sees them once they are committed
     found = solr.select([("q", "{!term f=md5_hash v=$h}"), ("h", Searcher(solr).get_by_id(added[0]).md5_hash),
                          ("fl", "id")])["response"]["docs"]
     assert [d["id"] for d in found] == added

@@ -251,9 +251,10 @@ def test_cli_idf_lsh_report_and_join(solr, solr_url, tmp_path, capsys):
      "--idf-snapshot signs weighted signatures"),
     (["report", "--threshold", "0.4", "--similarity", "idf", "--method", "lsh", "--idf-snapshot", "missing.json"],
      "--idf-snapshot must be an IDF snapshot"),
-    (["join", "FILE", "--threshold", "0.4", "--method", "lsh"], "join --method lsh signs IDF weights"),
+    (["join", "FILE", "--threshold", "0.4", "--similarity", "idf", "--method", "lsh", "--bloom-fp-rate", "0.1"],
+     "--bloom-fp-rate and --no-bloom apply to join --method lsh with plain Jaccard only"),
     (["join", "FILE", "--threshold", "0.4", "--similarity", "idf", "--method", "lsh", "--workers", "3"],
-     "--workers does not apply to --method lsh"),
+     "--workers does not apply to --similarity idf --method lsh"),
 ])
 def test_cli_refusals_are_one_line(solr_url, tmp_path, capsys, monkeypatch, argv, message):
     from neardup_solr.cli import main
