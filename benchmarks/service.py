@@ -233,7 +233,11 @@ def profile_lookup(solr_url: str, texts: list[str], kw: dict[str, Any]) -> dict[
     qtimes = []
     for text in texts:
         query = searcher.prepare(text)
-        params = searcher.candidate_params(query, kw["mode"], kw["rows"], kw["first_word_filter"])
+        if kw["mode"] == "lsh" and kw["rows"] is None:  # what the lookup sends: every band candidate, unscored
+            params = searcher.band_candidate_params(query, kw["first_word_filter"]) + [("rows", 500),
+                                                                                      ("cursorMark", "*")]
+        else:
+            params = searcher.candidate_params(query, kw["mode"], kw["rows"], kw["first_word_filter"])
         qtimes.append(client.select(params)["responseHeader"]["QTime"] / 1000)
     profiler = cProfile.Profile()
     profiler.enable()
