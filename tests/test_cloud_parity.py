@@ -386,3 +386,36 @@ def test_reloading_one_data_set_clears_it_on_every_shard(corpus, tmp_path):
     ids = [[d["id"] for d in _stored(side.url, "id,dataset") if d.get("dataset") == "reload"] for side in corpus]
     assert ids[0] == ["r100"]
     assert ids[1] == ids[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# check_and_add: one update request on the core, claim then document on the cloud; the same decisions
+# ---------------------------------------------------------------------------------------------------------------
+
+CHECK_BASE = ("zebra quartz violin harbour lantern meadow copper falcon orchard riddle velvet canyon thistle "
+              "beacon marble willow ember tundra saffron glacier")
+
+
+def test_check_and_add_decides_the_same_on_a_core_and_a_cloud(sides):
+    """Adds not yet committed (commitWithin far away) are seen by the next check on both layouts; on the cloud the
+    claim and the document go to their own shard leaders, one request each. Identical texts sent by eight threads
+    at once are added once."""
+    from neardup_solr.online import check_and_add
+
+    texts = [("k1", CHECK_BASE), ("k2", CHECK_BASE.replace("glacier", "glaciers")), ("k3", CHECK_BASE),
+             ("k4", "an unrelated sentence about tide tables and the ferry timetable for the islands in winter")]
+    decisions = {}
+    for side in sides:
+        client = SolrClient(side.url)
+        assert client.is_single_core() == (side.name == "core")
+        decisions[side.name] = [(r.status, [m.id for m in r.matches]) for r in
+                                (check_and_add(client, key, text, 0.8, commit_within_ms=600_000)
+                                 for key, text in texts)]
+        twin = "the same words sent by eight threads at the same moment to one collection " + side.name
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda n: check_and_add(SolrClient(side.url), f"t{n}", twin, 0.8,
+                                                            commit_within_ms=600_000), range(8)))
+        assert sum(r.added for r in results) == 1, side.name
+        client.commit()
+    assert decisions["core"] == decisions["cloud"] == [
+        ("added", []), ("duplicate", ["k1"]), ("duplicate", ["k1"]), ("added", [])]
