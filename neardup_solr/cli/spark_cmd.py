@@ -68,6 +68,17 @@ def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
             check_output_path(path, name="groups" if path == getattr(args, "groups", None) else "keep")
 
 
+def _snapshot(args: argparse.Namespace):
+    """The ``--idf-snapshot`` to sign with, read before Spark starts (a bad file is a one-line error)."""
+    if args.idf_snapshot is None:
+        return None
+    if args.similarity != "idf":
+        raise UsageError("--idf-snapshot needs --similarity idf")
+    from ..weighted_lsh import IdfSnapshot
+
+    return IdfSnapshot.load(args.idf_snapshot)
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
     from ..groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
@@ -78,6 +89,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise UsageError("--keep needs --groups (the keep list comes from the groups)")
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
+    snapshot = _snapshot(args)
     _check_outputs(args, args.groups, args.keep)
     settings = _settings(args)
     client = open_client(args) if args.to_solr else None
@@ -86,13 +98,18 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
         source = _read(spark, args, args.file, staging)
         result = dedup(source.records, args.threshold, settings=settings, lsh_params=_lsh(args),
-                       max_bucket=args.max_bucket)
+                       max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot)
         pairs = result.collect()
         write_pairs_tsv(pairs, args.out)
+        if result.snapshot is not None and args.out != "-":
+            from ..weighted_lsh import snapshot_path
+
+            result.snapshot.save(snapshot_path(args.out))
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
         s = result.stats
-        print(f"{len(pairs)} pairs with jaccard >= {args.threshold} among {s.documents} records "
+        measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
+        print(f"{len(pairs)} pairs with {measure} >= {args.threshold} among {s.documents} records "
               f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {time.monotonic() - started:.1f} s "
               f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
         if s.oversized_buckets:
@@ -181,6 +198,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "indexed. Exit 1 when records were rejected (the others are used).")
     p.add_argument("file", help="input (lines, tsv, jsonl, csv, or Parquet)")
     _add_common(p)
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+                   help="jaccard of shingle sets (default), or idf: IDF-weighted jaccard of the words, as report "
+                        "--similarity idf --method lsh; the IDF snapshot used is written to OUT.idf.json")
+    p.add_argument("--idf-snapshot", default=None,
+                   help="with --similarity idf: sign and verify with this snapshot (OUT.idf.json of an earlier "
+                        "run, Solr-side or Spark) instead of the frequencies of FILE itself")
     p.add_argument("--groups", default=None, help="also write the groups (connected components) as JSONL here")
     p.add_argument("--keep", default=None, help="also write the keep list (every id except the non-representative "
                                                 "members of a group) here; needs --groups")
