@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
+import pandas as pd  # at module level: pandas_udf resolves the UDF's type hints against this module
 
 from ..documents import IndexSettings, record_problem
 from ..lsh import LSHParams, band_keys
@@ -112,12 +113,11 @@ def _lists(rows: np.ndarray, value_type: "pa.DataType") -> "pa.Array":
 
 def weighted_similarity(set_a: "Column", set_b: "Column", snapshot: IdfSnapshot, spark) -> "Column":
     """The exact weighted Jaccard of two token-array columns with the snapshot's weights, as a pandas UDF."""
-    import pandas as pd
     from pyspark.sql.functions import pandas_udf
 
     shared = spark.sparkContext.broadcast(snapshot)
 
-    @pandas_udf("double")  # type: ignore[call-overload]
+    @pandas_udf("double")  # type: ignore[call-overload,untyped-decorator,misc]
     def similarity(a: pd.Series, b: pd.Series) -> pd.Series:
         snap: IdfSnapshot = shared.value
         out = []
