@@ -733,11 +733,12 @@ def dedupe_collection(
         del codes
         matches = store_matching_positions(store, a, b)
         stats.margin = estimate_margin(threshold, k) if exact else 0.0
-        keep = matches >= min_matches(threshold, k, stats.margin)
+        agreeing = min_matches(threshold, k, stats.margin)
+        keep = matches >= agreeing
         a, b, matches = a[keep], b[keep], matches[keep]
         stats.estimated_pairs = int(a.size)
         stats.seconds["estimate"] = round(time.perf_counter() - t0, 3)
-        log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, min_matches / k, min_matches, k)
+        log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, agreeing / k, agreeing, k)
 
         # 4. exact verification, a slice of pairs at a time so that at most verify_documents texts are held
         t0 = time.perf_counter()

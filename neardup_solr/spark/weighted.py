@@ -117,7 +117,7 @@ def weighted_similarity(set_a: "Column", set_b: "Column", snapshot: IdfSnapshot,
 
     shared = spark.sparkContext.broadcast(snapshot)
 
-    @pandas_udf("double")  # type: ignore[call-overload,untyped-decorator,misc]
+    @pandas_udf("double")  # type: ignore[call-overload]
     def similarity(a: pd.Series, b: pd.Series) -> pd.Series:
         snap: IdfSnapshot = shared.value
         out = []
