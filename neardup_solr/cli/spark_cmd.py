@@ -79,6 +79,15 @@ def _snapshot(args: argparse.Namespace):
     return IdfSnapshot.load(args.idf_snapshot)
 
 
+def _save_snapshot(result, out: str) -> None:
+    """Write the IDF snapshot a run used beside its pairs (OUT.idf.json), as the Solr-side runs do."""
+    from ..outputs import is_stdout
+    from ..weighted_lsh import snapshot_path
+
+    if result.snapshot is not None and not is_stdout(out):
+        result.snapshot.save(snapshot_path(out))
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
     from ..groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
@@ -101,10 +110,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                        max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot)
         pairs = result.collect()
         write_pairs_tsv(pairs, args.out)
-        if result.snapshot is not None and args.out != "-":
-            from ..weighted_lsh import snapshot_path
-
-            result.snapshot.save(snapshot_path(args.out))
+        _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
         s = result.stats
@@ -140,6 +146,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     from ..spark import join
     from ..spark.io import write_pairs_parquet, write_pairs_tsv
 
+    snapshot = _snapshot(args)
     _check_outputs(args)
     started = time.monotonic()
     spark = _session(args)
@@ -147,12 +154,15 @@ def cmd_join(args: argparse.Namespace) -> int:
         left = _read(spark, args, args.left, str(Path(staging) / "left"))
         right = _read(spark, args, args.right, str(Path(staging) / "right"))
         result = join(left.records, right.records, args.threshold, settings=_settings(args), lsh_params=_lsh(args),
-                      max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one)
+                      max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one,
+                      similarity=args.similarity, snapshot=snapshot)
         pairs = result.collect()
         write_pairs_tsv(pairs, args.out)
+        _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
-        print(f"{len(pairs)} cross pairs with jaccard >= {args.threshold} ({result.stats.documents} records, "
+        measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
+        print(f"{len(pairs)} cross pairs with {measure} >= {args.threshold} ({result.stats.documents} records, "
               f"{result.stats.candidate_pairs} candidates) in {time.monotonic() - started:.1f} s -> {args.out}")
         rejected = _report_rejected([left, right], result)
     return EXIT_REJECTED if rejected else 0
@@ -160,9 +170,16 @@ def cmd_join(args: argparse.Namespace) -> int:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=number("--threshold", "threshold"), required=True,
-                   help="keep pairs whose exact Jaccard of shingle sets is >= this")
+                   help="keep pairs whose exact similarity (see --similarity) is >= this")
     p.add_argument("--out", required=True, help="pairs file (TSV, as report --threshold writes)")
     p.add_argument("--parquet", default=None, help="also write the pairs as a Parquet directory here")
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+                   help="jaccard of shingle sets (default), or idf: IDF-weighted jaccard of the words, as "
+                        "--similarity idf --method lsh does on the Solr side; the IDF snapshot used is written to "
+                        "OUT.idf.json")
+    p.add_argument("--idf-snapshot", default=None,
+                   help="with --similarity idf: sign and verify with this snapshot (OUT.idf.json of an earlier "
+                        "run, Solr-side or Spark) instead of the frequencies of the input (join: of RIGHT)")
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None,
                    help="input format (default: from the file name; a directory or *.parquet is Parquet)")
     p.add_argument("--id-column", default="id", help="id key/column for jsonl, csv and parquet (default id)")
@@ -198,12 +215,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "indexed. Exit 1 when records were rejected (the others are used).")
     p.add_argument("file", help="input (lines, tsv, jsonl, csv, or Parquet)")
     _add_common(p)
-    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
-                   help="jaccard of shingle sets (default), or idf: IDF-weighted jaccard of the words, as report "
-                        "--similarity idf --method lsh; the IDF snapshot used is written to OUT.idf.json")
-    p.add_argument("--idf-snapshot", default=None,
-                   help="with --similarity idf: sign and verify with this snapshot (OUT.idf.json of an earlier "
-                        "run, Solr-side or Spark) instead of the frequencies of FILE itself")
     p.add_argument("--groups", default=None, help="also write the groups (connected components) as JSONL here")
     p.add_argument("--keep", default=None, help="also write the keep list (every id except the non-representative "
                                                 "members of a group) here; needs --groups")

@@ -136,36 +136,20 @@ def dedup(
     """
     from pyspark.sql import functions as F
 
-    check_choice("similarity", similarity, ("jaccard", "idf"))
-    if snapshot is not None and similarity != "idf":
-        raise InvalidParameterError("snapshot", "None unless similarity='idf'", "an IdfSnapshot",
-                                    "an IDF snapshot only weighs words for similarity='idf'", show_value=False)
-    if snapshot is not None:
-        _check_snapshot(snapshot)
+    _check_similarity(similarity, snapshot)
     settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket,
                                    num_hashes=snapshot.num_hashes if snapshot is not None else None)
     stats = SparkJobStats(bands=params.bands, rows=params.rows)
     started = time.perf_counter()
     if similarity == "idf":
-        signed, rejected, snapshot = _signed_weighted(records, settings, params, snapshot, stats)
-        k, set_column = snapshot.num_hashes, "tokens"
+        valid, rejected = _tokens(records, settings, stats)
+        snapshot = snapshot or _frequencies(valid, settings, stats)
+        signed = _signed_weighted(valid, snapshot, params, stats)
     else:
         signed, rejected = _signed(records, settings, params, stats)
-        k, set_column = settings.num_hashes, "shingles"
     bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
     candidates = _band_join(bands, max_bucket, cross=False, stats=stats)
-    estimated = _estimated(candidates, signed, signed, t, k, set_column, stats)
-    if snapshot is not None:
-        from .weighted import weighted_similarity
-
-        measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, records.sparkSession)
-        # The Solr side's acceptance test for weighted similarities (sums of logarithms).
-        floor = t - 1e-12
-    else:
-        measure = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
-        floor = t
-    pairs = (estimated.select("a", "b", measure.cast("double").alias("similarity"))
-             .filter(F.col("similarity") >= F.lit(floor)))
+    pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats)
     first = _id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
                          F.when(first, F.col("b")).otherwise(F.col("a")).alias("neighbor_id"),
@@ -187,29 +171,41 @@ def join(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     max_bucket: int = DEFAULT_MAX_BUCKET,
     one_to_one_matching: bool = False,
+    similarity: str = "jaccard",
+    snapshot: IdfSnapshot | None = None,
 ) -> SparkPairs:
     """Every pair (left record, right record) with exact Jaccard >= ``threshold``; records of one side are never
     paired with each other. ``one_to_one_matching`` keeps each id in at most one pair, best first (the greedy
     matching of ``join --one-to-one``, :func:`neardup_solr.threshold.one_to_one`, run on the driver).
     A bucket with more than ``max_bucket`` members (both sides together) is split as in :func:`dedup`, and only
     the left-right pairs inside each block are generated (counted in ``stats``). Other parameters as
-    :func:`dedup`; ``stats.documents`` counts both sides."""
+    :func:`dedup`; ``stats.documents`` counts both sides.
+
+    ``similarity="idf"`` is ``join --similarity idf --method lsh`` with ``right`` in the role of the indexed
+    collection: without a ``snapshot``, the document frequencies are counted over the valid ``right`` records
+    (a word only ``left`` holds counts as seen once, as a word the collection lacks does on the Solr side)."""
     from pyspark.sql import functions as F
 
-    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
+    _check_similarity(similarity, snapshot)
+    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket,
+                                   num_hashes=snapshot.num_hashes if snapshot is not None else None)
     stats = SparkJobStats(bands=params.bands, rows=params.rows)
     started = time.perf_counter()
-    left_signed, left_rejected = _signed(left, settings, params, stats)
-    right_signed, right_rejected = _signed(right, settings, params, stats)
+    if similarity == "idf":
+        left_valid, left_rejected = _tokens(left, settings, stats)
+        right_valid, right_rejected = _tokens(right, settings, stats)
+        snapshot = snapshot or _frequencies(right_valid, settings, stats)
+        left_signed = _signed_weighted(left_valid, snapshot, params, stats)
+        right_signed = _signed_weighted(right_valid, snapshot, params, stats)
+    else:
+        left_signed, left_rejected = _signed(left, settings, params, stats)
+        right_signed, right_rejected = _signed(right, settings, params, stats)
     bands = (left_signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
              .unionByName(right_signed.select("id", F.lit(1).alias("side"),
                                               F.posexplode("band_keys").alias("band", "key"))))
     candidates = _band_join(bands, max_bucket, cross=True, stats=stats)
-    estimated = _estimated(candidates, left_signed, right_signed, t, settings.num_hashes, "shingles", stats)
-    jaccard = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
-    pairs = (estimated.select(F.col("a").alias("id"), F.col("b").alias("neighbor_id"),
-                              jaccard.cast("double").alias("similarity"))
-             .filter(F.col("similarity") >= F.lit(t)))
+    pairs = _verified(candidates, left_signed, right_signed, t, settings, snapshot, stats)
+    pairs = pairs.select(F.col("a").alias("id"), F.col("b").alias("neighbor_id"), "similarity")
     if one_to_one_matching:
         spark = pairs.sparkSession
         kept = one_to_one(SimilarPair(r["id"], r["neighbor_id"], float(r["similarity"]))
@@ -221,10 +217,10 @@ def join(
     stats.seconds["total"] = round(time.perf_counter() - started, 3)
     rejected = left_rejected.withColumn("side", F.lit("left")).unionByName(
         right_rejected.withColumn("side", F.lit("right")))
-    log.info("spark join: %d pairs >= %g across %d records in %.1f s", stats.verified_pairs, t, stats.documents,
-             stats.seconds["total"])
+    log.info("spark join (%s): %d pairs >= %g across %d records in %.1f s", similarity, stats.verified_pairs, t,
+             stats.documents, stats.seconds["total"])
     signed = left_signed.unionByName(right_signed)
-    return SparkPairs(pairs, signed, rejected, stats, settings, params, t)
+    return SparkPairs(pairs, signed, rejected, stats, settings, params, t, snapshot)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -280,30 +276,54 @@ def _check_snapshot(snapshot: IdfSnapshot) -> None:
                                     "the Spark jobs weigh the words of one text column")
 
 
-def _signed_weighted(records: "DataFrame", settings: IndexSettings, params: LSHParams,
-                     snapshot: IdfSnapshot | None,
-                     stats: SparkJobStats) -> tuple["DataFrame", "DataFrame", IdfSnapshot]:
-    """The weighted-signed valid records (cached), the rejected ones, and the snapshot they were signed with
-    (``snapshot``, or the frequencies of the valid records themselves)."""
+def _check_similarity(similarity: str, snapshot: IdfSnapshot | None) -> None:
+    check_choice("similarity", similarity, ("jaccard", "idf"))
+    if snapshot is not None and similarity != "idf":
+        raise InvalidParameterError("snapshot", "None unless similarity='idf'", "an IdfSnapshot",
+                                    "an IDF snapshot only weighs words for similarity='idf'", show_value=False)
+    if snapshot is not None:
+        _check_snapshot(snapshot)
+
+
+def _tokens(records: "DataFrame", settings: IndexSettings,
+            stats: SparkJobStats) -> tuple["DataFrame", "DataFrame"]:
+    """The valid records' ``id, tokens`` (cached) and the rejected ones (``id, problem``), counted."""
     from pyspark.sql import functions as F
 
-    from .weighted import frequencies, sign_weighted, tokenize
+    from .weighted import tokenize
 
     t0 = time.perf_counter()
     all_tokens = tokenize(records, settings).cache()
     valid = all_tokens.filter(F.col("problem").isNull()).drop("problem")
     rejected = all_tokens.filter(F.col("problem").isNotNull()).select("id", "problem")
     stats.rejected += rejected.count()
-    if snapshot is None:
-        snapshot = frequencies(valid, scheme="icws", num_hashes=settings.num_hashes, seed=settings.seed)
+    stats.seconds["tokens"] = round(stats.seconds.get("tokens", 0.0) + time.perf_counter() - t0, 3)
+    return valid, rejected
+
+
+def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobStats) -> IdfSnapshot:
+    """The snapshot of ``valid``'s own frequencies, signed as the Solr side signs by default (ICWS, the
+    settings' length and seed)."""
+    from .weighted import frequencies
+
+    t0 = time.perf_counter()
+    snapshot = frequencies(valid, scheme="icws", num_hashes=settings.num_hashes, seed=settings.seed)
     stats.seconds["weights"] = round(time.perf_counter() - t0, 3)
+    log.info("document frequencies of %d words over %d records (snapshot %s)", len(snapshot.df),
+             snapshot.num_docs, snapshot.digest())
+    return snapshot
+
+
+def _signed_weighted(valid: "DataFrame", snapshot: IdfSnapshot, params: LSHParams,
+                     stats: SparkJobStats) -> "DataFrame":
+    """The valid records signed with the snapshot's weights and signer (cached), counted."""
+    from .weighted import sign_weighted
+
     t0 = time.perf_counter()
     signed = sign_weighted(valid, snapshot, params).cache()
     stats.documents += signed.count()
-    stats.seconds["sign"] = round(time.perf_counter() - t0, 3)
-    log.info("signed %d records with IDF weights of %d words (N = %d, snapshot %s)", stats.documents,
-             len(snapshot.df), snapshot.num_docs, snapshot.digest())
-    return signed, rejected, snapshot
+    stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
+    return signed
 
 
 def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: SparkJobStats) -> "DataFrame":
@@ -376,6 +396,27 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
     candidates.unpersist()
     stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
     return estimated
+
+
+def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float,
+              settings: IndexSettings, snapshot: IdfSnapshot | None, stats: SparkJobStats) -> "DataFrame":
+    """``a, b, similarity`` of the candidates that pass the estimate and, verified exactly, the threshold:
+    Jaccard of the shingle sets, or with a ``snapshot`` the IDF-weighted Jaccard of the words."""
+    from pyspark.sql import functions as F
+
+    if snapshot is None:
+        estimated = _estimated(candidates, left, right, threshold, settings.num_hashes, "shingles", stats)
+        measure = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
+        floor = threshold
+    else:
+        from .weighted import weighted_similarity
+
+        estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats)
+        measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)
+        # The Solr side's acceptance test for weighted similarities (sums of logarithms).
+        floor = threshold - 1e-12
+    return (estimated.select("a", "b", measure.cast("double").alias("similarity"))
+            .filter(F.col("similarity") >= F.lit(floor)))
 
 
 def _id_before(a: "Column", b: "Column") -> "Column":
