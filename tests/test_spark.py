@@ -342,3 +342,30 @@ def test_idf_dedup_zero_weight_words_and_bad_parameters(spark, tmp_path):
         proc = _cli(*base, *extra)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().count("\n") == 0 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.solr
+def test_idf_join_equals_join_similarity_idf_lsh(spark, addresses, solr, tmp_path):
+    """Fodor's x Zagat's at IDF-weighted Jaccard >= 0.4: Spark's join = join --similarity idf --method lsh with
+    Zagat's indexed (the collection holds exactly the right side, so its df are Spark's), with and without the
+    Solr run's snapshot, and one-to-one as join --one-to-one."""
+    from neardup_solr.weighted_lsh import IdfSnapshot, idf_lsh_join, snapshot_path
+
+    Indexer(solr, dataset="zagats").index_records(addresses["zagats"])
+    solr.commit()
+    out = tmp_path / "join.tsv"
+
+    def solr_join(one: bool):
+        finder = ThresholdFinder(Searcher(solr), threshold=0.4, similarity="idf")
+        return idf_lsh_join(finder, addresses["fodors"], indexed_dataset="zagats", one_to_one=one, out=out)
+
+    expected = solr_join(False)
+    assert len(expected.pairs) > 30
+    snap = IdfSnapshot.load(snapshot_path(out))
+    left, right = _frame(spark, addresses["fodors"]), _frame(spark, addresses["zagats"])
+    own = join(left, right, 0.4, similarity="idf")
+    assert own.snapshot is not None and own.snapshot.num_docs == snap.num_docs == len(addresses["zagats"])
+    assert _triples(own.collect()) == _triples(expected.pairs)
+    assert _triples(join(left, right, 0.4, similarity="idf", snapshot=snap).collect()) == _triples(expected.pairs)
+    matched = join(left, right, 0.4, similarity="idf", one_to_one_matching=True).collect()
+    assert _triples(matched) == _triples(solr_join(True).pairs) and len(matched) < len(expected.pairs)
