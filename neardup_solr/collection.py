@@ -508,6 +508,13 @@ def estimate_margin(threshold: float, num_hashes: int, z: float = MARGIN_Z) -> f
     return max(z * math.sqrt(threshold * (1.0 - threshold) / num_hashes), 1.0 / num_hashes)
 
 
+def min_matches(threshold: float, num_hashes: int, margin: float) -> int:
+    """Agreeing signature positions a candidate needs to be verified: ``ceil((threshold - margin) * k)``. The
+    one rule every LSH path (collection, weighted, Spark) applies, so they keep the same candidates."""
+    # The epsilon keeps a product that lands a hair above an integer (0.8 * 128) from asking one more position.
+    return math.ceil((threshold - margin) * num_hashes - 1e-9)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 4. Exact verification
 # ---------------------------------------------------------------------------------------------------------------
@@ -726,12 +733,12 @@ def dedupe_collection(
         del codes
         matches = store_matching_positions(store, a, b)
         stats.margin = estimate_margin(threshold, k) if exact else 0.0
-        min_matches = math.ceil((threshold - stats.margin) * k - 1e-9)
-        keep = matches >= min_matches
+        agreeing = min_matches(threshold, k, stats.margin)
+        keep = matches >= agreeing
         a, b, matches = a[keep], b[keep], matches[keep]
         stats.estimated_pairs = int(a.size)
         stats.seconds["estimate"] = round(time.perf_counter() - t0, 3)
-        log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, min_matches / k, min_matches, k)
+        log.info("%d pairs with estimate >= %.3f (%d of %d values)", a.size, agreeing / k, agreeing, k)
 
         # 4. exact verification, a slice of pairs at a time so that at most verify_documents texts are held
         t0 = time.perf_counter()

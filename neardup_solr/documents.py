@@ -235,6 +235,11 @@ class DocumentBuilder:
             hashes = [self.shingler.hash_shingle(s) for s in p.shingles]
         return [t for t, h in zip(tokens, hashes) if h % m == 0]
 
+    def word_tokens(self, text: str) -> list[str]:
+        """The distinct words of a text, as stored in ``content_words``: the tokens IDF weighting counts (the
+        same list as ``process(text).words`` de-duplicated, without building the shingles)."""
+        return text_tokens(dict.fromkeys(self.shingler.normalizer.words(text)))
+
     def field_tokens(self, fields: dict) -> list[str]:
         """Distinct ``column:word`` tokens of a multi-column record."""
         tokens: dict[str, None] = {}

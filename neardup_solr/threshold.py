@@ -150,9 +150,8 @@ class ThresholdFinder:
 
     def _word_tokens(self, text: str, fields: dict | None) -> list[str]:
         if self.field_weights is None:
-            # The words alone (process() would also build and hash every shingle, unused here); the same list
-            # as process(text).words, which the indexer stores in content_words.
-            return text_tokens(dict.fromkeys(self.searcher.builder.shingler.normalizer.words(text)))
+            # The words alone, as the indexer stores them in content_words (and the Spark jobs count them).
+            return self.searcher.builder.word_tokens(text)
         if not fields:
             raise ValueError("per-field weights need the record's columns (read it with several text columns)")
         return self.searcher.builder.field_tokens(fields)

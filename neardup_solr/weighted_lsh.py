@@ -46,7 +46,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,6 +56,7 @@ from .collection import (
     CollectionStats,
     candidate_pairs,
     estimate_margin,
+    min_matches,
 )
 from .errors import InvalidParameterError
 from .lsh import LSHParams, optimal_params
@@ -72,7 +73,7 @@ from .weights import weighted_jaccard
 log = logging.getLogger(__name__)
 
 __all__ = ["IdfSnapshot", "WeightedLshStats", "WeightedLshResult", "idf_lsh_pairs", "idf_lsh_join",
-           "snapshot_path"]
+           "signing_weights", "snapshot_path", "weighted_band_params", "weighted_signer"]
 
 SNAPSHOT_SUFFIX = ".idf.json"
 
@@ -160,7 +161,9 @@ class WeightedLshResult:
     snapshot: IdfSnapshot
 
 
-def _signer(scheme: str, num_hashes: int, seed: int):
+def weighted_signer(scheme: str, num_hashes: int, seed: int) -> WeightedMinHash | BoostedMinHash:
+    """The weighted signer of ``scheme`` (``"icws"`` or ``"boost"``): every path that must produce comparable
+    signatures (Solr-side runs, the Spark jobs) builds it here."""
     if scheme == "icws":
         return WeightedMinHash(num_hashes=num_hashes, seed=seed)
     return BoostedMinHash(num_hashes=num_hashes, seed=seed)
@@ -192,20 +195,31 @@ def _read_snapshot(finder: ThresholdFinder, tokens: Sequence[str], scheme: str, 
                        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
+def signing_weights(tokens: Iterable[str], weights: Mapping[str, float]) -> dict[str, float]:
+    """The token -> weight map a record is signed with: its tokens of positive weight, or unit weights when all
+    of them weigh 0."""
+    tokens = list(tokens)
+    m = {t: weights[t] for t in tokens if weights[t] > 0}
+    # Only zero-weight tokens: unit weights, so equal such records (weighted Jaccard 1.0) share buckets.
+    return m if m else dict.fromkeys(tokens, 1.0)
+
+
+def weighted_band_params(threshold: float, num_hashes: int,
+                         false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT) -> LSHParams:
+    """The bands a weighted LSH run uses for ``threshold`` and ``num_hashes``-value signatures: the plain
+    ``--method lsh`` choice."""
+    return optimal_params(threshold, num_hashes, 1.0 - false_negative_weight, false_negative_weight)
+
+
 def _sign_sets(token_sets: list[list[str]], weights: dict[str, float], signer) -> np.ndarray:
-    maps = []
-    for tokens in token_sets:
-        m = {t: weights[t] for t in tokens if weights[t] > 0}
-        # Only zero-weight tokens: unit weights, so equal such records (weighted Jaccard 1.0) share buckets.
-        maps.append(m if m else dict.fromkeys(tokens, 1.0))
-    return np.asarray(signer.signatures(maps))
+    return np.asarray(signer.signatures([signing_weights(tokens, weights) for tokens in token_sets]))
 
 
 def _estimate_filter(sigs: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: float,
                      stats: WeightedLshStats) -> tuple[np.ndarray, np.ndarray]:
     k = sigs.shape[1]
     stats.margin = estimate_margin(threshold, k)
-    need = math.ceil((threshold - stats.margin) * k - 1e-9)
+    need = min_matches(threshold, k, stats.margin)
     matches = np.zeros(a.size, dtype=np.int64)
     for lo in range(0, a.size, 65_536):
         hi = min(lo + 65_536, a.size)
@@ -240,11 +254,11 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     stats.seconds["weights"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    sigs = _sign_sets([tokens for _, tokens in docs], sign_weights, _signer(scheme, num_hashes, seed))
+    sigs = _sign_sets([tokens for _, tokens in docs], sign_weights, weighted_signer(scheme, num_hashes, seed))
     stats.seconds["sign"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    params = lsh_params or optimal_params(threshold, num_hashes, 1.0 - false_negative_weight, false_negative_weight)
+    params = lsh_params or weighted_band_params(threshold, num_hashes, false_negative_weight)
     stats.bands, stats.rows = params.bands, params.rows
     codes = candidate_pairs(sigs, params, max_bucket=max_bucket, stats=CollectionStats())
     a, b = np.divmod(codes, np.int64(max(len(docs), 1)))

@@ -250,3 +250,122 @@ def test_cli_run_prints_no_spark_start_up_log(tmp_path):
     assert (tmp_path / "p.tsv").read_text(encoding="utf-8").splitlines()[1:] == ["1\t2\t1.000000"]
     for noise in ("log4j", "NativeCodeLoader", "Setting default log level", "setLogLevel"):
         assert noise not in proc.stderr, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def persons() -> list[tuple[str, str]]:
+    from benchmarks.persons import generate
+
+    rows, _ = generate(2000, seed=4)
+    return [(r["id"], r["text"]) for r in rows]
+
+
+def _triples(pairs) -> list[tuple[str, str, float]]:
+    return sorted((p.id, p.neighbor_id, p.similarity) for p in pairs)
+
+
+@pytest.mark.solr
+def test_idf_dedup_equals_report_similarity_idf_lsh(spark, persons, solr, tmp_path, capsys):
+    """Spark's IDF dedup = report --similarity idf --method lsh on the same 2,000 person records: with the
+    snapshot the Solr run wrote, and with frequencies counted over the DataFrame (the collection holds exactly
+    these records, so N and every df agree): the same pairs with the same similarities, to the last bit."""
+    from neardup_solr.cli import main
+    from neardup_solr.weighted_lsh import IdfSnapshot, idf_lsh_pairs, snapshot_path
+
+    Indexer(solr).index_records(persons)
+    solr.commit()
+    out = tmp_path / "solr.tsv"
+    expected = idf_lsh_pairs(ThresholdFinder(Searcher(solr), threshold=0.4, similarity="idf"), out=out)
+    assert len(expected.pairs) > 300
+    snap = IdfSnapshot.load(snapshot_path(out))
+
+    frame = _frame(spark, persons)
+    with_snapshot = dedup(frame, 0.4, similarity="idf", snapshot=snap)
+    assert _triples(with_snapshot.collect()) == _triples(expected.pairs)
+    assert (with_snapshot.stats.bands, with_snapshot.stats.rows) == (expected.stats.bands, expected.stats.rows)
+    assert with_snapshot.stats.documents == 2000 and with_snapshot.snapshot is snap
+
+    own = dedup(frame, 0.4, similarity="idf")
+    assert own.snapshot is not None
+    assert own.snapshot.num_docs == snap.num_docs == 2000 and own.snapshot.df == snap.df
+    assert own.snapshot.digest() == snap.digest() == expected.stats.snapshot_digest
+    assert _triples(own.collect()) == _triples(expected.pairs)
+    # The plain Jaccard run on the same records finds other pairs: the weighting is really in play.
+    assert _triples(dedup(frame, 0.4).collect()) != _triples(expected.pairs)
+
+    # The CLI: the Solr run's snapshot in, the same pairs file out (report's TSV), and the snapshot beside it.
+    data = tmp_path / "persons.tsv"
+    data.write_text("".join(f"{i}\t{t}\n" for i, t in persons), encoding="utf-8")
+    pairs = tmp_path / "spark.tsv"
+    code = main(["spark", "dedup", str(data), "--threshold", "0.4", "--similarity", "idf",
+                 "--idf-snapshot", str(snapshot_path(out)), "--out", str(pairs)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert f"{len(expected.pairs)} pairs with IDF-weighted jaccard >= 0.4 among 2000 records" in captured.out
+    assert sorted(pairs.read_text(encoding="utf-8").splitlines()) == \
+        sorted(out.read_text(encoding="utf-8").splitlines())
+    assert IdfSnapshot.load(snapshot_path(pairs)).digest() == snap.digest()
+
+
+def test_idf_dedup_zero_weight_words_and_bad_parameters(spark, tmp_path):
+    """Words in every record weigh 0 (as on the Solr side); records made only of them are signed with unit
+    weights and still pair. Bad parameters are the package's errors, in one line on the command line."""
+    from neardup_solr.errors import InvalidParameterError, ParameterTypeError
+    from neardup_solr.weighted_lsh import IdfSnapshot
+
+    records = [("1", "common alpha beta gamma"), ("2", "common alpha beta gamma"), ("3", "common delta epsilon"),
+               ("4", "common"), ("5", "common")]
+    result = dedup(_frame(spark, records), 0.5, similarity="idf")
+    assert [(p.id, p.neighbor_id, p.similarity) for p in result.collect()] == [("1", "2", 1.0), ("4", "5", 1.0)]
+    assert result.snapshot is not None and result.snapshot.df["common"] == 5 and result.snapshot.num_docs == 5
+
+    frame = _frame(spark, records)
+    with pytest.raises(InvalidParameterError, match="similarity"):
+        dedup(frame, 0.5, similarity="cosine")
+    snap = IdfSnapshot(field="content_words", num_docs=5, df={"common": 5})
+    with pytest.raises(InvalidParameterError, match="snapshot"):
+        dedup(frame, 0.5, snapshot=snap)  # a snapshot without similarity="idf"
+    with pytest.raises(InvalidParameterError, match="field weights"):
+        dedup(frame, 0.5, similarity="idf",
+              snapshot=IdfSnapshot(field="content_fwords", num_docs=5, df={}, field_weights={"name": 2.0}))
+    with pytest.raises(ParameterTypeError, match="snapshot"):
+        dedup(frame, 0.5, similarity="idf", snapshot={"num_docs": 5})  # type: ignore[arg-type]
+
+    data = tmp_path / "a.txt"
+    data.write_text("1 alpha beta\n", encoding="utf-8")
+    bad = tmp_path / "bad.idf.json"
+    bad.write_text("{not json", encoding="utf-8")
+    base = ("spark", "dedup", str(data), "--threshold", "0.5", "--out", str(tmp_path / "p.tsv"))
+    for extra, message in ((("--idf-snapshot", str(bad)), "needs --similarity idf"),
+                           (("--similarity", "idf", "--idf-snapshot", str(bad)), "cannot be read"),
+                           (("--similarity", "cosine"), "invalid choice")):
+        proc = _cli(*base, *extra)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().count("\n") == 0 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.solr
+def test_idf_join_equals_join_similarity_idf_lsh(spark, addresses, solr, tmp_path):
+    """Fodor's x Zagat's at IDF-weighted Jaccard >= 0.4: Spark's join = join --similarity idf --method lsh with
+    Zagat's indexed (the collection holds exactly the right side, so its df are Spark's), with and without the
+    Solr run's snapshot, and one-to-one as join --one-to-one."""
+    from neardup_solr.weighted_lsh import IdfSnapshot, idf_lsh_join, snapshot_path
+
+    Indexer(solr, dataset="zagats").index_records(addresses["zagats"])
+    solr.commit()
+    out = tmp_path / "join.tsv"
+
+    def solr_join(one: bool):
+        finder = ThresholdFinder(Searcher(solr), threshold=0.4, similarity="idf")
+        return idf_lsh_join(finder, addresses["fodors"], indexed_dataset="zagats", one_to_one=one, out=out)
+
+    expected = solr_join(False)
+    assert len(expected.pairs) > 30
+    snap = IdfSnapshot.load(snapshot_path(out))
+    left, right = _frame(spark, addresses["fodors"]), _frame(spark, addresses["zagats"])
+    own = join(left, right, 0.4, similarity="idf")
+    assert own.snapshot is not None and own.snapshot.num_docs == snap.num_docs == len(addresses["zagats"])
+    assert _triples(own.collect()) == _triples(expected.pairs)
+    assert _triples(join(left, right, 0.4, similarity="idf", snapshot=snap).collect()) == _triples(expected.pairs)
+    matched = join(left, right, 0.4, similarity="idf", one_to_one_matching=True).collect()
+    assert _triples(matched) == _triples(solr_join(True).pairs) and len(matched) < len(expected.pairs)

@@ -68,6 +68,26 @@ def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
             check_output_path(path, name="groups" if path == getattr(args, "groups", None) else "keep")
 
 
+def _snapshot(args: argparse.Namespace):
+    """The ``--idf-snapshot`` to sign with, read before Spark starts (a bad file is a one-line error)."""
+    if args.idf_snapshot is None:
+        return None
+    if args.similarity != "idf":
+        raise UsageError("--idf-snapshot needs --similarity idf")
+    from ..weighted_lsh import IdfSnapshot
+
+    return IdfSnapshot.load(args.idf_snapshot)
+
+
+def _save_snapshot(result, out: str) -> None:
+    """Write the IDF snapshot a run used beside its pairs (OUT.idf.json), as the Solr-side runs do."""
+    from ..outputs import is_stdout
+    from ..weighted_lsh import snapshot_path
+
+    if result.snapshot is not None and not is_stdout(out):
+        result.snapshot.save(snapshot_path(out))
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
     from ..groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
@@ -78,6 +98,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise UsageError("--keep needs --groups (the keep list comes from the groups)")
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
+    snapshot = _snapshot(args)
     _check_outputs(args, args.groups, args.keep)
     settings = _settings(args)
     client = open_client(args) if args.to_solr else None
@@ -86,13 +107,15 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
         source = _read(spark, args, args.file, staging)
         result = dedup(source.records, args.threshold, settings=settings, lsh_params=_lsh(args),
-                       max_bucket=args.max_bucket)
+                       max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot)
         pairs = result.collect()
         write_pairs_tsv(pairs, args.out)
+        _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
         s = result.stats
-        print(f"{len(pairs)} pairs with jaccard >= {args.threshold} among {s.documents} records "
+        measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
+        print(f"{len(pairs)} pairs with {measure} >= {args.threshold} among {s.documents} records "
               f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {time.monotonic() - started:.1f} s "
               f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
         if s.oversized_buckets:
@@ -123,6 +146,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     from ..spark import join
     from ..spark.io import write_pairs_parquet, write_pairs_tsv
 
+    snapshot = _snapshot(args)
     _check_outputs(args)
     started = time.monotonic()
     spark = _session(args)
@@ -130,12 +154,15 @@ def cmd_join(args: argparse.Namespace) -> int:
         left = _read(spark, args, args.left, str(Path(staging) / "left"))
         right = _read(spark, args, args.right, str(Path(staging) / "right"))
         result = join(left.records, right.records, args.threshold, settings=_settings(args), lsh_params=_lsh(args),
-                      max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one)
+                      max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one,
+                      similarity=args.similarity, snapshot=snapshot)
         pairs = result.collect()
         write_pairs_tsv(pairs, args.out)
+        _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
-        print(f"{len(pairs)} cross pairs with jaccard >= {args.threshold} ({result.stats.documents} records, "
+        measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
+        print(f"{len(pairs)} cross pairs with {measure} >= {args.threshold} ({result.stats.documents} records, "
               f"{result.stats.candidate_pairs} candidates) in {time.monotonic() - started:.1f} s -> {args.out}")
         rejected = _report_rejected([left, right], result)
     return EXIT_REJECTED if rejected else 0
@@ -143,9 +170,16 @@ def cmd_join(args: argparse.Namespace) -> int:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=number("--threshold", "threshold"), required=True,
-                   help="keep pairs whose exact Jaccard of shingle sets is >= this")
+                   help="keep pairs whose exact similarity (see --similarity) is >= this")
     p.add_argument("--out", required=True, help="pairs file (TSV, as report --threshold writes)")
     p.add_argument("--parquet", default=None, help="also write the pairs as a Parquet directory here")
+    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+                   help="jaccard of shingle sets (default), or idf: IDF-weighted jaccard of the words, as "
+                        "--similarity idf --method lsh does on the Solr side; the IDF snapshot used is written to "
+                        "OUT.idf.json")
+    p.add_argument("--idf-snapshot", default=None,
+                   help="with --similarity idf: sign and verify with this snapshot (OUT.idf.json of an earlier "
+                        "run, Solr-side or Spark) instead of the frequencies of the input (join: of RIGHT)")
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None,
                    help="input format (default: from the file name; a directory or *.parquet is Parquet)")
     p.add_argument("--id-column", default="id", help="id key/column for jsonl, csv and parquet (default id)")

@@ -3,7 +3,9 @@
 Solr is the online side (a lookup per new text); Spark is the batch side (a whole corpus, or two of them, at
 once). Both sign with the same :class:`~neardup_solr.documents.DocumentBuilder`, so a pair found in Spark
 and a lookup in Solr never disagree, and :func:`neardup_solr.spark.solr.write_to_solr` can load a
-Spark-signed corpus into Solr. Needs the ``spark`` extra (``pip install 'neardup-solr[spark]'``) and Java 17.
+Spark-signed corpus into Solr. ``dedup(..., similarity="idf")`` and ``join(..., similarity="idf")`` find the
+pairs of ``--similarity idf --method lsh`` (:mod:`neardup_solr.spark.weighted`). Needs the ``spark`` extra
+(``pip install 'neardup-solr[spark]'``) and Java 17.
 
 >>> from neardup_solr.spark import spark_session, dedup
 >>> spark = spark_session("local[2]")

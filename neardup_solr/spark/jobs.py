@@ -20,6 +20,10 @@ lsh``), laid out as write-up 001's band join so that they run on a cluster:
    (``size(array_intersect) / size(array_union)``), and pairs with Jaccard >= t are kept: the same test
    and the same number ``report --threshold T --method lsh`` reports.
 
+``dedup(..., similarity="idf")`` runs the same band join and estimate over weighted MinHash signatures of the
+records' words (:mod:`neardup_solr.spark.weighted`) and verifies with the exact IDF-weighted Jaccard: the
+steps and numbers of ``report --similarity idf --method lsh`` (:mod:`neardup_solr.weighted_lsh`).
+
 Groups and the keep list are computed on the driver from the collected pairs with :mod:`neardup_solr.groups`:
 the pairs follow the near duplicates, not the documents (67,000 pairs for a million benchmark documents), so
 a driver holds them long after the documents stop fitting anywhere but a cluster.
@@ -33,12 +37,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..collection import DEFAULT_FALSE_NEGATIVE_WEIGHT, DEFAULT_MAX_BUCKET, estimate_margin
+from ..collection import DEFAULT_FALSE_NEGATIVE_WEIGHT, DEFAULT_MAX_BUCKET, estimate_margin, min_matches
 from ..documents import IndexSettings
 from ..errors import InvalidParameterError, ParameterTypeError
-from ..lsh import LSHParams, optimal_params
+from ..lsh import LSHParams
 from ..searcher import id_sort_key
 from ..threshold import SimilarPair, one_to_one
+from ..validation import check_choice
+from ..weighted_lsh import IdfSnapshot, weighted_band_params
 from .signing import sign
 
 if TYPE_CHECKING:
@@ -70,7 +76,8 @@ class SparkJobStats:
 class SparkPairs:
     """A job's result. ``pairs``: ``id, neighbor_id, similarity`` (dedup: smaller id first, numeric-aware, as
     ``report`` writes them; join: left id, right id); ``signed``: the signed valid records (cached);
-    ``rejected``: ``id, problem`` of the records that could not be signed."""
+    ``rejected``: ``id, problem`` of the records that could not be signed; ``snapshot``: with
+    ``similarity="idf"``, the IDF snapshot the records were signed and verified with."""
 
     pairs: "DataFrame"
     signed: "DataFrame"
@@ -79,6 +86,7 @@ class SparkPairs:
     settings: IndexSettings
     params: LSHParams
     threshold: float
+    snapshot: IdfSnapshot | None = None  # similarity="idf": the frequencies and signer the run used
 
     def collect(self) -> list[SimilarPair]:
         """The pairs on the driver, sorted as ``report`` sorts them: by id, then neighbour id (numeric-aware)."""
@@ -92,7 +100,8 @@ def band_params(threshold: float, settings: IndexSettings,
                 false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT) -> LSHParams:
     """The bands and rows ``report --threshold T --method lsh`` uses for ``threshold`` on a collection
     indexed with ``settings``."""
-    return optimal_params(threshold, settings.num_hashes, 1.0 - false_negative_weight, false_negative_weight)
+    # The weighted runs' band choice is the plain one; one function keeps the two from drifting apart.
+    return weighted_band_params(threshold, settings.num_hashes, false_negative_weight)
 
 
 def dedup(
@@ -103,6 +112,8 @@ def dedup(
     lsh_params: LSHParams | None = None,
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     max_bucket: int = DEFAULT_MAX_BUCKET,
+    similarity: str = "jaccard",
+    snapshot: IdfSnapshot | None = None,
 ) -> SparkPairs:
     """Every pair of records of ``records`` (columns ``id``, ``text``) with exact Jaccard >= ``threshold``.
 
@@ -111,6 +122,13 @@ def dedup(
     ``max_bucket`` members are split (counted in ``stats``). The pairs DataFrame is computed (and cached)
     before this returns, so ``stats`` is complete.
 
+    ``similarity="idf"`` finds the pairs of ``report --similarity idf --method lsh`` instead: IDF-weighted
+    Jaccard of the records' distinct words, signed with weighted MinHash (:mod:`neardup_solr.spark.weighted`).
+    The document frequencies are counted over ``records`` (N = the valid records), or taken from ``snapshot``
+    (an :class:`~neardup_solr.weighted_lsh.IdfSnapshot`, e.g. ``OUT.idf.json`` of a Solr-side run, whose signer
+    is then used too), and ``result.snapshot`` is the one used. The signer is otherwise ICWS with the
+    settings' ``num_hashes`` and ``seed``, the Solr side's defaults.
+
     >>> result = dedup(spark.createDataFrame([("1", "a b c d e"), ("2", "a b c d e f")], "id string, text string"),
     ...                threshold=0.5)
     >>> result.collect()
@@ -118,22 +136,29 @@ def dedup(
     """
     from pyspark.sql import functions as F
 
-    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
+    _check_similarity(similarity, snapshot)
+    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket,
+                                   num_hashes=snapshot.num_hashes if snapshot is not None else None)
     stats = SparkJobStats(bands=params.bands, rows=params.rows)
     started = time.perf_counter()
-    signed, rejected = _signed(records, settings, params, stats)
+    if similarity == "idf":
+        valid, rejected = _tokens(records, settings, stats)
+        snapshot = snapshot or _frequencies(valid, settings, stats)
+        signed = _signed_weighted(valid, snapshot, params, stats)
+    else:
+        signed, rejected = _signed(records, settings, params, stats)
     bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
     candidates = _band_join(bands, max_bucket, cross=False, stats=stats)
-    pairs = _verified(candidates, signed, signed, t, settings.num_hashes, stats)
+    pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats)
     first = _id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
                          F.when(first, F.col("b")).otherwise(F.col("a")).alias("neighbor_id"),
                          "similarity").cache()
     stats.verified_pairs = pairs.count()
     stats.seconds["total"] = round(time.perf_counter() - started, 3)
-    log.info("spark dedup: %d pairs >= %g among %d records (%d rejected) in %.1f s", stats.verified_pairs, t,
-             stats.documents, stats.rejected, stats.seconds["total"])
-    return SparkPairs(pairs, signed, rejected, stats, settings, params, t)
+    log.info("spark dedup (%s): %d pairs >= %g among %d records (%d rejected) in %.1f s", similarity,
+             stats.verified_pairs, t, stats.documents, stats.rejected, stats.seconds["total"])
+    return SparkPairs(pairs, signed, rejected, stats, settings, params, t, snapshot)
 
 
 def join(
@@ -146,25 +171,40 @@ def join(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     max_bucket: int = DEFAULT_MAX_BUCKET,
     one_to_one_matching: bool = False,
+    similarity: str = "jaccard",
+    snapshot: IdfSnapshot | None = None,
 ) -> SparkPairs:
     """Every pair (left record, right record) with exact Jaccard >= ``threshold``; records of one side are never
     paired with each other. ``one_to_one_matching`` keeps each id in at most one pair, best first (the greedy
     matching of ``join --one-to-one``, :func:`neardup_solr.threshold.one_to_one`, run on the driver).
     A bucket with more than ``max_bucket`` members (both sides together) is split as in :func:`dedup`, and only
     the left-right pairs inside each block are generated (counted in ``stats``). Other parameters as
-    :func:`dedup`; ``stats.documents`` counts both sides."""
+    :func:`dedup`; ``stats.documents`` counts both sides.
+
+    ``similarity="idf"`` is ``join --similarity idf --method lsh`` with ``right`` in the role of the indexed
+    collection: without a ``snapshot``, the document frequencies are counted over the valid ``right`` records
+    (a word only ``left`` holds counts as seen once, as a word the collection lacks does on the Solr side)."""
     from pyspark.sql import functions as F
 
-    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
+    _check_similarity(similarity, snapshot)
+    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket,
+                                   num_hashes=snapshot.num_hashes if snapshot is not None else None)
     stats = SparkJobStats(bands=params.bands, rows=params.rows)
     started = time.perf_counter()
-    left_signed, left_rejected = _signed(left, settings, params, stats)
-    right_signed, right_rejected = _signed(right, settings, params, stats)
+    if similarity == "idf":
+        left_valid, left_rejected = _tokens(left, settings, stats)
+        right_valid, right_rejected = _tokens(right, settings, stats)
+        snapshot = snapshot or _frequencies(right_valid, settings, stats)
+        left_signed = _signed_weighted(left_valid, snapshot, params, stats)
+        right_signed = _signed_weighted(right_valid, snapshot, params, stats)
+    else:
+        left_signed, left_rejected = _signed(left, settings, params, stats)
+        right_signed, right_rejected = _signed(right, settings, params, stats)
     bands = (left_signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
              .unionByName(right_signed.select("id", F.lit(1).alias("side"),
                                               F.posexplode("band_keys").alias("band", "key"))))
     candidates = _band_join(bands, max_bucket, cross=True, stats=stats)
-    pairs = _verified(candidates, left_signed, right_signed, t, settings.num_hashes, stats)
+    pairs = _verified(candidates, left_signed, right_signed, t, settings, snapshot, stats)
     pairs = pairs.select(F.col("a").alias("id"), F.col("b").alias("neighbor_id"), "similarity")
     if one_to_one_matching:
         spark = pairs.sparkSession
@@ -177,17 +217,20 @@ def join(
     stats.seconds["total"] = round(time.perf_counter() - started, 3)
     rejected = left_rejected.withColumn("side", F.lit("left")).unionByName(
         right_rejected.withColumn("side", F.lit("right")))
-    log.info("spark join: %d pairs >= %g across %d records in %.1f s", stats.verified_pairs, t, stats.documents,
-             stats.seconds["total"])
+    log.info("spark join (%s): %d pairs >= %g across %d records in %.1f s", similarity, stats.verified_pairs, t,
+             stats.documents, stats.seconds["total"])
     signed = left_signed.unionByName(right_signed)
-    return SparkPairs(pairs, signed, rejected, stats, settings, params, t)
+    return SparkPairs(pairs, signed, rejected, stats, settings, params, t, snapshot)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 
 
 def _checked(threshold: float, settings: IndexSettings | None, lsh_params: LSHParams | None,
-             false_negative_weight: float, max_bucket: int) -> tuple[IndexSettings, LSHParams, float]:
+             false_negative_weight: float, max_bucket: int,
+             num_hashes: int | None = None) -> tuple[IndexSettings, LSHParams, float]:
+    """The settings, bands and threshold of a run; ``num_hashes``: the signature length when it is not the
+    settings' (a weighted run signing with a snapshot's signer)."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise InvalidParameterError("threshold", "a Jaccard similarity in (0, 1]", threshold)
     if settings is None:
@@ -198,9 +241,10 @@ def _checked(threshold: float, settings: IndexSettings | None, lsh_params: LSHPa
         raise InvalidParameterError("false_negative_weight", "a number in (0, 1)", false_negative_weight)
     if isinstance(max_bucket, bool) or not isinstance(max_bucket, int) or max_bucket < 2:
         raise InvalidParameterError("max_bucket", "an integer of at least 2", max_bucket)
-    params = lsh_params or band_params(float(threshold), settings, false_negative_weight)
-    if params.num_hashes > settings.num_hashes:
-        raise InvalidParameterError("lsh_params", f"bands x rows <= num_hashes ({settings.num_hashes})", params)
+    k = settings.num_hashes if num_hashes is None else num_hashes
+    params = lsh_params or weighted_band_params(float(threshold), k, false_negative_weight)
+    if params.num_hashes > k:
+        raise InvalidParameterError("lsh_params", f"bands x rows <= num_hashes ({k})", params)
     return settings, params, float(threshold)
 
 
@@ -219,6 +263,67 @@ def _signed(records: "DataFrame", settings: IndexSettings, params: LSHParams,
     rejected = all_signed.filter(F.col("problem").isNotNull()).select("id", "problem")
     stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
     return signed, rejected
+
+
+def _check_snapshot(snapshot: IdfSnapshot) -> None:
+    """A snapshot the Spark jobs can sign with: plain word frequencies (they read ``id, text`` records, not
+    columns, so per-field weights have nothing to apply to)."""
+    if not isinstance(snapshot, IdfSnapshot):
+        raise ParameterTypeError("snapshot", "an IdfSnapshot (IdfSnapshot.load(path)) or None", snapshot)
+    if snapshot.field_weights:
+        raise InvalidParameterError("snapshot", "a snapshot of plain word frequencies (no field weights)",
+                                    sorted(snapshot.field_weights),
+                                    "the Spark jobs weigh the words of one text column")
+
+
+def _check_similarity(similarity: str, snapshot: IdfSnapshot | None) -> None:
+    check_choice("similarity", similarity, ("jaccard", "idf"))
+    if snapshot is not None and similarity != "idf":
+        raise InvalidParameterError("snapshot", "None unless similarity='idf'", "an IdfSnapshot",
+                                    "an IDF snapshot only weighs words for similarity='idf'", show_value=False)
+    if snapshot is not None:
+        _check_snapshot(snapshot)
+
+
+def _tokens(records: "DataFrame", settings: IndexSettings,
+            stats: SparkJobStats) -> tuple["DataFrame", "DataFrame"]:
+    """The valid records' ``id, tokens`` (cached) and the rejected ones (``id, problem``), counted."""
+    from pyspark.sql import functions as F
+
+    from .weighted import tokenize
+
+    t0 = time.perf_counter()
+    all_tokens = tokenize(records, settings).cache()
+    valid = all_tokens.filter(F.col("problem").isNull()).drop("problem")
+    rejected = all_tokens.filter(F.col("problem").isNotNull()).select("id", "problem")
+    stats.rejected += rejected.count()
+    stats.seconds["tokens"] = round(stats.seconds.get("tokens", 0.0) + time.perf_counter() - t0, 3)
+    return valid, rejected
+
+
+def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobStats) -> IdfSnapshot:
+    """The snapshot of ``valid``'s own frequencies, signed as the Solr side signs by default (ICWS, the
+    settings' length and seed)."""
+    from .weighted import frequencies
+
+    t0 = time.perf_counter()
+    snapshot = frequencies(valid, scheme="icws", num_hashes=settings.num_hashes, seed=settings.seed)
+    stats.seconds["weights"] = round(time.perf_counter() - t0, 3)
+    log.info("document frequencies of %d words over %d records (snapshot %s)", len(snapshot.df),
+             snapshot.num_docs, snapshot.digest())
+    return snapshot
+
+
+def _signed_weighted(valid: "DataFrame", snapshot: IdfSnapshot, params: LSHParams,
+                     stats: SparkJobStats) -> "DataFrame":
+    """The valid records signed with the snapshot's weights and signer (cached), counted."""
+    from .weighted import sign_weighted
+
+    t0 = time.perf_counter()
+    signed = sign_weighted(valid, snapshot, params).cache()
+    stats.documents += signed.count()
+    stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
+    return signed
 
 
 def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: SparkJobStats) -> "DataFrame":
@@ -272,27 +377,46 @@ def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: 
             row["n"], row["largest"], max_bucket, int(row["lost"]))
 
 
-def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float, k: int,
-              stats: SparkJobStats) -> "DataFrame":
-    """Candidates ``a, b`` whose signature estimate passes the margin, with their exact Jaccard >= threshold."""
+def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float, k: int,
+               set_column: str, stats: SparkJobStats) -> "DataFrame":
+    """Candidates ``a, b`` whose signatures agree in enough positions to be verified (the margin rule every LSH
+    path uses), with their sets ``set_a``, ``set_b`` (``set_column`` of each side) for exact verification."""
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
     stats.margin = estimate_margin(threshold, k)
-    min_matches = math.ceil((threshold - stats.margin) * k - 1e-9)
-    sides = (left.select(F.col("id").alias("a"), F.col("signature").alias("sig_a"), F.col("shingles").alias("set_a")),
-             right.select(F.col("id").alias("b"), F.col("signature").alias("sig_b"), F.col("shingles").alias("set_b")))
+    need = min_matches(threshold, k, stats.margin)
+    sides = (left.select(F.col("id").alias("a"), F.col("signature").alias("sig_a"), F.col(set_column).alias("set_a")),
+             right.select(F.col("id").alias("b"), F.col("signature").alias("sig_b"), F.col(set_column).alias("set_b")))
     both = candidates.join(sides[0], "a").join(sides[1], "b")
     agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
                            lambda acc, v: acc + v)
-    estimated = both.filter(agreeing >= min_matches).cache()
+    estimated = both.filter(agreeing >= need).cache()
     stats.estimated_pairs = estimated.count()
     candidates.unpersist()
-    jaccard = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
-    verified = (estimated.select("a", "b", jaccard.cast("double").alias("similarity"))
-                .filter(F.col("similarity") >= F.lit(threshold)))
     stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
-    return verified
+    return estimated
+
+
+def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float,
+              settings: IndexSettings, snapshot: IdfSnapshot | None, stats: SparkJobStats) -> "DataFrame":
+    """``a, b, similarity`` of the candidates that pass the estimate and, verified exactly, the threshold:
+    Jaccard of the shingle sets, or with a ``snapshot`` the IDF-weighted Jaccard of the words."""
+    from pyspark.sql import functions as F
+
+    if snapshot is None:
+        estimated = _estimated(candidates, left, right, threshold, settings.num_hashes, "shingles", stats)
+        measure = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
+        floor = threshold
+    else:
+        from .weighted import weighted_similarity
+
+        estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats)
+        measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)
+        # The Solr side's acceptance test for weighted similarities (sums of logarithms).
+        floor = threshold - 1e-12
+    return (estimated.select("a", "b", measure.cast("double").alias("similarity"))
+            .filter(F.col("similarity") >= F.lit(floor)))
 
 
 def _id_before(a: "Column", b: "Column") -> "Column":
