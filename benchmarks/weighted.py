@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def estimator_section(rows: list[dict], truth: list[tuple[str, str]], pairs_coun
                       for i, j in chosen])
     bands = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
     out: dict = {"pairs": len(chosen), "num_hashes": 128, "schemes": {}}
-    signers = {"icws": WeightedMinHash(128, seed=42)}
+    signers: dict = {"icws": WeightedMinHash(128, seed=42)}
     for scale in (2, 4, 8):
         signers[f"boost x{scale}"] = BoostedMinHash(128, seed=42, scale=scale)
     for name, signer in signers.items():
@@ -294,48 +295,68 @@ def _size_tag(n: int) -> str:
     return f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
-def _child_report(solr_url: str, args: list[str], out: Path) -> dict:
-    """One ``neardup-solr report`` as its own process: wall time, peak RSS, and its JSON summary."""
+def _child_report(solr_url: str, args: list[str], out: Path, timeout: float) -> dict:
+    """One ``neardup-solr report`` as its own process: wall time, peak RSS, and its JSON summary. A run still
+    going after ``timeout`` seconds is killed and recorded as such (with its peak RSS so far)."""
     cmd = [sys.executable, "-m", "neardup_solr.cli", "report", *args, "--out", str(out), "--json", "-q",
            "--solr-url", solr_url, "--timeout", "600"]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # wait4 gives this child's own rusage; ru_maxrss of RUSAGE_CHILDREN would be the largest of all children.
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {stderr[-2000:]}")
-    summary = json.loads([line for line in stdout.splitlines() if line.startswith("{")][-1])
     shown = "neardup-solr report " + " ".join(args) + f" --out {out.name}"
-    out.unlink(missing_ok=True)
-    for extra in out.parent.glob(out.name + ".*"):  # the IDF snapshot beside the pairs
-        extra.unlink()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)
+        timed_out = False
+        while True:
+            # wait4 gives this child's own rusage; ru_maxrss of RUSAGE_CHILDREN would be the largest of all
+            # children this process ever waited for.
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout and not timed_out:
+                proc.kill()
+                timed_out = True
+            time.sleep(0.2)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        stdout.seek(0)
+        stderr.seek(0)
+        out_text, err_text = stdout.read(), stderr.read()
+    for leftover in out.parent.glob(out.name + "*"):  # the pairs, the IDF snapshot beside them, OUT.partial
+        leftover.unlink()
+    rss = round(usage.ru_maxrss / 1024, 1)
+    if timed_out:
+        return {"command": shown, "timed_out_after_s": round(wall, 1), "peak_rss_mib": rss}
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err_text[-2000:]}")
+    summary = json.loads([line for line in out_text.splitlines() if line.startswith("{")][-1])
     return {"command": shown, "wall_s": round(wall, 2), "reported_s": summary["seconds"],
-            "pairs": summary["pairs"], "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+            "pairs": summary["pairs"], "peak_rss_mib": rss}
 
 
-def scale_sections(client, solr_url: str, rows: list[dict], args) -> dict:
+def scale_sections(client, solr_url: str, rows: list[dict], args, out: dict, save: Callable[[], None]) -> None:
+    """Fills ``out`` and calls ``save`` after each measurement: a 1M run takes most of an hour, and what was
+    measured before a failure (or a time limit) is kept."""
     from neardup_solr.documents import IndexSettings
     from neardup_solr.indexer import Indexer
     from neardup_solr.maintenance import clear
 
-    out: dict = {}
     settings = IndexSettings(unit="char", ngram=3)
     clear(client, everything=True)
     t0 = time.perf_counter()
     Indexer(client, settings).index_records([(r["id"], r["text"]) for r in rows])
     out["index_s"] = round(time.perf_counter() - t0, 1)
     log(f"  indexed {len(rows)} records in {out['index_s']} s")
+    save()
     work = Path(tempfile.mkdtemp(prefix="neardup-weighted-scale-"))
     try:
-        out["idf_lsh"] = _child_report(solr_url, ["--threshold", str(args.threshold), "--similarity", "idf",
-                                                  "--method", "lsh"], work / "idf.tsv")
-        log(f"  idf lsh: {out['idf_lsh']}")
+        # Plain first: at 1M records it is the run expected to finish.
         out["plain_lsh"] = _child_report(solr_url, ["--threshold", str(args.plain_threshold), "--method", "lsh"],
-                                         work / "plain.tsv")
+                                         work / "plain.tsv", args.child_timeout)
         log(f"  plain lsh: {out['plain_lsh']}")
+        save()
+        out["idf_lsh"] = _child_report(solr_url, ["--threshold", str(args.threshold), "--similarity", "idf",
+                                                  "--method", "lsh"], work / "idf.tsv", args.child_timeout)
+        log(f"  idf lsh: {out['idf_lsh']}")
+        save()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.exact_records:
@@ -345,23 +366,29 @@ def scale_sections(client, solr_url: str, rows: list[dict], args) -> dict:
             Indexer(client, settings).index_records([(r["id"], r["text"]) for r in sample])
         log(f"  exact vs lsh on {len(sample)} records")
         out["exact_vs_lsh"] = {"records": len(sample), **report_section(client, args.threshold, args.workers)}
-    return out
 
 
 def scale_markdown(r: dict) -> str:
     s = r["scale"]
     load = ", ".join(f"{x:.2f}" for x in r["loadavg_before"])
-    load_after = ", ".join(f"{x:.2f}" for x in r["loadavg_after"])
+    load_after = ", ".join(f"{x:.2f}" for x in r.get("loadavg_after", os.getloadavg()))
     lines = [f"# weighted MinHash at {r['records']:,} person records ({r['date']}, {r['machine']})", "",
              f"`{r['command']}`; Solr (heap {r['solr_heap']}) on the same machine, shared with other work: load "
              f"average (1, 5, 15 min) {load} before, {load_after} after; timings are upper bounds.", "",
-             f"Indexing {r['records']:,} records (character 3-shingles, 128 values): {s['index_s']} s.", "",
+             f"Indexing {r['records']:,} records (character 3-shingles, 128 values): {s.get('index_s', '-')} s.", "",
              "Each run is the CLI in a fresh process; peak RSS is that process's own (the client; Solr not "
              "counted).", "",
              "| run | pairs | wall, s | peak RSS, MiB |", "|---|---:|---:|---:|"]
     for key in ("idf_lsh", "plain_lsh"):
+        if key not in s:
+            lines.append(f"| {key}: not measured | | | |")
+            continue
         c = s[key]
-        lines.append(f"| `{c['command']}` | {c['pairs']:,} | {c['wall_s']} | {c['peak_rss_mib']} |")
+        if "timed_out_after_s" in c:
+            lines.append(f"| `{c['command']}` | killed unfinished | > {c['timed_out_after_s']} | "
+                         f"{c['peak_rss_mib']} (when killed) |")
+        else:
+            lines.append(f"| `{c['command']}` | {c['pairs']:,} | {c['wall_s']} | {c['peak_rss_mib']} |")
     if "exact_vs_lsh" in s:
         e = s["exact_vs_lsh"]
         sample = ("all records" if e["records"] == r["records"]
@@ -392,6 +419,8 @@ def main(argv=None) -> int:
     ap.add_argument("--plain-threshold", type=float, default=0.5,
                     help="--scale: threshold of the plain-Jaccard report on character 3-shingles")
     ap.add_argument("--heap", default="4g", help="heap of the Solr this script starts")
+    ap.add_argument("--child-timeout", type=float, default=3600.0,
+                    help="--scale: kill a child report still running after this many seconds (recorded as such)")
     args = ap.parse_args(argv)
 
     from neardup_solr.backends.local import LocalSolr
@@ -411,12 +440,16 @@ def main(argv=None) -> int:
     solr = None if args.solr_url else LocalSolr(port=args.port, data_dir=data_dir, heap=args.heap)
     if solr is not None:
         solr.start()
+    url: str = args.solr_url if solr is None else solr.core_url
     report["solr_heap"] = args.heap if solr is not None else "external"
     report["loadavg_before"] = [round(x, 2) for x in os.getloadavg()]
+    scale_name = f"{report['date']}-weighted-{_size_tag(len(rows))}-{report['machine']}"
     try:
-        with SolrClient(args.solr_url or solr.core_url, timeout=600) as client:
+        with SolrClient(url, timeout=600) as client:
             if args.scale:
-                report["scale"] = scale_sections(client, args.solr_url or solr.core_url, rows, args)
+                report["scale"] = {}
+                scale_sections(client, url, rows, args, report["scale"],
+                               lambda: _write(report, args, scale_name, scale_markdown(report)))
             else:
                 clear(client, everything=True)
                 _index(client, rows)
@@ -435,11 +468,9 @@ def main(argv=None) -> int:
         if solr is not None:
             solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-    if args.scale:
-        _write(report, args, f"{report['date']}-weighted-{_size_tag(len(rows))}-{report['machine']}",
-               scale_markdown(report))
-    else:
-        _write(report, args, f"{report['date']}-weighted-{report['machine']}", to_markdown(report))
+    markdown = scale_markdown(report) if args.scale else to_markdown(report)
+    _write(report, args, scale_name if args.scale else f"{report['date']}-weighted-{report['machine']}", markdown)
+    print(markdown)
     return 0
 
 
@@ -449,7 +480,7 @@ def _write(report: dict, args, name: str, markdown: str) -> None:
     stem = out_dir / name
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     stem.with_suffix(".md").write_text(markdown)
-    print(markdown)
+    log(f"wrote {stem}.{{json,md}}")
 
 
 if __name__ == "__main__":
