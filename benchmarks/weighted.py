@@ -18,7 +18,20 @@ the records are a mistyped second record of someone), indexed into a fresh local
     flock /tmp/bench.lock python -m benchmarks.weighted                 # 10,000 records
     python -m benchmarks.weighted --records 2000 --join-records 2000    # a quick run
 
-Results: ``benchmarks/results/<date>-weighted-<machine>.{json,md}``.
+``--scale`` measures size instead (no estimator, join, drift or recipe), on ``--records`` records indexed with
+character 3-shingles (the plain-Jaccard setting of issue 11's person-record figures; IDF always uses words):
+
+- ``report --threshold T --similarity idf --method lsh`` and plain ``report --threshold T2 --method lsh``, each as
+  the CLI in a fresh child process: wall time and the child's own peak RSS (``os.wait4``), so nothing this
+  process allocated (the generated records, the indexing) counts;
+- with ``--exact-records M`` (M > 0), exact against lsh in this process, as the report section does, on the
+  first M records (all of them when M = ``--records``; a sample when exact on all would take too long).
+
+    flock /tmp/bench.lock python -m benchmarks.weighted --scale --records 100000 --exact-records 20000
+    flock /tmp/bench.lock python -m benchmarks.weighted --scale --records 1000000 --exact-records 0
+
+Results: ``benchmarks/results/<date>-weighted-<machine>.{json,md}``, with ``--scale``
+``<date>-weighted-<records>-<machine>.{json,md}`` (e.g. ``100k``, ``1m``).
 """
 
 from __future__ import annotations
@@ -27,11 +40,14 @@ import argparse
 import datetime as _dt
 import json
 import math
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -87,7 +103,7 @@ def estimator_section(rows: list[dict], truth: list[tuple[str, str]], pairs_coun
                       for i, j in chosen])
     bands = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
     out: dict = {"pairs": len(chosen), "num_hashes": 128, "schemes": {}}
-    signers = {"icws": WeightedMinHash(128, seed=42)}
+    signers: dict = {"icws": WeightedMinHash(128, seed=42)}
     for scale in (2, 4, 8):
         signers[f"boost x{scale}"] = BoostedMinHash(128, seed=42, scale=scale)
     for name, signer in signers.items():
@@ -273,6 +289,118 @@ def to_markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _size_tag(n: int) -> str:
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000}m"
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def _child_report(solr_url: str, args: list[str], out: Path, timeout: float) -> dict:
+    """One ``neardup-solr report`` as its own process: wall time, peak RSS, and its JSON summary. A run still
+    going after ``timeout`` seconds is killed and recorded as such (with its peak RSS so far)."""
+    cmd = [sys.executable, "-m", "neardup_solr.cli", "report", *args, "--out", str(out), "--json", "-q",
+           "--solr-url", solr_url, "--timeout", "600"]
+    shown = "neardup-solr report " + " ".join(args) + f" --out {out.name}"
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)
+        timed_out = False
+        while True:
+            # wait4 gives this child's own rusage; ru_maxrss of RUSAGE_CHILDREN would be the largest of all
+            # children this process ever waited for.
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout and not timed_out:
+                proc.kill()
+                timed_out = True
+            time.sleep(0.2)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        stdout.seek(0)
+        stderr.seek(0)
+        out_text, err_text = stdout.read(), stderr.read()
+    for leftover in out.parent.glob(out.name + "*"):  # the pairs, the IDF snapshot beside them, OUT.partial
+        leftover.unlink()
+    rss = round(usage.ru_maxrss / 1024, 1)
+    if timed_out:
+        return {"command": shown, "timed_out_after_s": round(wall, 1), "peak_rss_mib": rss}
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err_text[-2000:]}")
+    summary = json.loads([line for line in out_text.splitlines() if line.startswith("{")][-1])
+    return {"command": shown, "wall_s": round(wall, 2), "reported_s": summary["seconds"],
+            "pairs": summary["pairs"], "peak_rss_mib": rss}
+
+
+def scale_sections(client, solr_url: str, rows: list[dict], args, out: dict, save: Callable[[], None]) -> None:
+    """Fills ``out`` and calls ``save`` after each measurement: a 1M run takes most of an hour, and what was
+    measured before a failure (or a time limit) is kept."""
+    from neardup_solr.documents import IndexSettings
+    from neardup_solr.indexer import Indexer
+    from neardup_solr.maintenance import clear
+
+    settings = IndexSettings(unit="char", ngram=3)
+    clear(client, everything=True)
+    t0 = time.perf_counter()
+    Indexer(client, settings).index_records([(r["id"], r["text"]) for r in rows])
+    out["index_s"] = round(time.perf_counter() - t0, 1)
+    log(f"  indexed {len(rows)} records in {out['index_s']} s")
+    save()
+    work = Path(tempfile.mkdtemp(prefix="neardup-weighted-scale-"))
+    try:
+        # Plain first: at 1M records it is the run expected to finish.
+        out["plain_lsh"] = _child_report(solr_url, ["--threshold", str(args.plain_threshold), "--method", "lsh"],
+                                         work / "plain.tsv", args.child_timeout)
+        log(f"  plain lsh: {out['plain_lsh']}")
+        save()
+        out["idf_lsh"] = _child_report(solr_url, ["--threshold", str(args.threshold), "--similarity", "idf",
+                                                  "--method", "lsh"], work / "idf.tsv", args.child_timeout)
+        log(f"  idf lsh: {out['idf_lsh']}")
+        save()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.exact_records:
+        sample = rows[: args.exact_records]
+        if len(sample) < len(rows):  # rows are shuffled, so the first M are a random sample
+            clear(client, everything=True)
+            Indexer(client, settings).index_records([(r["id"], r["text"]) for r in sample])
+        log(f"  exact vs lsh on {len(sample)} records")
+        out["exact_vs_lsh"] = {"records": len(sample), **report_section(client, args.threshold, args.workers)}
+
+
+def scale_markdown(r: dict) -> str:
+    s = r["scale"]
+    load = ", ".join(f"{x:.2f}" for x in r["loadavg_before"])
+    load_after = ", ".join(f"{x:.2f}" for x in r.get("loadavg_after", os.getloadavg()))
+    lines = [f"# weighted MinHash at {r['records']:,} person records ({r['date']}, {r['machine']})", "",
+             f"`{r['command']}`; Solr (heap {r['solr_heap']}) on the same machine, shared with other work: load "
+             f"average (1, 5, 15 min) {load} before, {load_after} after; timings are upper bounds.", "",
+             f"Indexing {r['records']:,} records (character 3-shingles, 128 values): {s.get('index_s', '-')} s.", "",
+             "Each run is the CLI in a fresh process; peak RSS is that process's own (the client; Solr not "
+             "counted).", "",
+             "| run | pairs | wall, s | peak RSS, MiB |", "|---|---:|---:|---:|"]
+    for key in ("idf_lsh", "plain_lsh"):
+        if key not in s:
+            lines.append(f"| {key}: not measured | | | |")
+            continue
+        c = s[key]
+        if "timed_out_after_s" in c:
+            lines.append(f"| `{c['command']}` | killed unfinished | > {c['timed_out_after_s']} | "
+                         f"{c['peak_rss_mib']} (when killed) |")
+        else:
+            lines.append(f"| `{c['command']}` | {c['pairs']:,} | {c['wall_s']} | {c['peak_rss_mib']} |")
+    if "exact_vs_lsh" in s:
+        e = s["exact_vs_lsh"]
+        sample = ("all records" if e["records"] == r["records"]
+                  else f"a sample of the first {e['records']:,} of the shuffled records (exact on all would take too long)")
+        lines += ["", f"## IDF report, exact against lsh, T = {e['threshold']}, on {sample}", "",
+                  "| records | exact, s | lsh, s | speed-up | exact pairs | lsh pairs | recall | similarities identical |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---|",
+                  f"| {e['records']:,} | {e['exact_s']} | {e['lsh_s']} | {e['speedup']}x | {e['exact_pairs']:,} | "
+                  f"{e['lsh_pairs']:,} | {e['recall']} | {'yes' if e['similarities_identical'] else 'NO'} |"]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=10_000, help="person records of the report")
@@ -285,47 +413,74 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(BENCH / "results"))
     ap.add_argument("--solr-url", default=None, help="use this core (it is cleared!) instead of starting a Solr")
     ap.add_argument("--machine", default=None, help="machine tag of the result file names")
+    ap.add_argument("--scale", action="store_true", help="the size sections only (see the module docstring)")
+    ap.add_argument("--exact-records", type=int, default=0,
+                    help="--scale: compare exact with lsh on the first this many records (0: no exact run)")
+    ap.add_argument("--plain-threshold", type=float, default=0.5,
+                    help="--scale: threshold of the plain-Jaccard report on character 3-shingles")
+    ap.add_argument("--heap", default="4g", help="heap of the Solr this script starts")
+    ap.add_argument("--child-timeout", type=float, default=3600.0,
+                    help="--scale: kill a child report still running after this many seconds (recorded as such)")
     args = ap.parse_args(argv)
 
     from neardup_solr.backends.local import LocalSolr
     from neardup_solr.maintenance import clear
     from neardup_solr.solr_client import SolrClient
 
+    t0 = time.perf_counter()
     rows, truth = generate(args.records, seed=args.seed)
+    log(f"generated {len(rows)} records in {time.perf_counter() - t0:.1f} s")
     report: dict = {"date": _dt.date.today().isoformat(), "machine": args.machine or machine_tag(),
                     "records": len(rows),
                     "command": "python -m benchmarks.weighted " + " ".join(argv if argv is not None else sys.argv[1:])}
-    log("estimator")
-    report["estimator"] = estimator_section(rows, truth, 2000, args.seed)
+    if not args.scale:
+        log("estimator")
+        report["estimator"] = estimator_section(rows, truth, 2000, args.seed)
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-weighted-bench-"))
-    solr = None if args.solr_url else LocalSolr(port=args.port, data_dir=data_dir)
+    solr = None if args.solr_url else LocalSolr(port=args.port, data_dir=data_dir, heap=args.heap)
     if solr is not None:
         solr.start()
+    url: str = args.solr_url if solr is None else solr.core_url
+    report["solr_heap"] = args.heap if solr is not None else "external"
+    report["loadavg_before"] = [round(x, 2) for x in os.getloadavg()]
+    scale_name = f"{report['date']}-weighted-{_size_tag(len(rows))}-{report['machine']}"
     try:
-        with SolrClient(args.solr_url or solr.core_url, timeout=600) as client:
-            clear(client, everything=True)
-            _index(client, rows)
-            log(f"report, {len(rows)} records")
-            report["report"] = report_section(client, args.threshold, args.workers)
-            join_rows, _ = generate(args.join_records, seed=args.seed)
-            half = len(join_rows) // 2
-            log(f"join, {half} x {len(join_rows) - half}")
-            report["join"] = join_section(client, join_rows[:half], join_rows[half:], args.threshold, args.workers)
-            log("drift")
-            report["drift"] = drift_section(client, rows, args.threshold)
-            log("recipe")
-            report["recipe"] = recipe_section(client, rows, truth, args.recipe_threshold, args.workers)
+        with SolrClient(url, timeout=600) as client:
+            if args.scale:
+                report["scale"] = {}
+                scale_sections(client, url, rows, args, report["scale"],
+                               lambda: _write(report, args, scale_name, scale_markdown(report)))
+            else:
+                clear(client, everything=True)
+                _index(client, rows)
+                log(f"report, {len(rows)} records")
+                report["report"] = report_section(client, args.threshold, args.workers)
+                join_rows, _ = generate(args.join_records, seed=args.seed)
+                half = len(join_rows) // 2
+                log(f"join, {half} x {len(join_rows) - half}")
+                report["join"] = join_section(client, join_rows[:half], join_rows[half:], args.threshold, args.workers)
+                log("drift")
+                report["drift"] = drift_section(client, rows, args.threshold)
+                log("recipe")
+                report["recipe"] = recipe_section(client, rows, truth, args.recipe_threshold, args.workers)
     finally:
+        report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
         if solr is not None:
             solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+    markdown = scale_markdown(report) if args.scale else to_markdown(report)
+    _write(report, args, scale_name if args.scale else f"{report['date']}-weighted-{report['machine']}", markdown)
+    print(markdown)
+    return 0
+
+
+def _write(report: dict, args, name: str, markdown: str) -> None:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{report['date']}-weighted-{report['machine']}"
+    stem = out_dir / name
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(to_markdown(report))
-    print(to_markdown(report))
-    return 0
+    stem.with_suffix(".md").write_text(markdown)
+    log(f"wrote {stem}.{{json,md}}")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ._arrays import sorted_distinct
 from .documents import (
     META_DATASET,
     SETTINGS_DOC_ID,
@@ -421,10 +422,10 @@ def _partition_candidates(
     keys: np.ndarray, ordinals: np.ndarray | None, total: int, max_bucket: int, stats: CollectionStats
 ) -> np.ndarray:
     """Sorted distinct codes of the pairs sharing a key within one band (or one partition of a band)."""
-    chunks = [np.unique(codes) for codes in _bucket_pairs(keys, max_bucket, stats, ordinals, total)]
+    chunks = [sorted_distinct(codes) for codes in _bucket_pairs(keys, max_bucket, stats, ordinals, total)]
     if not chunks:
         return np.empty(0, dtype=np.int64)
-    return chunks[0] if len(chunks) == 1 else np.unique(np.concatenate(chunks))
+    return chunks[0] if len(chunks) == 1 else sorted_distinct(np.concatenate(chunks))
 
 
 def candidate_pairs(
@@ -598,7 +599,7 @@ def _fetch_sets(
                 hashes, offsets = _shingle_sets(shingler, texts)
                 slot_arr = np.asarray(slots, dtype=np.int64)
                 keyed = np.repeat(slot_arr << 32, np.diff(offsets)) | hashes.astype(np.int64)
-                keyed = np.unique(keyed)  # sorted, and each hash once per document
+                keyed = sorted_distinct(keyed)  # sorted, and each hash once per document (see sorted_distinct)
                 sizes[slot_arr] = np.bincount((keyed >> 32) - lo, minlength=len(batch_ids))[slot_arr - lo]
                 found[slot_arr] = True
                 parts.append(keyed)
