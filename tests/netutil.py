@@ -11,7 +11,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _tcp_rows():
+def _tcp_rows(with_inode: bool = False):
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = open(table).read().splitlines()[1:]
@@ -21,7 +21,25 @@ def _tcp_rows():
             cols = line.split()
             local_addr, local_port = cols[1].split(":")
             remote_port = int(cols[2].split(":")[1], 16)
-            yield local_addr, int(local_port, 16), remote_port, cols[3]
+            if with_inode:
+                yield local_addr, int(local_port, 16), remote_port, cols[3], cols[9]
+            else:
+                yield local_addr, int(local_port, 16), remote_port, cols[3]
+
+
+def _own_socket_inodes() -> set[str]:
+    """Inodes of the sockets this process holds open."""
+    import os
+
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    return inodes
 
 
 def _address(hex_addr: str) -> str:
@@ -37,5 +55,8 @@ def listening_addresses(port: int) -> list[str]:
 
 
 def client_connections(port: int) -> int:
-    """Established connections *to* ``port`` (the client side of each)."""
-    return sum(1 for _, _, rport, state in _tcp_rows() if state == "01" and rport == port)
+    """Established connections *to* ``port`` that this process holds (the client side of each): a connection of
+    another process (a CLI or service subprocess still winding down) is not the client under test's."""
+    own = _own_socket_inodes()
+    return sum(1 for _, _, rport, state, inode in _tcp_rows(with_inode=True)
+               if state == "01" and rport == port and inode in own)
