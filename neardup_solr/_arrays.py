@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 
@@ -12,3 +14,41 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     if values.size < 2:
         return values
     return values[np.r_[True, values[1:] != values[:-1]]]
+
+
+def concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without the Python loop."""
+    firsts = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - firsts, counts)
+
+
+def set_intersections(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray, chunk: int,
+                      on_batch: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """``|set(x[i]) & set(y[i])|`` for sets stored as ``keyed`` = ``(set << 32) + value``, sorted by set then
+    value, with ``sizes[set]`` values each: every value of the smaller set is binary-searched in the larger
+    one, about ``chunk`` lookups at a time. ``on_batch(done, total)`` after each batch of pairs."""
+    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    swap = sizes[x] > sizes[y]
+    small, large = np.where(swap, y, x), np.where(swap, x, y)
+    counts = sizes[small]
+    inter = np.zeros(x.size, dtype=np.int64)
+    cum = np.cumsum(counts)
+    lo = 0
+    while lo < x.size:
+        base = int(cum[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + chunk, side="right")))
+        xs, ys, cnt = small[lo:hi], large[lo:hi], counts[lo:hi]
+        query = keyed[concat_ranges(offsets[xs], cnt)] + np.repeat((ys - xs) << 32, cnt)  # same value, other set
+        pos = np.minimum(np.searchsorted(keyed, query), max(keyed.size - 1, 0))
+        hit = keyed[pos] == query if keyed.size else np.zeros(query.size, dtype=bool)
+        firsts = np.cumsum(cnt) - cnt
+        nonempty = cnt > 0
+        batch = np.zeros(hi - lo, dtype=np.int64)
+        if hit.size:
+            batch[nonempty] = np.add.reduceat(hit, firsts[nonempty], dtype=np.int64)
+        inter[lo:hi] = batch
+        if on_batch:
+            on_batch(hi, x.size)
+        lo = hi
+    return inter

@@ -41,7 +41,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ._arrays import sorted_distinct
+from ._arrays import concat_ranges, set_intersections, sorted_distinct
 from .errors import InvalidTextError
 from .text import Shingler
 
@@ -118,12 +118,6 @@ def concat_token_sets(parts: Iterable[TokenSets]) -> TokenSets:
     return TokenSets(np.concatenate([p.hashes for p in parts]), offsets)
 
 
-def _concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without the Python loop."""
-    firsts = np.cumsum(counts) - counts
-    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - firsts, counts)
-
-
 def min_overlap(threshold: float, sizes: np.ndarray) -> np.ndarray:
     """``ceil(t * |x|)``, loosened by the relative slack: the overlap a set of size |x| needs with any partner."""
     s = sizes.astype(np.float64)
@@ -175,7 +169,7 @@ def prefix_join(
     # 3. prefix entries, grouped by token (stable: documents ascending within a token)
     t0 = time.perf_counter()
     plen = np.clip(sizes - min_overlap(threshold, sizes) + 1, 0, sizes)
-    idx = _concat_ranges(starts, plen)
+    idx = concat_ranges(starts, plen)
     tokens = keyed[idx] & 0xFFFFFFFF
     order = np.argsort(tokens, kind="stable")
     entry_doc = (keyed[idx] >> 32)[order]
@@ -255,7 +249,8 @@ def prefix_join(
 
     # 5. exact verification
     t0 = time.perf_counter()
-    inter = _intersections(keyed, sizes, x, y, on_progress)
+    inter = set_intersections(keyed, sizes, x, y, _PAIR_CHUNK,
+                              (lambda done, total: on_progress("verify", done, total)) if on_progress else None)
     union = sizes[x] + sizes[y] - inter
     sim = inter / np.maximum(union, 1)
     keep = sim >= threshold - TOLERANCE
@@ -286,37 +281,6 @@ def _bitmaps(keyed: np.ndarray, n: int) -> np.ndarray:
     values = np.left_shift(1, cells & 31).astype(np.float64)
     counts = np.bincount(words, weights=values, minlength=n * _BITMAP_WORDS)
     return counts.astype(np.uint32).reshape(n, _BITMAP_WORDS)
-
-
-def _intersections(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray,
-                   on_progress: Callable[[str, int, int], None] | None = None) -> np.ndarray:
-    """``|set(x[i]) & set(y[i])|``: every token of the smaller set is binary-searched in the larger one
-    (``keyed`` is sorted by document, then token), about ``_PAIR_CHUNK`` lookups at a time."""
-    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    swap = sizes[x] > sizes[y]
-    small, large = np.where(swap, y, x), np.where(swap, x, y)
-    counts = sizes[small]
-    inter = np.zeros(x.size, dtype=np.int64)
-    cum = np.cumsum(counts)
-    lo = 0
-    while lo < x.size:
-        base = int(cum[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(cum, base + _PAIR_CHUNK, side="right")))
-        xs, ys, cnt = small[lo:hi], large[lo:hi], counts[lo:hi]
-        query = keyed[_concat_ranges(offsets[xs], cnt)] + np.repeat((ys - xs) << 32, cnt)
-        pos = np.minimum(np.searchsorted(keyed, query), keyed.size - 1)
-        hit = keyed[pos] == query
-        firsts = np.cumsum(cnt) - cnt
-        nonempty = cnt > 0
-        batch = np.zeros(hi - lo, dtype=np.int64)
-        if hit.size:
-            batch[nonempty] = np.add.reduceat(hit, firsts[nonempty], dtype=np.int64)
-        inter[lo:hi] = batch
-        if on_progress:
-            on_progress("verify", hi, x.size)
-        lo = hi
-    return inter
 
 
 def brute_force_pairs(sets: TokenSets, threshold: float) -> list[tuple[int, int, float]]:

@@ -79,7 +79,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ._arrays import sorted_distinct
+from ._arrays import concat_ranges, set_intersections, sorted_distinct
 from .documents import (
     META_DATASET,
     SETTINGS_DOC_ID,
@@ -336,12 +336,6 @@ def fetch_signatures(
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without the Python loop."""
-    firsts = np.cumsum(counts) - counts
-    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - firsts, counts)
-
-
 def _bucket_pairs(
     keys: np.ndarray,
     max_bucket: int,
@@ -390,7 +384,7 @@ def _bucket_pairs(
     if not starts.size:
         return
     # Each member except a bucket's last pairs with every later member of its bucket.
-    positions = _concat_ranges(starts, sizes - 1)
+    positions = concat_ranges(starts, sizes - 1)
     later = np.repeat(starts + sizes, sizes - 1) - positions - 1
     cum = np.cumsum(later)
     lo = 0
@@ -612,31 +606,8 @@ def _fetch_sets(
 
 
 def _exact_jaccard(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Jaccard of the sets of slots x[i] and y[i]: every hash of the smaller set is binary-searched in the
-    larger one (``keyed`` is sorted by slot, then hash), in batches of lookups."""
-    offsets = np.zeros(sizes.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    swap = sizes[x] > sizes[y]
-    small, large = np.where(swap, y, x), np.where(swap, x, y)
-    counts = sizes[small]
-    inter = np.zeros(x.size, dtype=np.int64)
-    cum = np.cumsum(counts)
-    lo = 0
-    while lo < x.size:
-        base = int(cum[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(cum, base + _VERIFY_LOOKUPS, side="right")))
-        xs, ys, cnt = small[lo:hi], large[lo:hi], counts[lo:hi]
-        idx = _concat_ranges(offsets[xs], cnt)
-        query = keyed[idx] + np.repeat((ys - xs) << 32, cnt)  # the same hash, in the other document
-        pos = np.minimum(np.searchsorted(keyed, query), max(keyed.size - 1, 0))
-        hit = keyed[pos] == query if keyed.size else np.zeros(query.size, dtype=bool)
-        firsts = np.cumsum(cnt) - cnt
-        nonempty = cnt > 0
-        inter_batch = np.zeros(hi - lo, dtype=np.int64)
-        if hit.size:
-            inter_batch[nonempty] = np.add.reduceat(hit, firsts[nonempty], dtype=np.int64)
-        inter[lo:hi] = inter_batch
-        lo = hi
+    """Jaccard of the sets of slots x[i] and y[i] (``keyed`` is sorted by slot, then hash)."""
+    inter = set_intersections(keyed, sizes, x, y, _VERIFY_LOOKUPS)
     union = sizes[x] + sizes[y] - inter
     return inter / np.maximum(union, 1)
 
