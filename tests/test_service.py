@@ -366,6 +366,29 @@ def test_token_from_environment_and_config_file(monkeypatch, tmp_path):
     assert loaded.token == "from-file" and loaded.cors_origins == ["https://a.example", "https://b.example"]
 
 
+def test_integer_settings_from_environment_then_config_file_then_default(monkeypatch, tmp_path):
+    from neardup_solr.errors import InvalidParameterError
+
+    monkeypatch.delenv("NEARDUP_SERVICE_CHECK_COMMIT_MS", raising=False)
+    monkeypatch.delenv("NEARDUP_SERVICE_MAX_BODY_BYTES", raising=False)
+    monkeypatch.setenv("NEARDUP_CONFIG", str(tmp_path / "absent.ini"))
+    assert ServiceConfig.load().check_commit_ms == 1000
+    config = tmp_path / "config.ini"
+    config.write_text("[service]\ncheck_commit_ms = 250\nmax_body_bytes = 4096\n")
+    monkeypatch.setenv("NEARDUP_CONFIG", str(config))
+    loaded = ServiceConfig.load()
+    assert (loaded.check_commit_ms, loaded.max_body_bytes) == (250, 4096)
+    monkeypatch.setenv("NEARDUP_SERVICE_CHECK_COMMIT_MS", "0")
+    assert ServiceConfig.load().check_commit_ms == 0
+    monkeypatch.setenv("NEARDUP_SERVICE_CHECK_COMMIT_MS", "-5")
+    with pytest.raises(InvalidParameterError, match="NEARDUP_SERVICE_CHECK_COMMIT_MS"):
+        ServiceConfig.load()
+    monkeypatch.delenv("NEARDUP_SERVICE_CHECK_COMMIT_MS")
+    config.write_text("[service]\ncheck_commit_ms = soon\n")
+    with pytest.raises(InvalidParameterError, match="check_commit_ms in the \\[service\\] section"):
+        ServiceConfig.load()
+
+
 def test_cors_off_by_default_and_cross_origin_writes_refused(solr, tmp_path):
     with TestClient(make_app(solr, tmp_path)) as client:
         r = client.get("/health", headers={"Origin": "https://elsewhere.example"})

@@ -56,6 +56,15 @@ def _config_section() -> dict[str, str]:
     return dict(parser["service"]) if parser.has_section("service") else {}
 
 
+def _int_setting(section: dict[str, str], env: str, key: str, limit: Limit, default: int) -> int:
+    """An integer from the environment variable ``env``, else ``key`` in the config file's [service] section, else
+    ``default``; a bad value is refused naming where it came from."""
+    from_env = os.environ.get(env, "").strip()
+    raw = from_env or section.get(key, "").strip()
+    name = env if from_env else f"{key} in the [service] section of the config file"
+    return int(parse_value(name, raw, limit)) if raw else default
+
+
 @dataclass
 class ServiceConfig:
     """The service's settings; :meth:`load` fills what is not given from the environment and the config file."""
@@ -81,20 +90,15 @@ class ServiceConfig:
             cors = [o.strip() for o in raw_cors.split(",") if o.strip()]
         max_body = given.pop("max_body_bytes", None)
         if max_body is None:
-            from_env = os.environ.get(ENV_MAX_BODY, "").strip()
-            raw = from_env or section.get("max_body_bytes", "").strip()
-            name = ENV_MAX_BODY if from_env else "max_body_bytes in the [service] section of the config file"
-            max_body = int(parse_value(name, raw, MAX_BODY_LIMIT)) if raw else DEFAULT_MAX_BODY
+            max_body = _int_setting(section, ENV_MAX_BODY, "max_body_bytes", MAX_BODY_LIMIT, DEFAULT_MAX_BODY)
         jobs = given.pop("jobs_dir", None) or os.environ.get(ENV_JOBS_DIR) or section.get("jobs_dir")
         max_wait = given.pop("solr_max_wait", None)
         if max_wait is None:
             max_wait = env_float("NEARDUP_SOLR_MAX_WAIT", 10.0, "max_wait")
         check_commit = given.pop("check_commit_ms", None)
         if check_commit is None:
-            from_env = os.environ.get(ENV_CHECK_COMMIT, "").strip()
-            raw = from_env or section.get("check_commit_ms", "").strip()
-            name = ENV_CHECK_COMMIT if from_env else "check_commit_ms in the [service] section of the config file"
-            check_commit = int(parse_value(name, raw, CHECK_COMMIT_LIMIT)) if raw else DEFAULT_CHECK_COMMIT_MS
+            check_commit = _int_setting(section, ENV_CHECK_COMMIT, "check_commit_ms", CHECK_COMMIT_LIMIT,
+                                        DEFAULT_CHECK_COMMIT_MS)
         return cls(token=token, cors_origins=list(cors), max_body_bytes=max_body,
                    jobs_dir=Path(jobs) if jobs else None, solr_max_wait=max_wait, check_commit_ms=check_commit,
                    **given)
