@@ -35,7 +35,7 @@ import time
 from typing import Any, Sequence
 
 from .documents import META_DATASET, SETTINGS_DOC_ID, IndexSettings, ensure_index_settings
-from .errors import DocumentNotFoundError, InvalidParameterError, ParameterTypeError
+from .errors import DocumentNotFoundError, InvalidParameterError, InvalidTextError, ParameterTypeError
 from .maintenance import require_neardup_schema
 from .errors import SolrRequestError
 from .online import (
@@ -131,11 +131,14 @@ class NearDupIndex:
         key = _user_key(key)
         body = self._text(text, tokens)
         self._ensure_settings()
-        built = self.searcher.builder.build([(key, body)], dataset=self.dataset)
-        if built.rejected:
+        try:
+            query = self.searcher.prepare(body, key)  # signed once: for the document and for remember_add
+        except InvalidTextError as exc:
             raise InvalidParameterError("text" if tokens is None else "tokens", "a text with words", body,
-                                        built.rejected[0][1])
-        doc = {**built.documents[0], "_version_": -1}  # create only: never overwrite another document
+                                        str(exc)) from None
+        doc = {**self.searcher.builder.build_prepared(key, body, query.processed, query.signature, self.dataset,
+                                                      band_keys_row=self.searcher.band_keys_of(query)),
+               "_version_": -1}  # create only: never overwrite another document
         try:
             visibility: tuple[str, object] = ("commitWithin", self.commit_within_ms) if self.commit_within_ms else ("softCommit", "true")
             self.client.request("POST", "update", params=[("wt", "json"), visibility],
@@ -146,7 +149,7 @@ class NearDupIndex:
                 raise DocumentExistsError(f"the key {key!r} is already in the index; remove it first", key) from None
             raise
         if self.commit_within_ms:
-            remember_add(self.client, doc, self.searcher.prepare(body, key), self.commit_within_ms)
+            remember_add(self.client, doc, query, self.commit_within_ms)
 
     def query(self, text: str | None = None, *, tokens: Sequence[str] | None = None,
               threshold: float | None = None) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -111,15 +110,13 @@ class RecentAdds:
         with self._lock:
             if not self._entries:
                 return []
+            ids: set[str] = set()
             if band_tokens is not None:
-                ids: set[str] = set()
                 for token in band_tokens:
                     ids.update(self._by_band.get(token, ()))
-            else:
-                counts: Counter[str] = Counter()
-                for value in (hash_set if hash_set is not None else np.empty(0, np.uint64)).tolist():
-                    counts.update(self._by_shingle.get(value, ()))
-                ids = set(counts)
+            elif hash_set is not None:
+                for value in hash_set.tolist():
+                    ids.update(self._by_shingle.get(value, ()))
             return [self._entries[i] for i in ids]
 
     def settle(self, client: SolrClient) -> None:
