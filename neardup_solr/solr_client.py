@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 import requests
 
 from . import settings
+from .http_transport import DirectTransport
 from .errors import (
     ClientClosedError,
     InvalidParameterError,
@@ -239,6 +240,8 @@ class SolrClient:
         # is read once per node instead (_environment) and passed explicitly, with the same precedence.
         self.session.trust_env = False
         self._environments: dict[str, dict[str, Any]] = {}
+        # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
+        self._direct = DirectTransport(self.session)
 
     def __repr__(self) -> str:
         return f"SolrClient({self.url!r})"
@@ -419,17 +422,8 @@ class SolrClient:
             shard_state: object = None
             timed_out = False
             try:
-                resp = self.session.request(
-                    method,
-                    url,
-                    params=params,
-                    data=data,
-                    json=json_body,
-                    headers=headers,
-                    timeout=timeout or self.timeout,
-                    stream=stream,
-                    **self._environment(node),
-                )
+                resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
+                                  headers=headers, timeout=timeout or self.timeout, stream=stream)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 reason = _short_reason(exc)
                 timed_out = isinstance(exc, requests.Timeout)
@@ -477,6 +471,20 @@ class SolrClient:
             time.sleep(wait)
             attempt += 1
             node = self._node
+
+    def _send(self, node: str, method: str, url: str, *, params: Any, data: Any, json_body: Any,
+              headers: dict | None, timeout: float, stream: bool) -> requests.Response:
+        """One attempt: straight through the session's pool when the call is plain, else through requests."""
+        environment = self._environment(node)
+        auth = environment.get("auth", self.session.auth)
+        # Basic credentials (a pair) are sent directly too; any other requests auth object keeps requests' path.
+        if not stream and (data is None or isinstance(data, bytes)) and (auth is None or isinstance(auth, tuple)):
+            pool = self._direct.pool(node, environment)
+            if pool is not None:
+                return self._direct.send(pool, method, url, params=params, data=data, json_body=json_body,
+                                         headers=headers, timeout=timeout, auth=auth)
+        return self.session.request(method, url, params=params, data=data, json=json_body, headers=headers,
+                                    timeout=timeout, stream=stream, **environment)
 
     def _environment(self, node: str) -> dict[str, Any]:
         """What requests would take from the environment for ``node`` (its proxies; the CA bundle of

@@ -1,5 +1,6 @@
-"""Smoke run of the service benchmark on tiny data: both paths at two client counts against a real Solr and a
-real `neardup-solr serve`, the same answers through both, and the result files written."""
+"""Smoke run of the service benchmark on tiny data: both paths at two client counts and two worker counts against a
+real Solr and a real `neardup-solr serve`, the same answers through both, the CPU of each component counted, and the
+result files written."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_service_benchmark_smoke(solr_url, tmp_path):
     out_dir = tmp_path / "results"
     cmd = [sys.executable, "-m", "benchmarks.service", "--docs", "300", "--requests", "30", "--clients", "1,3",
-           "--profile-lookups", "10", "--solr-url", solr_url, "--work-dir", str(tmp_path / "work"),
+           "--workers", "1,2", "--profile-lookups", "10", "--solr-url", solr_url, "--work-dir", str(tmp_path / "work"),
            "--out-dir", str(out_dir), "--machine", "smoke"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -29,8 +30,14 @@ def test_service_benchmark_smoke(solr_url, tmp_path):
     report = json.loads(json_path.read_text())
     assert json_path.with_suffix(".md").read_text().startswith("# neardup-solr service benchmark")
     assert report["index"]["docs"] == 300
-    assert [level["clients"] for level in report["levels"]] == [1, 3]
+    assert [(level["workers"], level["clients"]) for level in report["levels"]] == [(1, 1), (1, 3), (2, 1), (2, 3)]
     for level in report["levels"]:
+        cpu = level["cpu_ms_per_lookup"]
+        # Solr answers both paths; only the HTTP path runs in the service's processes (with 2 workers, in its
+        # children, which are counted too).
+        assert cpu["python_api"]["solr"] > 0 and cpu["http_service"]["solr"] > 0, cpu
+        assert "service" not in cpu["python_api"] and cpu["http_service"]["service"] > 0, cpu
+        assert cpu["python_api"]["callers"] > cpu["http_service"]["callers"] > 0, cpu
         for path in ("python_api", "http_service"):
             r = level[path]
             assert r["n"] == 30 and r["errors"] == 0, (path, r)
