@@ -14,7 +14,7 @@ import logging
 import sys
 
 from ..errors import InvalidParameterError, NeardupError, SolrUnavailableError
-from . import delete_cmd, index_cmd, search_cmd, serve_cmd, settings_cmd, solr_cmd, tools_cmd
+from . import delete_cmd, index_cmd, optimize_cmd, search_cmd, serve_cmd, settings_cmd, solr_cmd, tools_cmd
 from . import spark_cmd
 from ..version import package_version
 from .common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"neardup-solr {package_version()}",
                         help="print the package's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, serve_cmd):
+    for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, optimize_cmd,
+                   serve_cmd):
         module.register(sub)
     spark_cmd.register(sub)
     return parser
