@@ -107,6 +107,20 @@ def index(solr_url: str, docs_dir: Path, docs: int, reuse: bool) -> dict[str, An
             "docs_per_s": round(summary.indexed / seconds, 1)}
 
 
+def segments(solr_url: str, optimize: bool) -> dict[str, Any]:
+    """The core's segment count, and with ``optimize`` the merge into one segment (``neardup-solr optimize``)."""
+    from neardup_solr import SolrClient
+    from neardup_solr.maintenance import merge_segments, segment_count
+
+    client = SolrClient(solr_url, timeout=600)
+    if not optimize:
+        return {"count": segment_count(client), "merged": False}
+    summary = merge_segments(client, 1)
+    log(summary.format())
+    return {"count": summary.segments_after, "merged": True, "before": summary.segments_before,
+            "merge_seconds": summary.seconds}
+
+
 def new_texts(docs_dir: Path, fresh_dir: Path, count: int, seed: int) -> list[str]:
     """``count`` texts not in the index: edited copies of indexed documents and unseen documents, alternating."""
     from benchmarks.corpus import iter_documents
@@ -365,6 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               "requests": args.requests, "load_before": os.getloadavg(),
                               "load_generator": "http.client, one keep-alive connection per client thread"}
     report["index"] = index(args.solr_url, docs_dir, args.docs, args.reuse_index)
+    report["index"]["segments"] = segments(args.solr_url, args.optimize)
     texts = new_texts(docs_dir, fresh_dir, args.requests + 200, args.seed)
     solr = solr_pid(args.solr_url)
     report["levels"] = []
@@ -447,7 +462,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"# neardup-solr service benchmark, {report['date']} ({report['machine']})", "",
              f"{report['docs']:,} documents indexed with the LSH profile; {report['requests']:,} lookups of new texts "
              f"per row (`POST /v1/near-dups` with `mode=lsh` against `Searcher.find_near_dups` with the same "
-             f"options: {report['lookup']}). Load generator: {report['load_generator']}. Load average before/after: "
+             f"options: {report['lookup']}). Index: {report['index']['segments']['count']} segment(s)"
+             + (f", merged from {report['index']['segments']['before']} in "
+                f"{report['index']['segments']['merge_seconds']} s (`neardup-solr optimize`)"
+                if report['index']['segments']['merged'] else ", as the bulk load left it") +
+             f". Load generator: {report['load_generator']}. Load average before/after: "
              f"{', '.join(f'{x:.1f}' for x in report['load_before'])} / "
              f"{', '.join(f'{x:.1f}' for x in report['load_after'])}.", "",
              "CPU columns: milliseconds of CPU per lookup used by Solr's JVM, by the service's processes and by the "
@@ -495,6 +514,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--solr-url", default=None, help="core to use (default $SOLR_URL, else a local Solr started "
                                                      "on a free port for the run). IT IS CLEARED.")
     p.add_argument("--reuse-index", action="store_true", help="keep the core if it holds this corpus already")
+    p.add_argument("--optimize", action="store_true", help="merge the index into one segment before measuring "
+                                                           "(as 'neardup-solr optimize' does after a bulk load); "
+                                                           "the result files are then named ...-service-merged-...")
     p.add_argument("--work-dir", default=str(REPO / "benchmarks" / "work" / "service"))
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     p.add_argument("--machine", default=machine_tag())
@@ -518,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             local.stop()
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{report['date']}-service-{args.machine}"
+    stem = out / f"{report['date']}-service-{'merged-' if args.optimize else ''}{args.machine}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2))
     stem.with_suffix(".md").write_text(render_markdown(report))
     log(f"wrote {stem}.json/.md")

@@ -22,14 +22,15 @@ REPO = Path(__file__).resolve().parents[1]
 def test_service_benchmark_smoke(solr_url, tmp_path):
     out_dir = tmp_path / "results"
     cmd = [sys.executable, "-m", "benchmarks.service", "--docs", "300", "--requests", "30", "--clients", "1,3",
-           "--workers", "1,2", "--profile-lookups", "10", "--solr-url", solr_url, "--work-dir", str(tmp_path / "work"),
+           "--workers", "1,2", "--optimize", "--profile-lookups", "10", "--solr-url", solr_url, "--work-dir", str(tmp_path / "work"),
            "--out-dir", str(out_dir), "--machine", "smoke"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (json_path,) = out_dir.glob("*-service-smoke.json")
+    (json_path,) = out_dir.glob("*-service-merged-smoke.json")
     report = json.loads(json_path.read_text())
     assert json_path.with_suffix(".md").read_text().startswith("# neardup-solr service benchmark")
     assert report["index"]["docs"] == 300
+    assert report["index"]["segments"]["merged"] and report["index"]["segments"]["count"] == 1
     assert [(level["workers"], level["clients"]) for level in report["levels"]] == [(1, 1), (1, 3), (2, 1), (2, 3)]
     for level in report["levels"]:
         cpu = level["cpu_ms_per_lookup"]
