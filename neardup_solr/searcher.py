@@ -121,8 +121,9 @@ class Query:
     md5_hash: str
     signature: np.ndarray
     hash_set: np.ndarray = field(repr=False)
-    # The LSH band keys of the signature, once something asks (see Searcher.band_keys_of).
+    # The LSH band keys of the signature, once something asks (see Searcher.band_keys_of), and their tokens.
     bands: np.ndarray | None = field(default=None, repr=False, compare=False)
+    band_token_list: list[str] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,10 @@ class Searcher:
             return self.builder.shingle_tokens(query.processed)
         if mode == "minhash":
             return signature_tokens(query.signature, self._hash_count(num_hashes))
-        return band_tokens(self.band_keys_of(query))
+        if query.band_token_list is None:
+            # A band lookup asks twice (the query, then counting shared bands): formatting them is not free.
+            query.band_token_list = band_tokens(self.band_keys_of(query))
+        return list(query.band_token_list)
 
     def band_keys_of(self, query: Query) -> np.ndarray:
         """The LSH band keys of ``query``'s signature, computed once per query."""
