@@ -5,8 +5,8 @@ Solr keeps a document frequency for every indexed term; the ``/terms`` handler (
 (``los``, ``angeles``, ``blvd``) weighs nothing, a rare one (a street number, a name) weighs most. Weighted
 Jaccard is then ``sum(w in A & B) / sum(w in A | B)`` (write-up 001's token boosts, made exact).
 
-Document frequencies include documents deleted but not yet merged away; after heavy deletion, an optimize
-makes them exact again.
+Document frequencies include documents deleted but not yet merged away; after heavy deletion, merging the
+segments (``neardup-solr optimize``, :func:`neardup_solr.maintenance.merge_segments`) makes them exact again.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from neardup_solr.errors import InvalidParameterError
 from neardup_solr.indexer import Indexer
 from neardup_solr.maintenance import merge_segments, segment_count
 from neardup_solr.searcher import Searcher
+from neardup_solr.weights import IdfWeights
 
 pytestmark = pytest.mark.solr
 
@@ -37,6 +38,19 @@ def test_merge_leaves_one_segment_and_every_document(solr):
     assert segment_count(solr) == 1
     assert solr.count("id:m*") == len(TEXTS)
     assert [(m.id, m.jaccard) for m in Searcher(solr).find_near_dups("m8")] == near_before
+
+
+def test_merge_makes_document_frequencies_exact_after_deletes(solr):
+    _index_in_batches(solr)
+    words = IdfWeights(solr)
+    before = words.document_frequencies(["segments"])["segments"]
+    assert before == len(TEXTS)
+    solr.delete_ids([f"m{i}" for i in range(10)])
+    solr.commit()
+    # Deleted documents still count in the term statistics until their segments are merged away.
+    assert IdfWeights(solr).document_frequencies(["segments"])["segments"] == before
+    merge_segments(solr)
+    assert IdfWeights(solr).document_frequencies(["segments"])["segments"] == len(TEXTS) - 10
 
 
 def test_cli_optimize_json(solr, solr_url, capsys):
