@@ -240,6 +240,7 @@ class SolrClient:
         # is read once per node instead (_environment) and passed explicitly, with the same precedence.
         self.session.trust_env = False
         self._environments: dict[str, dict[str, Any]] = {}
+        self._switches_said: set[tuple[str, str]] = set()  # node switches already warned of (see _fail_over)
         # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
         self._direct = DirectTransport(self.session)
 
@@ -366,8 +367,13 @@ class SolrClient:
             if not candidates:
                 return None
             self._node = candidates[0]
-        log.warning("Solr node %s is not answering (%s); sending the requests for %s to node %s instead",
-                    failed, reason, self._what, candidates[0])
+        # Said once per switch until a request succeeds again: while every node is down, the retry rounds
+        # cycle through them, and the same warning every round buried the one line that says what is wrong.
+        switch = (failed, candidates[0])
+        level = logging.DEBUG if switch in self._switches_said else logging.WARNING
+        self._switches_said.add(switch)
+        log.log(level, "Solr node %s is not answering (%s); sending the requests for %s to node %s instead",
+                failed, reason, self._what, candidates[0])
         return candidates[0]
 
     def shard_hosts(self, shard: str, refresh: bool = True) -> tuple[list[str], set[str] | None]:
@@ -440,6 +446,8 @@ class SolrClient:
                         "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
                     )
                 if resp.status_code < 400:
+                    if self._switches_said:
+                        self._switches_said.clear()
                     return resp
                 if resp.status_code == 404:
                     raise self._not_found(node, path, resp)

@@ -121,3 +121,18 @@ def test_direct_calls_share_the_session_pool(solr):
     verify = solr._environment(node).get("verify", solr.session.verify)
     assert pool is adapter.get_connection_with_tls_context(probe, verify, proxies={}, cert=None)
     assert pool.pool.maxsize == solr.pool_size and pool.block is True
+
+
+def test_a_node_switch_is_warned_of_once_while_every_node_is_down(caplog):
+    # Two URLs of one collection, nothing listening on either: the retry rounds go back and forth between them.
+    first, second = free_port(), free_port()
+    client = SolrClient(f"http://127.0.0.1:{first}/solr/c,http://127.0.0.1:{second}/solr/c",
+                        retry=RetryPolicy(max_wait=3, base=0.05, cap=0.2))
+    with caplog.at_level("DEBUG", logger="neardup_solr.solr_client"):
+        with pytest.raises(SolrUnavailableError):
+            client.get_json("select", {"q": "*:*"})
+    switches = [r for r in caplog.records if "is not answering" in r.getMessage()]
+    warned = [r for r in switches if r.levelname == "WARNING"]
+    assert len(switches) > len(warned)  # the rounds did switch again...
+    assert 1 <= len(warned) <= 2  # ...but each switch was warned of once
+    assert len({r.getMessage() for r in warned}) == len(warned)
