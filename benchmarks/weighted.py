@@ -18,6 +18,7 @@ the records are a mistyped second record of someone), indexed into a fresh local
 
     flock /tmp/bench.lock python -m benchmarks.weighted                 # 10,000 records
     python -m benchmarks.weighted --records 2000 --join-records 2000    # a quick run
+    flock /tmp/bench.lock python -m benchmarks.weighted --recipe        # the recipe section alone
 
 ``--scale`` measures size instead (no estimator, join, drift or recipe), on ``--records`` records indexed with
 character 3-shingles (the plain-Jaccard setting of issue 11's person-record figures; IDF always uses words):
@@ -364,6 +365,19 @@ def recipe_markdown(rc: dict) -> list[str]:
     return lines
 
 
+def _recipe_run(client, rows, truth, args) -> dict:
+    log("recipe")
+    seeds = [int(x) for x in args.recipe_seeds.split(",")]
+    person_sets = {seed: (rows, truth) if seed == args.seed else generate(args.records, seed=seed) for seed in seeds}
+    return recipe_section(client, person_sets, args.recipe_threshold, args.workers)
+
+
+def recipe_only_markdown(r: dict) -> str:
+    lines = [f"# record matching recipe ({r['date']}, {r['machine']})", "",
+             f"`{r['command']}`; Solr on the same machine (shared with other work: timings are upper bounds)."]
+    return "\n".join(lines + recipe_markdown(r["recipe"])) + "\n"
+
+
 def _size_tag(n: int) -> str:
     if n % 1_000_000 == 0:
         return f"{n // 1_000_000}m"
@@ -482,6 +496,8 @@ def main(argv=None) -> int:
     ap.add_argument("--join-records", type=int, default=10_000, help="records split in two halves for the join")
     ap.add_argument("--threshold", type=float, default=0.4)
     ap.add_argument("--recipe-threshold", type=float, default=RECIPE_THRESHOLD)
+    ap.add_argument("--recipe", action="store_true",
+                    help="the recipe section only, written to <date>-weighted-recipe-<machine>.{json,md}")
     ap.add_argument("--recipe-seeds", default="3,7",
                     help="seeds of the person records the recipe is measured on (--records each), comma-separated")
     ap.add_argument("--workers", type=int, default=2)
@@ -510,7 +526,7 @@ def main(argv=None) -> int:
     report: dict = {"date": _dt.date.today().isoformat(), "machine": args.machine or machine_tag(),
                     "records": len(rows),
                     "command": "python -m benchmarks.weighted " + " ".join(argv if argv is not None else sys.argv[1:])}
-    if not args.scale:
+    if not args.scale and not args.recipe:
         log("estimator")
         report["estimator"] = estimator_section(rows, truth, 2000, args.seed)
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-weighted-bench-"))
@@ -527,6 +543,8 @@ def main(argv=None) -> int:
                 report["scale"] = {}
                 scale_sections(client, url, rows, args, report["scale"],
                                lambda: _write(report, args, scale_name, scale_markdown(report)))
+            elif args.recipe:
+                report["recipe"] = _recipe_run(client, rows, truth, args)
             else:
                 clear(client, everything=True)
                 _index(client, rows)
@@ -538,18 +556,19 @@ def main(argv=None) -> int:
                 report["join"] = join_section(client, join_rows[:half], join_rows[half:], args.threshold, args.workers)
                 log("drift")
                 report["drift"] = drift_section(client, rows, args.threshold)
-                log("recipe")
-                seeds = [int(x) for x in args.recipe_seeds.split(",")]
-                person_sets = {seed: (rows, truth) if seed == args.seed else generate(args.records, seed=seed)
-                               for seed in seeds}
-                report["recipe"] = recipe_section(client, person_sets, args.recipe_threshold, args.workers)
+                report["recipe"] = _recipe_run(client, rows, truth, args)
     finally:
         report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
         if solr is not None:
             solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-    markdown = scale_markdown(report) if args.scale else to_markdown(report)
-    _write(report, args, scale_name if args.scale else f"{report['date']}-weighted-{report['machine']}", markdown)
+    if args.recipe:
+        markdown = recipe_only_markdown(report)
+        name = f"{report['date']}-weighted-recipe-{report['machine']}"
+    else:
+        markdown = scale_markdown(report) if args.scale else to_markdown(report)
+        name = scale_name if args.scale else f"{report['date']}-weighted-{report['machine']}"
+    _write(report, args, name, markdown)
     print(markdown)
     return 0
 
