@@ -50,9 +50,9 @@ TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "conte
 DEFAULT_TOKEN_FIELDS = ("shingles", "minhash", "lsh", "words")
 # "grams" tokens: each word wrapped in WORD_GRAM_PAD, and the character WORD_GRAM_SIZE-grams of that. A typo
 # changes a whole word token but only the few grams around it, so records whose words carry typos still share
-# most of their weight. 4 was measured against 2 and 3 (and character shingles of the whole text) on the
-# restaurant data and the generated person records: 3-grams of common letter runs are shared by unrelated
-# restaurants on the same street. '#' cannot occur in a normalised word (the normaliser blanks punctuation),
+# most of their weight. 4 was measured against 3-grams and character 3-shingles of the whole text on the
+# restaurant data and the generated person records (benchmarks/recipe_tokens.py): shorter grams of common letter
+# runs are shared by unrelated restaurants on the same street. '#' cannot occur in a normalised word (the normaliser blanks punctuation),
 # so a padded word never equals a gram from inside a longer word.
 WORD_GRAM_SIZE = 4
 WORD_GRAM_PAD = "#"
