@@ -12,11 +12,13 @@ the records are a mistyped second record of someone), indexed into a fresh local
 - **join**: half of the records indexed, the other half streamed (``join_pairs`` against ``idf_lsh_join``);
 - **drift**: 90% of the records indexed and signed, then the other 10% added: how many pairs among the first
   90% change (appear or vanish) because the IDF moved, and the recall of a run that signs with the old snapshot;
-- **recipe**: F1 of the README's record-matching recipe on the person records (report) and the restaurant data
-  (fodors x zagats join, one-to-one), with both methods.
+- **recipe**: F1 of the README's record-matching recipe (IDF over words and their character 4-grams, T = 0.37) on
+  the person records of two seeds (``--recipe-seeds``; report) and the restaurant data (fodors x zagats join,
+  one-to-one), with both methods; the former recipe (IDF words >= 0.31) on the same index; F1 by threshold.
 
     flock /tmp/bench.lock python -m benchmarks.weighted                 # 10,000 records
     python -m benchmarks.weighted --records 2000 --join-records 2000    # a quick run
+    flock /tmp/bench.lock python -m benchmarks.weighted --recipe        # the recipe section alone
 
 ``--scale`` measures size instead (no estimator, join, drift or recipe), on ``--records`` records indexed with
 character 3-shingles (the plain-Jaccard setting of issue 11's person-record figures; IDF always uses words):
@@ -57,8 +59,14 @@ sys.path.insert(0, str(BENCH.parent))
 from benchmarks.persons import generate  # noqa: E402
 from benchmarks.run import machine_tag  # noqa: E402
 
-# The README's record-matching recipe (see "Record matching recipe" there).
-RECIPE_THRESHOLD = 0.31
+# The README's record-matching recipe (see "Record matching recipe" there): IDF-weighted Jaccard over the words
+# and their character 4-grams, chosen on the restaurant data and the person records of two seeds together.
+RECIPE_THRESHOLD = 0.37
+RECIPE_TOKENS = "grams"
+# The recipe it replaced (IDF over words alone), measured beside it.
+BASELINE_RECIPE_THRESHOLD = 0.31
+# The thresholds of the recipe's F1-by-threshold table.
+RECIPE_SWEEP = tuple(round(0.30 + 0.01 * i, 2) for i in range(21))
 
 
 def log(msg: str) -> None:
@@ -210,43 +218,94 @@ def drift_section(client, rows, threshold: float) -> dict:
     return out
 
 
-def recipe_section(client, rows, truth, threshold: float, workers: int) -> dict:
-    from neardup_solr.evaluate import evaluate, read_pairs
+def _score(pairs, gold) -> dict:
+    from neardup_solr.evaluate import evaluate
+
+    e = evaluate([(p.id, p.neighbor_id) for p in pairs], gold)
+    return {"pairs": len(pairs), "precision": round(e.precision, 4), "recall": round(e.recall, 4),
+            "f1": round(e.f1, 4)}
+
+
+def _sweep_f1(pairs, gold, thresholds, one_to_one: bool) -> dict:
+    """F1 at each threshold from one exact run at the lowest: the pairs at T are those of that run with similarity
+    >= T, with the same similarities (one-to-one is applied after the cut, as a run at T applies it)."""
+    from neardup_solr.threshold import one_to_one as greedy
+
+    out = {}
+    for t in thresholds:
+        kept = [p for p in pairs if p.similarity >= t - 1e-12]
+        out[f"{t:.2f}"] = _score(greedy(kept) if one_to_one else kept, gold)["f1"]
+    return out
+
+
+def recipe_section(client, person_sets: dict[int, tuple[list[dict], list]], threshold: float, workers: int,
+                   baseline_threshold: float = BASELINE_RECIPE_THRESHOLD,
+                   sweep: tuple[float, ...] = RECIPE_SWEEP) -> dict:
+    """The README's recipe (IDF over words and their character 4-grams, ``idf_tokens="grams"``, >= threshold) on
+    the person records of every seed in ``person_sets`` (report) and on the restaurant data (fodors x zagats join,
+    one-to-one), with the exact method and with lsh; beside it the former recipe (IDF word Jaccard >=
+    ``baseline_threshold``, exact) on the same index, and the F1 of the grams recipe at every threshold of
+    ``sweep`` (from one exact run at the lowest)."""
+    from neardup_solr.documents import DEFAULT_TOKEN_FIELDS, IndexSettings
+    from neardup_solr.evaluate import read_pairs
+    from neardup_solr.indexer import Indexer
     from neardup_solr.maintenance import clear
     from neardup_solr.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
     from neardup_solr.searcher import Searcher
     from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
     from neardup_solr.weighted_lsh import idf_lsh_join, idf_lsh_pairs
 
-    def score(pairs, gold):
-        e = evaluate([(p.id, p.neighbor_id) for p in pairs], gold)
-        return {"pairs": len(pairs), "precision": round(e.precision, 4), "recall": round(e.recall, 4),
-                "f1": round(e.f1, 4)}
+    # One index holds both token kinds, so the former recipe is measured on the very same documents.
+    settings = IndexSettings(fields=(*DEFAULT_TOKEN_FIELDS, "grams"))
+    low = min(sweep)
 
-    out: dict = {"threshold": threshold, "similarity": "idf", "tokens": "words (content_words)"}
-    clear(client, everything=True)
-    _index(client, rows)
-    searcher = Searcher(client)
-    finder = lambda: ThresholdFinder(searcher, threshold=threshold, similarity="idf")  # noqa: E731
-    out["persons"] = {"exact": score(threshold_pairs(finder(), workers=workers), truth),
-                      "lsh": score(idf_lsh_pairs(finder()).pairs, truth), "records": len(rows)}
+    def finder(searcher, t: float, tokens: str = RECIPE_TOKENS) -> ThresholdFinder:
+        return ThresholdFinder(searcher, threshold=t, similarity="idf", idf_tokens=tokens)
+
+    out: dict = {"threshold": threshold, "similarity": "idf", "tokens": RECIPE_TOKENS,
+                 "baseline": {"threshold": baseline_threshold, "tokens": "words"}, "persons": {}, "sweep": {}}
+    for seed, (rows, truth) in person_sets.items():
+        clear(client, everything=True)
+        Indexer(client, settings).index_records([(r["id"], r["text"]) for r in rows])
+        searcher = Searcher(client)
+        t0 = time.perf_counter()
+        exact = threshold_pairs(finder(searcher, threshold), workers=workers)
+        exact_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lsh = idf_lsh_pairs(finder(searcher, threshold)).pairs
+        lsh_s = time.perf_counter() - t0
+        baseline = threshold_pairs(finder(searcher, baseline_threshold, "words"), workers=workers)
+        wide = threshold_pairs(finder(searcher, low), workers=workers)
+        key = f"seed {seed}"
+        out["persons"][key] = {"records": len(rows), "true_pairs": len(truth),
+                               "exact": {**_score(exact, truth), "seconds": round(exact_s, 2)},
+                               "lsh": {**_score(lsh, truth), "seconds": round(lsh_s, 2)},
+                               "baseline_exact": _score(baseline, truth)}
+        out["sweep"][f"persons, {key}"] = _sweep_f1(wide, truth, sweep, one_to_one=False)
+        log(f"  recipe persons {key}: {out['persons'][key]}")
+
     clear(client, everything=True)
     fodors, zagats = _read_guides(fodors_path(), zagats_path())
-    from neardup_solr.indexer import Indexer
-
-    Indexer(client, dataset="fodors").index_records([(str(i), t) for i, t in fodors])
-    Indexer(client, dataset="zagats").index_records([(str(i), t) for i, t in zagats])
+    Indexer(client, settings, dataset="fodors").index_records([(str(i), t) for i, t in fodors])
+    Indexer(client, settings, dataset="zagats").index_records([(str(i), t) for i, t in zagats])
+    searcher = Searcher(client)
     gold = read_pairs(gold_pairs_path())
     streamed = [(str(i), t) for i, t in fodors]
     t0 = time.perf_counter()
-    exact = join_pairs(finder(), streamed, indexed_dataset="zagats", one_to_one=True, workers=workers)
+    exact = join_pairs(finder(searcher, threshold), streamed, indexed_dataset="zagats", one_to_one=True,
+                       workers=workers)
     exact_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    lsh = idf_lsh_join(finder(), streamed, indexed_dataset="zagats", one_to_one=True).pairs
+    lsh = idf_lsh_join(finder(searcher, threshold), streamed, indexed_dataset="zagats", one_to_one=True).pairs
     lsh_s = time.perf_counter() - t0
-    out["restaurants"] = {"exact": {**score(exact, gold), "seconds": round(exact_s, 2)},
-                          "lsh": {**score(lsh, gold), "seconds": round(lsh_s, 2)}}
-    log(f"  recipe: {out}")
+    baseline = join_pairs(finder(searcher, baseline_threshold, "words"), streamed, indexed_dataset="zagats",
+                          one_to_one=True, workers=workers)
+    wide = join_pairs(finder(searcher, low), streamed, indexed_dataset="zagats", workers=workers)
+    out["restaurants"] = {"exact": {**_score(exact, gold), "seconds": round(exact_s, 2)},
+                          "lsh": {**_score(lsh, gold), "seconds": round(lsh_s, 2)},
+                          "baseline_exact": _score(baseline, gold)}
+    out["sweep"]["restaurants"] = _sweep_f1(wide, gold, sweep, one_to_one=True)
+    log(f"  recipe restaurants: {out['restaurants']}")
     return out
 
 
@@ -278,15 +337,45 @@ def to_markdown(r: dict) -> str:
               f"({d['appeared']} appeared, {d['vanished']} vanished: {d['changed_share']:.2%} changed; similarities "
               f"moved by {d['mean_abs_similarity_change']} on average). Signing with the old snapshot after the "
               f"growth finds {d['stale_snapshot_recall']} of the pairs a fresh run finds."]
-    rc = r["recipe"]
-    lines += ["", f"## Record matching recipe: IDF word Jaccard >= {rc['threshold']}", "",
-              "| data | method | pairs | precision | recall | F1 |", "|---|---|---:|---:|---:|---:|"]
-    for data, label in (("persons", f"person records ({rc['persons']['records']:,}), report"),
-                        ("restaurants", "restaurants, fodors x zagats join, one-to-one")):
-        for m in ("exact", "lsh"):
-            s = rc[data][m]
-            lines.append(f"| {label} | {m} | {s['pairs']} | {s['precision']} | {s['recall']} | {s['f1']} |")
+    lines += recipe_markdown(r["recipe"])
     return "\n".join(lines) + "\n"
+
+
+def recipe_markdown(rc: dict) -> list[str]:
+    base = rc["baseline"]
+    lines = ["", f"## Record matching recipe: IDF over words and their character 4-grams >= {rc['threshold']}", "",
+             f"`--similarity idf --idf-tokens {rc['tokens']} --threshold {rc['threshold']}` on an index with "
+             f"`--fields shingles,minhash,lsh,words,grams`; the restaurants joined one-to-one. The last column is "
+             f"the former recipe (IDF over words alone >= {base['threshold']}, exact) on the same index.", "",
+             "| data | method | pairs | precision | recall | F1 | seconds | former recipe F1 |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [(f"person records ({p['records']:,}, {key}), report", p) for key, p in rc["persons"].items()]
+    rows.append(("restaurants, fodors x zagats join, one-to-one", rc["restaurants"]))
+    for label, data in rows:
+        for m in ("exact", "lsh"):
+            s = data[m]
+            lines.append(f"| {label} | {m} | {s['pairs']} | {s['precision']} | {s['recall']} | {s['f1']} | "
+                         f"{s['seconds']} | {data['baseline_exact']['f1'] if m == 'exact' else ''} |")
+    names = list(rc["sweep"])
+    lines += ["", "F1 by threshold (grams, exact; each column from one run at the lowest threshold):", "",
+              "| T | " + " | ".join(names) + " | lowest |", "|---:|" + "---:|" * (len(names) + 1)]
+    for t in next(iter(rc["sweep"].values())):
+        f1s = [rc["sweep"][n][t] for n in names]
+        lines.append(f"| {t} | " + " | ".join(f"{f:.4f}" for f in f1s) + f" | {min(f1s):.4f} |")
+    return lines
+
+
+def _recipe_run(client, rows, truth, args) -> dict:
+    log("recipe")
+    seeds = [int(x) for x in args.recipe_seeds.split(",")]
+    person_sets = {seed: (rows, truth) if seed == args.seed else generate(args.records, seed=seed) for seed in seeds}
+    return recipe_section(client, person_sets, args.recipe_threshold, args.workers)
+
+
+def recipe_only_markdown(r: dict) -> str:
+    lines = [f"# record matching recipe ({r['date']}, {r['machine']})", "",
+             f"`{r['command']}`; Solr on the same machine (shared with other work: timings are upper bounds)."]
+    return "\n".join(lines + recipe_markdown(r["recipe"])) + "\n"
 
 
 def _size_tag(n: int) -> str:
@@ -407,6 +496,10 @@ def main(argv=None) -> int:
     ap.add_argument("--join-records", type=int, default=10_000, help="records split in two halves for the join")
     ap.add_argument("--threshold", type=float, default=0.4)
     ap.add_argument("--recipe-threshold", type=float, default=RECIPE_THRESHOLD)
+    ap.add_argument("--recipe", action="store_true",
+                    help="the recipe section only, written to <date>-weighted-recipe-<machine>.{json,md}")
+    ap.add_argument("--recipe-seeds", default="3,7",
+                    help="seeds of the person records the recipe is measured on (--records each), comma-separated")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--port", type=int, default=8995)
@@ -433,7 +526,7 @@ def main(argv=None) -> int:
     report: dict = {"date": _dt.date.today().isoformat(), "machine": args.machine or machine_tag(),
                     "records": len(rows),
                     "command": "python -m benchmarks.weighted " + " ".join(argv if argv is not None else sys.argv[1:])}
-    if not args.scale:
+    if not args.scale and not args.recipe:
         log("estimator")
         report["estimator"] = estimator_section(rows, truth, 2000, args.seed)
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-weighted-bench-"))
@@ -450,6 +543,8 @@ def main(argv=None) -> int:
                 report["scale"] = {}
                 scale_sections(client, url, rows, args, report["scale"],
                                lambda: _write(report, args, scale_name, scale_markdown(report)))
+            elif args.recipe:
+                report["recipe"] = _recipe_run(client, rows, truth, args)
             else:
                 clear(client, everything=True)
                 _index(client, rows)
@@ -461,15 +556,19 @@ def main(argv=None) -> int:
                 report["join"] = join_section(client, join_rows[:half], join_rows[half:], args.threshold, args.workers)
                 log("drift")
                 report["drift"] = drift_section(client, rows, args.threshold)
-                log("recipe")
-                report["recipe"] = recipe_section(client, rows, truth, args.recipe_threshold, args.workers)
+                report["recipe"] = _recipe_run(client, rows, truth, args)
     finally:
         report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
         if solr is not None:
             solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-    markdown = scale_markdown(report) if args.scale else to_markdown(report)
-    _write(report, args, scale_name if args.scale else f"{report['date']}-weighted-{report['machine']}", markdown)
+    if args.recipe:
+        markdown = recipe_only_markdown(report)
+        name = f"{report['date']}-weighted-recipe-{report['machine']}"
+    else:
+        markdown = scale_markdown(report) if args.scale else to_markdown(report)
+        name = scale_name if args.scale else f"{report['date']}-weighted-{report['machine']}"
+    _write(report, args, name, markdown)
     print(markdown)
     return 0
 

@@ -42,7 +42,20 @@ MAX_TOKEN_BYTES = 256
 UNITS = ("word", "char")
 
 # Token field of each kind of token, in the schema.
-TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh", "words": "content_words"}
+TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh", "words": "content_words",
+                "grams": "content_grams"}
+# The token fields an index gets unless told otherwise. "grams" is not among them: it costs indexing time and
+# only the typo-tolerant IDF matching (--idf-tokens grams) reads it, and collections stored with these defaults
+# must keep comparing equal to IndexSettings().
+DEFAULT_TOKEN_FIELDS = ("shingles", "minhash", "lsh", "words")
+# "grams" tokens: each word wrapped in WORD_GRAM_PAD, and the character WORD_GRAM_SIZE-grams of that. A typo
+# changes a whole word token but only the few grams around it, so records whose words carry typos still share
+# most of their weight. 4 was measured against 3-grams and character 3-shingles of the whole text on the
+# restaurant data and the generated person records (benchmarks/recipe_tokens.py): shorter grams of common letter
+# runs are shared by unrelated restaurants on the same street. '#' cannot occur in a normalised word (the normaliser blanks punctuation),
+# so a padded word never equals a gram from inside a longer word.
+WORD_GRAM_SIZE = 4
+WORD_GRAM_PAD = "#"
 
 
 @dataclass(frozen=True)
@@ -73,9 +86,10 @@ class IndexSettings:
     rows: int | None = None
     # Which token fields to index. Each costs indexing time (Solr's work grows with the number of distinct
     # terms): "shingles" (content_ng: shingle mode, threshold mode), "minhash" (content_sg: MinHash mode),
-    # "lsh" (content_lsh: LSH lookups), "words" (content_words: IDF weighting). The signature itself
-    # (minhash_sig) is always stored; whole-collection dedup needs nothing else.
-    fields: tuple[str, ...] = ("shingles", "minhash", "lsh", "words")
+    # "lsh" (content_lsh: LSH lookups), "words" (content_words: IDF weighting), "grams" (content_grams: IDF
+    # weighting over words and their character 4-grams, for records with typos; not indexed by default). The
+    # signature itself (minhash_sig) is always stored; whole-collection dedup needs nothing else.
+    fields: tuple[str, ...] = DEFAULT_TOKEN_FIELDS
     # Write-up 003's sampling: index only the shingles whose hash is 0 modulo sample_mod (1 = all of them). A
     # smaller index, and similar documents still share about 1/sample_mod of their shingles.
     sample_mod: int = 1
@@ -164,6 +178,21 @@ def text_token(value: str) -> str:
     return "~" + hashlib.blake2b(value.encode("utf-8"), digest_size=12).hexdigest()
 
 
+def word_gram_tokens(words: Iterable[str]) -> list[str]:
+    """The distinct ``grams`` tokens of some words: each word padded as ``#word#``, then the character 4-grams of
+    the padded word (``smith``: ``#smith#``, ``#smi``, ``smit``, ``mith``, ``ith#``). A word of two letters or
+    fewer is its padded form alone. Over-long words become a digest as in :func:`text_token` (their grams are
+    kept: they are short)."""
+    tokens: dict[str, None] = {}
+    size = WORD_GRAM_SIZE
+    for word in words:
+        padded = f"{WORD_GRAM_PAD}{word}{WORD_GRAM_PAD}"
+        tokens[text_token(padded)] = None
+        for start in range(len(padded) - size + 1):
+            tokens[padded[start:start + size]] = None
+    return list(tokens)
+
+
 def signature_tokens(signature: np.ndarray, count: int | None = None) -> list[str]:
     """MinHash values as ``position_value`` tokens: a match means the *same* hash function agreed (the write-up
     stored bare values, so equal values from different positions counted as matches)."""
@@ -240,6 +269,11 @@ class DocumentBuilder:
         same list as ``process(text).words`` de-duplicated, without building the shingles)."""
         return text_tokens(dict.fromkeys(self.shingler.normalizer.words(text)))
 
+    def gram_tokens(self, text: str) -> list[str]:
+        """The ``grams`` tokens of a text, as stored in ``content_grams``: its distinct words padded, and their
+        character 4-grams (:func:`word_gram_tokens`)."""
+        return word_gram_tokens(dict.fromkeys(self.shingler.normalizer.words(text)))
+
     def field_tokens(self, fields: dict) -> list[str]:
         """Distinct ``column:word`` tokens of a multi-column record."""
         tokens: dict[str, None] = {}
@@ -252,7 +286,7 @@ class DocumentBuilder:
     def build(self, items: Sequence[tuple], dataset: str | None = None) -> BuiltBatch:
         """``items`` are (id, text) or (id, text, fields) tuples; records that cannot be indexed are returned in
         ``rejected``."""
-        if "shingles" not in self.settings.fields and "words" not in self.settings.fields:
+        if not {"shingles", "words", "grams"} & set(self.settings.fields):
             return self._build_lean(items, dataset)
         out = BuiltBatch()
         processed: list[tuple[int, str, str, ProcessedText]] = []
@@ -287,7 +321,7 @@ class DocumentBuilder:
         keys = None
         if "lsh" in self.settings.fields:
             keys = band_keys(signature[None, :], self.lsh)[0] if band_keys_row is None else band_keys_row
-        if "shingles" in self.settings.fields or "words" in self.settings.fields:
+        if {"shingles", "words", "grams"} & set(self.settings.fields):
             return self._full_document(doc_id, text, processed, signature, keys, dataset)
         words = processed.words
         doc = {
@@ -317,6 +351,8 @@ class DocumentBuilder:
             doc["content_ng"] = self.shingle_tokens(p)
         if "words" in self.settings.fields:
             doc["content_words"] = text_tokens(dict.fromkeys(p.words))
+        if "grams" in self.settings.fields:
+            doc["content_grams"] = word_gram_tokens(dict.fromkeys(p.words))
         self._add_signature_fields(doc, signature, band_keys_row, dataset)
         return doc
 

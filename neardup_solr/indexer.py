@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from .documents import META_DATASET, DocumentBuilder, IndexSettings, ensure_index_settings
 from .errors import InvalidRecordError, NeardupError, ParameterTypeError, SolrRequestError, SolrUnavailableError
-from .maintenance import require_neardup_schema
+from .maintenance import require_neardup_schema, require_token_fields
 from .outputs import check_output_path
 from .inputs import STDIN, STDIN_NAME, InputFormatError, is_stdin
 from .readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
@@ -331,6 +331,8 @@ class Indexer:
         self.client.check()
         # Before anything is written: a core that is not ours gets no settings document and no records.
         require_neardup_schema(self.client)
+        if self.requested_settings is not None:
+            require_token_fields(self.client, self.requested_settings.fields)
         settings = ensure_index_settings(self.client, self.requested_settings)
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)

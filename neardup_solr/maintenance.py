@@ -1,8 +1,8 @@
-"""Destructive operations, guarded: nothing is deleted from a core or collection this tool did not make.
+"""Operations on a whole core or collection, guarded: nothing is deleted or rewritten in one this tool did not make.
 
-Our users run Solr already; one wrong ``--solr-url`` must not cost them a production core. So every delete
-first checks that the target's schema is ours (the fields our documents carry, with our types), and refuses
-with one line naming the core and what it found otherwise, before any change.
+Our users run Solr already; one wrong ``--solr-url`` must not cost them a production core. So every delete (and
+the segment merge) first checks that the target's schema is ours (the fields our documents carry, with our
+types), and refuses with one line naming the core and what it found otherwise, before any change.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Iterable
 
-from .documents import META_DATASET
+from .documents import META_DATASET, TOKEN_FIELDS
 from .errors import ForeignCollectionError
 from .recent import recent_adds
 from .solr_client import SolrClient
@@ -47,6 +48,22 @@ def require_neardup_schema(client: SolrClient) -> None:
             f"{client.url} is not a neardup-solr core or collection ({'; '.join(problems[:3])}; its fields: "
             f"{shown}). Nothing was changed. Point --solr-url at a collection made from the neardup configset "
             "('neardup-solr solr start', or 'neardup-solr solr create-collection NAME')."
+        )
+
+
+def require_token_fields(client: SolrClient, kinds: Iterable[str]) -> None:
+    """Raise ForeignCollectionError when the schema lacks the field of a token kind to be indexed: a core made
+    from an older configset has no ``content_grams``, and Solr would refuse every document with a bare
+    "unknown field" error."""
+    wanted = {kind: TOKEN_FIELDS[kind] for kind in kinds if kind in TOKEN_FIELDS}
+    fields = client.schema_fields()
+    missing = [f"{field!r} ({kind!r} tokens)" for kind, field in wanted.items() if field not in fields]
+    if missing:
+        raise ForeignCollectionError(
+            f"the schema of {client.url} has no field {', '.join(missing)}: it was made from an older neardup "
+            "configset. Nothing was changed. Restart a local Solr ('neardup-solr solr stop', then 'solr start': "
+            "the configset is refreshed on start), or on SolrCloud upload the current configset and reload the "
+            "collection; or index without those --fields."
         )
 
 

@@ -13,7 +13,9 @@ reach the bound must share), and the overlap bound over *all* of A's tokens is a
 post filter. Before, the whole OR-query was scored across the index, frequent tokens and all.
 
 ``similarity="jaccard"`` works on the index's shingles (``content_ng``); ``similarity="idf"`` on the words
-(``content_words``) weighted by IDF from the index (see :mod:`neardup_solr.weights`).
+(``content_words``) weighted by IDF from the index (see :mod:`neardup_solr.weights`), or with
+``idf_tokens="grams"`` on the words and their character 4-grams (``content_grams``), which a typo only partly
+changes (the README's record matching recipe).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .documents import META_DATASET, SETTINGS_DOC_ID, text_tokens
+from .documents import META_DATASET, SETTINGS_DOC_ID, TOKEN_FIELDS, text_tokens
 from .errors import InvalidParameterError, ParameterTypeError
 from .outputs import ResumableOutput, digest_of, write_atomically
 from .prefix_filter import count_prefix, weighted_prefix
@@ -41,6 +43,8 @@ from .weights import IdfWeights, weighted_jaccard
 log = logging.getLogger(__name__)
 
 SIMILARITIES = ("jaccard", "idf")
+# The tokens similarity="idf" weighs: the words, or the words and their character 4-grams (documents.py).
+IDF_TOKENS = ("words", "grams")
 # Relative rounding of one 32-bit float addition (2**-24), doubled for the boosts' own rounding to float.
 _FLOAT32_SLACK = 2.0 ** -23
 PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
@@ -66,18 +70,24 @@ class ThresholdFinder:
     """
 
     def __init__(self, searcher: Searcher, threshold: float = 0.8, similarity: str = "jaccard", page_size: int = 500,
-                 field_weights: dict[str, float] | None = None, prefix_filter: bool = True):
+                 field_weights: dict[str, float] | None = None, prefix_filter: bool = True,
+                 idf_tokens: str = "words"):
         if not isinstance(searcher, Searcher):
             raise ParameterTypeError("searcher", "a Searcher", searcher)
         threshold = check_float("threshold", threshold, "threshold")
         similarity = check_choice("similarity", similarity, SIMILARITIES)
         page_size = check_int("page_size", page_size, minimum=1, maximum=10_000)
         prefix_filter = check_bool("prefix_filter", prefix_filter)
+        idf_tokens = check_choice("idf_tokens", idf_tokens, IDF_TOKENS)
+        if idf_tokens != "words" and (similarity != "idf" or field_weights is not None):
+            raise InvalidParameterError("idf_tokens", "'words' unless similarity='idf' without field_weights",
+                                        idf_tokens, "grams are IDF tokens of the whole text, not per column")
         self.searcher = searcher
         self.client = searcher.client
         self.threshold = threshold
         self.similarity = similarity
         self.page_size = page_size
+        self.idf_tokens = idf_tokens
         if field_weights is not None:
             if similarity != "idf":
                 raise InvalidParameterError("field_weights", "left out (None) unless similarity='idf'", field_weights,
@@ -88,7 +98,7 @@ class ThresholdFinder:
                 raise InvalidParameterError("field_weights", "a dict of column name -> finite weight >= 0",
                                             field_weights)
         else:
-            searcher.settings.require("shingles" if similarity == "jaccard" else "words")
+            searcher.settings.require("shingles" if similarity == "jaccard" else idf_tokens)
             if similarity == "jaccard" and searcher.settings.sample_mod != 1:
                 raise InvalidParameterError(
                     "similarity", "used on a collection that indexes every shingle", similarity,
@@ -98,7 +108,7 @@ class ThresholdFinder:
         # several text columns); a column missing from field_weights weighs 1.
         self.field_weights = field_weights
         self.token_field = ("content_ng" if similarity == "jaccard"
-                            else "content_fwords" if field_weights is not None else "content_words")
+                            else "content_fwords" if field_weights is not None else TOKEN_FIELDS[idf_tokens])
         self.idf = IdfWeights(self.client, field=self.token_field) if similarity == "idf" else None
         # The same pairs either way (see prefix_filter); False is for measuring and checking that claim.
         self.prefix_filter = prefix_filter
@@ -131,8 +141,9 @@ class ThresholdFinder:
         return covered
 
     def word_tokens(self, text: str, fields: dict | None = None) -> list[str]:
-        """The tokens ``similarity='idf'`` weighs for a text: its distinct words, or ``column:word`` tokens of
-        its columns with per-field weights (the same tokens the exact method queries and verifies)."""
+        """The tokens ``similarity='idf'`` weighs for a text: its distinct words (or with ``idf_tokens='grams'``
+        the words padded and their character 4-grams), or ``column:word`` tokens of its columns with per-field
+        weights (the same tokens the exact method queries and verifies)."""
         return self._word_tokens(text, fields)
 
     def token_weights(self, tokens: Sequence[str]) -> dict[str, float]:
@@ -150,6 +161,8 @@ class ThresholdFinder:
 
     def _word_tokens(self, text: str, fields: dict | None) -> list[str]:
         if self.field_weights is None:
+            if self.idf_tokens == "grams":
+                return self.searcher.builder.gram_tokens(text)  # as the indexer stores them in content_grams
             # The words alone, as the indexer stores them in content_words (and the Spark jobs count them).
             return self.searcher.builder.word_tokens(text)
         if not fields:
@@ -456,8 +469,11 @@ def join_pairs(
 
 def _finder_params(finder: ThresholdFinder) -> dict:
     """What decides a threshold search's result, for checking that a resumed run is the stopped one."""
-    return {"threshold": finder.threshold, "similarity": finder.similarity, "field_weights": finder.field_weights,
-            "index": asdict(finder.searcher.settings)}
+    params = {"threshold": finder.threshold, "similarity": finder.similarity, "field_weights": finder.field_weights,
+              "index": asdict(finder.searcher.settings)}
+    if finder.idf_tokens != "words":  # only then: output files of runs before idf_tokens existed still resume
+        params["idf_tokens"] = finder.idf_tokens
+    return params
 
 
 def _add_unit(output: ResumableOutput, pairs: list[SimilarPair], unit_id: str, found) -> None:

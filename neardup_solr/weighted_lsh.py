@@ -241,6 +241,11 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     stats.distinct_tokens = len(distinct)
     current = _read_snapshot(finder, distinct, scheme, num_hashes, seed)
     verify_weights = finder.token_weights(distinct)  # the exact method's weights (same cache, same numbers)
+    if snapshot is not None and snapshot.field != current.field:
+        # Another token kind (words against grams): none of its frequencies would apply, and every token would
+        # be signed as unseen.
+        raise InvalidParameterError("snapshot", f"a snapshot of {current.field} frequencies", snapshot.field,
+                                    "it was recorded by a run over other IDF tokens (--idf-tokens)")
     if snapshot is not None:
         sign_weights = snapshot.weights(distinct)
         used = snapshot

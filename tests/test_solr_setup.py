@@ -28,6 +28,7 @@ def test_schema_has_every_field_as_configured(solr):
         "content_sg": ("set_token", True, True, False),
         "content_lsh": ("set_token_dv", True, True, False),
         "content_words": ("set_token", True, True, False),
+        "content_grams": ("set_token", True, True, False),
         "dataset": ("string", False, True, True),
     }
     for name, (ftype, multi, indexed, stored) in expected.items():

@@ -285,42 +285,5 @@ def test_weighted_benchmark_smoke_run(solr_url, tmp_path):
     assert report["report"]["recall"] >= 0.95 and report["report"]["exact_pairs"] > 20
     assert set(report["estimator"]["schemes"]) == {"icws", "boost x2", "boost x4", "boost x8"}
     assert report["recipe"]["restaurants"]["lsh"]["f1"] > 0.9
+    assert set(report["recipe"]["persons"]) == {"seed 3", "seed 7"} and "restaurants" in report["recipe"]["sweep"]
     assert result.with_suffix(".md").read_text().startswith("# weighted MinHash")
-
-
-@pytest.mark.solr
-def test_record_matching_recipe_scores_the_same_with_both_methods(solr, capsys):
-    """The README's recipe (IDF word Jaccard >= 0.31; one-to-one for a join of two sources) on 2,000 person
-    records and the restaurant data, with --method exact and --method lsh."""
-    from benchmarks.persons import generate
-    from benchmarks.weighted import RECIPE_THRESHOLD
-
-    from neardup_solr.evaluate import evaluate, read_pairs
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_join, idf_lsh_pairs
-
-    def f1(pairs, gold) -> float:
-        return evaluate([(p.id, p.neighbor_id) for p in pairs], gold).f1
-
-    rows, truth = generate(2000, seed=3)
-    Indexer(solr).index_records([(r["id"], r["text"]) for r in rows])
-    searcher = Searcher(solr)
-    finder = lambda: ThresholdFinder(searcher, threshold=RECIPE_THRESHOLD, similarity="idf")  # noqa: E731
-    persons = (f1(threshold_pairs(finder(), workers=2), truth), f1(idf_lsh_pairs(finder()).pairs, truth))
-
-    solr.delete_all()
-    fodors, zagats = _read_guides(fodors_path(), zagats_path())
-    Indexer(solr, dataset="fodors").index_records([(str(i), t) for i, t in fodors])
-    Indexer(solr, dataset="zagats").index_records([(str(i), t) for i, t in zagats])
-    gold = read_pairs(gold_pairs_path())
-    streamed = [(str(i), t) for i, t in fodors]
-    restaurants = (f1(join_pairs(finder(), streamed, indexed_dataset="zagats", one_to_one=True), gold),
-                   f1(idf_lsh_join(finder(), streamed, indexed_dataset="zagats", one_to_one=True).pairs, gold))
-    with capsys.disabled():
-        print(f"\nrecipe IDF >= {RECIPE_THRESHOLD}: persons F1 exact {persons[0]:.3f} lsh {persons[1]:.3f}; "
-              f"restaurants F1 exact {restaurants[0]:.3f} lsh {restaurants[1]:.3f}")
-    assert min(persons) >= 0.93 and min(restaurants) >= 0.94
-    assert abs(persons[0] - persons[1]) <= 0.01 and abs(restaurants[0] - restaurants[1]) <= 0.01

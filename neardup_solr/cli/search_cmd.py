@@ -108,7 +108,7 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
 
 # Options of report's threshold mode, and the defaults they take there.
 THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset": "--dataset",
-                   "field_weights": "--field-weights", "idf_snapshot": "--idf-snapshot"}
+                   "field_weights": "--field-weights", "idf_snapshot": "--idf-snapshot", "idf_tokens": "--idf-tokens"}
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -165,9 +165,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _check_idf_options(args: argparse.Namespace) -> None:
-    """--field-weights and --idf-snapshot need --similarity idf; --idf-snapshot also --method lsh."""
+    """--field-weights, --idf-tokens and --idf-snapshot need --similarity idf; --idf-snapshot also --method lsh."""
     if args.field_weights is not None and args.similarity != "idf":
         raise UsageError("--field-weights applies to --similarity idf only")
+    if args.idf_tokens is not None and args.similarity != "idf":
+        raise UsageError("--idf-tokens applies to --similarity idf only")
+    if args.idf_tokens == "grams" and args.field_weights is not None:
+        raise UsageError("--idf-tokens grams weighs the whole text; it does not combine with --field-weights")
     if args.idf_snapshot is not None and (args.similarity != "idf" or args.method != "lsh"):
         raise UsageError("--idf-snapshot signs weighted signatures: use it with --similarity idf --method lsh")
 
@@ -199,7 +203,8 @@ def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[st
     if args.method == "lsh" and args.similarity == "idf":
         from ..weighted_lsh import idf_lsh_pairs
 
-        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity="idf", field_weights=field_weights)
+        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity="idf", field_weights=field_weights,
+                                 idf_tokens=args.idf_tokens or "words")
         weighted = idf_lsh_pairs(finder, dataset=args.dataset, out=args.out, snapshot=args.snapshot)
         pairs = weighted.pairs
         detail = _idf_lsh_summary(args, weighted)
@@ -211,7 +216,7 @@ def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[st
         pairs = result.pairs
     else:
         finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
-                                 field_weights=field_weights)
+                                 field_weights=field_weights, idf_tokens=args.idf_tokens or "words")
         pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset,
                                 out=args.out, resume=args.resume)
     seconds = time.monotonic() - started
@@ -256,7 +261,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     if args.method == "lsh" and args.similarity == "jaccard":
         return _lsh_join(args, searcher, records)
     finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
-                             field_weights=field_weights)
+                             field_weights=field_weights, idf_tokens=args.idf_tokens or "words")
     detail = ""
     if args.method == "lsh":
         from ..weighted_lsh import idf_lsh_join
@@ -361,7 +366,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="threshold mode: every pair with similarity >= this, verified exactly (no row cap, no "
                         "first-word filter); writes id, neighbor_id, similarity")
     p.add_argument("--similarity", choices=["jaccard", "idf"], default=None,
-                   help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard")
+                   help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard (see --idf-tokens)")
     p.add_argument("--method", choices=["exact", "lsh"], default=None,
                    help="threshold mode candidates: 'exact' = complete (plain Jaccard: the texts read once and "
                         "joined in the client; idf: one bounded query per document), "
@@ -374,6 +379,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--idf-snapshot", default=None,
                    help="with --similarity idf --method lsh: sign with the document frequencies an earlier run "
                         "recorded in OUT.idf.json (every run writes one); similarities stay exact on today's IDF")
+    p.add_argument("--idf-tokens", choices=["words", "grams"], default=None,
+                   help="with --similarity idf: weigh the words (default), or the words and their character "
+                        "4-grams, which survive typos (needs an index with --fields including grams; the "
+                        "README's record matching recipe)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
     add_search_options(p)
     add_solr_options(p)
@@ -405,6 +414,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--idf-snapshot", default=None,
                    help="with --similarity idf --method lsh: sign with the document frequencies recorded in an "
                         "earlier run's OUT.idf.json")
+    p.add_argument("--idf-tokens", choices=["words", "grams"], default=None,
+                   help="with --similarity idf: weigh the words (default), or the words and their character "
+                        "4-grams, which survive typos (needs an index with --fields including grams; the "
+                        "README's record matching recipe)")
     p.add_argument("--indexed-dataset", type=label("--indexed-dataset"), default=None,
                    help="match only indexed records of this data set")
     p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
