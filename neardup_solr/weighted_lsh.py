@@ -53,6 +53,7 @@ import numpy as np
 from .collection import (
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
     DEFAULT_MAX_BUCKET,
+    DEFAULT_SPLIT_BUCKET,
     CollectionStats,
     candidate_pairs,
     estimate_margin,
@@ -231,7 +232,7 @@ def _estimate_filter(sigs: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: 
 def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list[tuple[str, list[str]]] | None,
          *, scheme: str, num_hashes: int, seed: int | None, snapshot: IdfSnapshot | None,
          false_negative_weight: float, lsh_params: LSHParams | None, max_bucket: int,
-         stats: WeightedLshStats) -> tuple[list[tuple[int, int, float]], IdfSnapshot]:
+         split_bucket: int | None, stats: WeightedLshStats) -> tuple[list[tuple[int, int, float]], IdfSnapshot]:
     """(i, j, similarity) of verified pairs: within ``left`` (i < j) when ``right`` is None, else left x right."""
     threshold = finder.threshold
     seed = seed if seed is not None else finder.searcher.settings.seed
@@ -260,7 +261,7 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     t0 = time.perf_counter()
     params = lsh_params or weighted_band_params(threshold, num_hashes, false_negative_weight)
     stats.bands, stats.rows = params.bands, params.rows
-    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, stats=CollectionStats())
+    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, split_bucket=split_bucket, stats=CollectionStats())
     a, b = np.divmod(codes, np.int64(max(len(docs), 1)))
     if right is not None:  # a join pairs the two sides only
         cross = (a < len(left)) & (b >= len(left))
@@ -271,7 +272,8 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    sets = [set(tokens) for _, tokens in docs]
+    # Token sets of the documents some candidate names (at 1M records most documents are in none).
+    sets = {i: set(docs[i][1]) for i in np.unique(np.concatenate((a, b))).tolist()}
     found = []
     for i, j in zip(a.tolist(), b.tolist()):
         sim = weighted_jaccard(sets[i], sets[j], verify_weights)
@@ -306,6 +308,7 @@ def idf_lsh_pairs(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> WeightedLshResult:
     """Every pair of the collection (or of one data set) with IDF-weighted Jaccard >= ``finder.threshold``,
     found through weighted MinHash bands and verified exactly (see the module docstring).
@@ -324,16 +327,19 @@ def idf_lsh_pairs(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    docs = [d for d in iter_documents(finder.searcher, page_size=5000)
-            if d.num_shingles and (dataset is None or d.dataset == dataset)]
-    docs.sort(key=lambda d: id_sort_key(d.id))
-    left = [(d.id, finder.word_tokens(d.content, d.fields)) for d in docs]
-    left = [(i, t) for i, t in left if t]
+    # Only (id, tokens) is kept of each document: at a million records the texts would be gigabytes.
+    left = []
+    for d in iter_documents(finder.searcher, page_size=5000):
+        if d.num_shingles and (dataset is None or d.dataset == dataset):
+            tokens = finder.word_tokens(d.content, d.fields)
+            if tokens:
+                left.append((d.id, tokens))
+    left.sort(key=lambda doc: id_sort_key(doc[0]))
     stats.documents = len(left)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
     found, used = _run(finder, left, None, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
                        false_negative_weight=false_negative_weight, lsh_params=lsh_params, max_bucket=max_bucket,
-                       stats=stats)
+                       split_bucket=split_bucket, stats=stats)
     # The exact method's order: by first id, then best first, ties by id; the smaller id first in each pair
     # (left is in id order, so i < j already says which).
     found.sort(key=lambda f: (f[0], -f[2], id_sort_key(left[f[1]][0])))
@@ -355,6 +361,7 @@ def idf_lsh_join(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> WeightedLshResult:
     """Similarity join at LSH speed: every streamed record against the indexed data set (``indexed_dataset``,
     or the whole collection), pairs (streamed id, indexed id) with IDF-weighted Jaccard >= the finder's
@@ -385,7 +392,7 @@ def idf_lsh_join(
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
     found, used = _run(finder, left, right, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
                        false_negative_weight=false_negative_weight, lsh_params=lsh_params, max_bucket=max_bucket,
-                       stats=stats)
+                       split_bucket=split_bucket, stats=stats)
     n = len(left)
     found.sort(key=lambda f: (f[0], -f[2], id_sort_key(right[f[1] - n][0])))
     pairs = [SimilarPair(left[i][0], right[j - n][0], sim) for i, j, sim in found]
