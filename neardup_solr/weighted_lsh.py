@@ -17,7 +17,8 @@ IDF-weighted word Jaccard >= T) without one Solr query per record:
    the weighted Jaccard. Signing runs on the client; nothing is stored in Solr, so no schema change.
 4. **Bands** are chosen for T exactly as the plain ``--method lsh`` chooses them
    (:func:`~neardup_solr.lsh.optimal_params` with the false-negative weight 0.998), candidate pairs come from
-   :func:`~neardup_solr.collection.candidate_pairs`, and candidates whose estimate is below ``T - margin``
+   :func:`~neardup_solr.collection.candidate_pairs` (buckets of more than ``split_bucket`` records refined by
+   further signature values, see ``collection``), and candidates whose estimate is below ``T - margin``
    (:func:`~neardup_solr.collection.estimate_margin`) are dropped.
 5. **Exact verification** of every remaining candidate with :func:`~neardup_solr.weights.weighted_jaccard`
    over the finder's weights: the very function and weights ``--method exact`` reports, so a pair found by both
