@@ -102,6 +102,21 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _rank_keys(ln_a: np.ndarray, columns: np.ndarray, index_bits: int) -> np.ndarray:
+    """uint64 keys ordered as ``ln_a`` (float64, any sign), each ending in its sample's column.
+
+    The float's bits are mapped to an unsigned integer of the same order (negative numbers: all bits flipped;
+    others: the sign bit set), and the lowest ``index_bits`` bits are replaced by the column. Two samples
+    whose ``ln a`` agree to within a relative 2**(index_bits - 52) then fall back on the column order: the
+    same for every document (the columns are the sorted distinct samples of the call), so the choice stays
+    consistent, and such near-ties have probability of that order."""
+    bits = np.ascontiguousarray(ln_a, dtype=np.float64).view(_U64)
+    negative = (bits >> _U64(63)).astype(bool)
+    ordered = np.where(negative, ~bits, bits | _U64(1 << 63))
+    shift = _U64(index_bits)
+    return ((ordered >> shift) << shift) | columns[None, :]
+
+
 def token_hashes(tokens: Iterable[str]) -> np.ndarray:
     """64-bit MurmurHash3 of each token (uint64), the identity the signers hash tokens by."""
     return np.fromiter((mmh3.hash64(t, _TOKEN_HASH_SEED, signed=False)[0] for t in tokens), dtype=_U64)
@@ -230,27 +245,26 @@ class WeightedMinHash:
         inverse = inverse.reshape(-1)
         d_hashes, d_weights = hashes[first], weights[first]
         per_block = max(1, _BLOCK_ELEMENTS // k)
-        ln_a_all = np.empty((k, first.size), dtype=np.float64)
+        ranked = np.empty((k, first.size), dtype=_U64)
         codes_all = np.empty((k, first.size), dtype=np.uint32)
+        index_bits = max(1, int(first.size - 1).bit_length())
         for lo in range(0, first.size, per_block):
             hi = min(lo + per_block, first.size)
-            ln_a_all[:, lo:hi], codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
-        # Whole documents per block, so each block's minimum per document is final.
+            ln_a, codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
+            ranked[:, lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits)
+        # Whole documents per block, so each block's minimum per document is final. The minimum of the rank
+        # keys names the winning sample (its low bits are its column), so one reduction finds it; comparing
+        # floats, then picking the code at the minimum, took three passes more over the gathered block.
+        mask = _U64((1 << index_bits) - 1)
         d = 0
         while d < ndocs:
             end = int(np.searchsorted(offsets, offsets[d] + per_block, side="right")) - 1
             end = min(max(end, d + 1), ndocs)
             a, b = int(offsets[d]), int(offsets[end])
-            idx = inverse[a:b]
-            ln_a = ln_a_all[:, idx]
             starts = offsets[d:end] - a
-            mins = np.minimum.reduceat(ln_a, starts, axis=1)
-            counts = np.diff(offsets[d : end + 1])
-            winner = ln_a == np.repeat(mins, counts, axis=1)
-            # The code at the minimum (a tie between two distinct tokens has probability ~0; max breaks it
-            # the same way whatever the order of the tokens).
-            picked = np.maximum.reduceat(np.where(winner, codes_all[:, idx], np.uint32(0)), starts, axis=1)
-            result[d:end] = picked.T
+            best = np.minimum.reduceat(ranked[:, inverse[a:b]], starts, axis=1)
+            winners = (best & mask).astype(np.intp)
+            result[d:end] = np.take_along_axis(codes_all, winners, axis=1).T
             d = end
         return WeightedSignature.of_scheme(result, self.seed, self.scheme)
 
