@@ -64,8 +64,8 @@ from .errors import InvalidParameterError
 from .lsh import LSHParams, optimal_params
 from .outputs import write_atomically
 from .readers import Record
-from .report import iter_documents
-from .searcher import id_sort_key
+from .documents import META_DATASET, SETTINGS_DOC_ID
+from .searcher import cursor_docs, id_sort_key
 from .text.weighted import SCHEMES, BoostedMinHash, WeightedMinHash
 from .threshold import SimilarPair, ThresholdFinder, pair_lines
 from .threshold import one_to_one as _one_to_one
@@ -287,6 +287,30 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     return found, used
 
 
+def _indexed_tokens(finder: ThresholdFinder, dataset: str | None, *,
+                    with_shingles_only: bool) -> list[tuple[str, list[str]]]:
+    """``(id, tokens)`` of every indexed document (of ``dataset``) that has tokens, in the cursor's id order.
+
+    Only what tokenising needs is read, and the data set is filtered by Solr (a join against one of several
+    data sets read them all before). Only (id, tokens) is kept: at a million records the texts are gigabytes.
+    ``with_shingles_only`` skips documents indexed without shingles, as the report always has."""
+    params: list[tuple[str, object]] = [
+        ("q", "*:*"), ("fq", "-{!term f=dataset v=$nd.meta}"), ("nd.meta", META_DATASET),
+        ("sort", "id asc"), ("fl", "id,content,num_shingles,fields_json"),
+    ]
+    if dataset is not None:
+        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    out = []
+    for doc in cursor_docs(finder.client, params, 5000):
+        if doc["id"] == SETTINGS_DOC_ID or (with_shingles_only and not doc.get("num_shingles")):
+            continue
+        fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
+        tokens = finder.word_tokens(doc.get("content", ""), fields)
+        if tokens:
+            out.append((doc["id"], tokens))
+    return out
+
+
 def _finish(pairs: list[SimilarPair], used: IdfSnapshot, stats: WeightedLshStats, out: str | Path | None,
             started: float) -> WeightedLshResult:
     if out is not None:
@@ -328,13 +352,7 @@ def idf_lsh_pairs(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    # Only (id, tokens) is kept of each document: at a million records the texts would be gigabytes.
-    left = []
-    for d in iter_documents(finder.searcher, page_size=5000):
-        if d.num_shingles and (dataset is None or d.dataset == dataset):
-            tokens = finder.word_tokens(d.content, d.fields)
-            if tokens:
-                left.append((d.id, tokens))
+    left = _indexed_tokens(finder, dataset, with_shingles_only=True)
     left.sort(key=lambda doc: id_sort_key(doc[0]))
     stats.documents = len(left)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
@@ -385,10 +403,7 @@ def idf_lsh_join(
         else:
             stats.skipped += 1
     stats.streamed = len(left)
-    docs = [d for d in iter_documents(finder.searcher, page_size=5000)
-            if indexed_dataset is None or d.dataset == indexed_dataset]
-    right = [(d.id, finder.word_tokens(d.content, d.fields)) for d in docs]
-    right = [(i, t) for i, t in right if t]
+    right = _indexed_tokens(finder, indexed_dataset, with_shingles_only=False)
     stats.documents = len(right)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
     found, used = _run(finder, left, right, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
