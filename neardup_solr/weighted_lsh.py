@@ -45,7 +45,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -114,12 +114,17 @@ class IdfSnapshot:
 
     def digest(self) -> str:
         """A short digest of everything that decides the signatures."""
-        body = json.dumps({**asdict(self), "created": ""}, sort_keys=True, ensure_ascii=False)
+        body = json.dumps({**self._fields(), "created": ""}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
     def save(self, path: str | Path) -> None:
         """Write the snapshot as JSON (atomically)."""
-        write_atomically(path, [json.dumps(asdict(self), sort_keys=True, ensure_ascii=False) + "\n"])
+        write_atomically(path, [json.dumps(self._fields(), sort_keys=True, ensure_ascii=False) + "\n"])
+
+    def _fields(self) -> dict:
+        # Not dataclasses.asdict: it deep-copies the df dict entry by entry, 0.25 s of a 1 s join at 27,000
+        # tokens, for a JSON text that is the same either way (every field is already plain JSON data).
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def load(cls, path: str | Path) -> "IdfSnapshot":
