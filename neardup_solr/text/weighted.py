@@ -38,7 +38,9 @@ on the seed, the token strings and the weights.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import mmh3
 import numpy as np
@@ -62,6 +64,9 @@ _LOW32 = _U64(0xFFFFFFFF)
 _TOKEN_HASH_SEED = 0x5EED
 # Elements of one (num_hashes x tokens) block: a few float64/uint64 temporaries of this size are alive at once.
 _BLOCK_ELEMENTS = 1 << 21
+# Threads an ICWS batch is signed with (NumPy's loops release the GIL): one per core, at most 2, the number of
+# workers the exact method's lookups run with by default.
+SIGNING_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 class WeightedSignature(Signature):
@@ -244,28 +249,48 @@ class WeightedMinHash:
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         d_hashes, d_weights = hashes[first], weights[first]
-        per_block = max(1, _BLOCK_ELEMENTS // k)
+        threads = SIGNING_THREADS
+        # Blocks small enough that every thread gets one even for a few thousand tokens.
+        per_block = max(1, min(_BLOCK_ELEMENTS // k, -(-first.size // threads)))
         ranked = np.empty((k, first.size), dtype=_U64)
         codes_all = np.empty((k, first.size), dtype=np.uint32)
         index_bits = max(1, int(first.size - 1).bit_length())
-        for lo in range(0, first.size, per_block):
+
+        def sample_block(lo: int) -> None:
             hi = min(lo + per_block, first.size)
             ln_a, codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
             ranked[:, lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits)
+
         # Whole documents per block, so each block's minimum per document is final. The minimum of the rank
         # keys names the winning sample (its low bits are its column), so one reduction finds it; comparing
         # floats, then picking the code at the minimum, took three passes more over the gathered block.
         mask = _U64((1 << index_bits) - 1)
+        doc_blocks = []
         d = 0
         while d < ndocs:
             end = int(np.searchsorted(offsets, offsets[d] + per_block, side="right")) - 1
             end = min(max(end, d + 1), ndocs)
+            doc_blocks.append((d, end))
+            d = end
+
+        def reduce_block(block: tuple[int, int]) -> None:
+            d, end = block
             a, b = int(offsets[d]), int(offsets[end])
-            starts = offsets[d:end] - a
-            best = np.minimum.reduceat(ranked[:, inverse[a:b]], starts, axis=1)
+            best = np.minimum.reduceat(ranked[:, inverse[a:b]], offsets[d:end] - a, axis=1)
             winners = (best & mask).astype(np.intp)
             result[d:end] = np.take_along_axis(codes_all, winners, axis=1).T
-            d = end
+
+        # Blocks write disjoint columns (sampling) and rows (reduction), and NumPy releases the GIL inside its
+        # loops, so threads sign in parallel with identical results.
+        if threads > 1 and first.size > per_block:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="icws") as pool:
+                list(pool.map(sample_block, range(0, first.size, per_block)))
+                list(pool.map(reduce_block, doc_blocks))
+        else:
+            for lo in range(0, first.size, per_block):
+                sample_block(lo)
+            for block in doc_blocks:
+                reduce_block(block)
         return WeightedSignature.of_scheme(result, self.seed, self.scheme)
 
     def signature(self, weights: Mapping[str, float]) -> WeightedSignature:
