@@ -337,3 +337,24 @@ def test_record_matching_recipe_scores_the_same_with_both_methods(solr, capsys):
               f"restaurants F1 exact {restaurants[0]:.3f} lsh {restaurants[1]:.3f}")
     assert min(persons) >= 0.93 and min(restaurants) >= 0.94
     assert abs(persons[0] - persons[1]) <= 0.01 and abs(restaurants[0] - restaurants[1]) <= 0.01
+
+
+@pytest.mark.solr
+def test_weighted_join_benchmark_smoke_run(solr_url, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "benchmarks.weighted_join", "--records", "400,600", "--repeat", "1",
+           "--solr-url", solr_url, "--out-dir", str(tmp_path), "--machine", "smoke"]
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = tmp_path.glob("*-weighted-join-smoke.json")
+    report = json.loads(result.read_text())
+    assert [j["streamed"] for j in report["joins"]] == [200, 300]
+    for join in report["joins"]:
+        assert join["similarities_identical"] and join["recall"] >= 0.95 and join["exact_pairs"] > 10
+        assert set(join["lsh_phases_s"]) >= {"export", "weights", "sign", "candidates", "verify", "total"}
+    assert report["import_s"] > 0
+    assert result.with_suffix(".md").read_text().startswith("# IDF join")
