@@ -31,6 +31,8 @@ __all__ = [
     "optimal_params",
     "band_keys",
     "band_tokens",
+    "extend_keys",
+    "extension_positions",
     "curve_table",
     "plot_s_curve",
 ]
@@ -201,6 +203,21 @@ def band_keys(signatures: np.ndarray, params: LSHParams) -> np.ndarray:
         for j in range(params.rows):
             keys = _mix64((keys ^ values[:, :, j]) + _GOLDEN)
     return keys
+
+
+def extend_keys(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Band keys with one more signature value folded in (the same fold :func:`band_keys` applies per row):
+    two keys stay equal only when their documents also agree on ``values``. ``keys`` uint64, ``values`` any
+    integer array of the same length; returns a new uint64 array."""
+    with np.errstate(over="ignore"):
+        return _mix64((np.asarray(keys, dtype=np.uint64) ^ np.asarray(values).astype(np.uint64)) + _GOLDEN)
+
+
+def extension_positions(band: int, params: LSHParams, num_hashes: int) -> np.ndarray:
+    """Signature positions that refine the keys of ``band`` (see ``collection``'s bucket splitting), in the
+    order they are used: every position outside the band, starting right after it and wrapping around."""
+    start = (band + 1) * params.rows
+    return (start + np.arange(num_hashes - params.rows)) % num_hashes
 
 
 def band_tokens(keys_row) -> list[str]:

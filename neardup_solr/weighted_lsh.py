@@ -17,7 +17,8 @@ IDF-weighted word Jaccard >= T) without one Solr query per record:
    the weighted Jaccard. Signing runs on the client; nothing is stored in Solr, so no schema change.
 4. **Bands** are chosen for T exactly as the plain ``--method lsh`` chooses them
    (:func:`~neardup_solr.lsh.optimal_params` with the false-negative weight 0.998), candidate pairs come from
-   :func:`~neardup_solr.collection.candidate_pairs`, and candidates whose estimate is below ``T - margin``
+   :func:`~neardup_solr.collection.candidate_pairs` (buckets of more than ``split_bucket`` records refined by
+   further signature values, see ``collection``), and candidates whose estimate is below ``T - margin``
    (:func:`~neardup_solr.collection.estimate_margin`) are dropped.
 5. **Exact verification** of every remaining candidate with :func:`~neardup_solr.weights.weighted_jaccard`
    over the finder's weights: the very function and weights ``--method exact`` reports, so a pair found by both
@@ -44,7 +45,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -53,6 +54,7 @@ import numpy as np
 from .collection import (
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
     DEFAULT_MAX_BUCKET,
+    DEFAULT_SPLIT_BUCKET,
     CollectionStats,
     candidate_pairs,
     estimate_margin,
@@ -62,8 +64,8 @@ from .errors import InvalidParameterError
 from .lsh import LSHParams, optimal_params
 from .outputs import write_atomically
 from .readers import Record
-from .report import iter_documents
-from .searcher import id_sort_key
+from .documents import META_DATASET, SETTINGS_DOC_ID
+from .searcher import cursor_docs, id_sort_key
 from .text.weighted import SCHEMES, BoostedMinHash, WeightedMinHash
 from .threshold import SimilarPair, ThresholdFinder, pair_lines
 from .threshold import one_to_one as _one_to_one
@@ -112,12 +114,17 @@ class IdfSnapshot:
 
     def digest(self) -> str:
         """A short digest of everything that decides the signatures."""
-        body = json.dumps({**asdict(self), "created": ""}, sort_keys=True, ensure_ascii=False)
+        body = json.dumps({**self._fields(), "created": ""}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
     def save(self, path: str | Path) -> None:
         """Write the snapshot as JSON (atomically)."""
-        write_atomically(path, [json.dumps(asdict(self), sort_keys=True, ensure_ascii=False) + "\n"])
+        write_atomically(path, [json.dumps(self._fields(), sort_keys=True, ensure_ascii=False) + "\n"])
+
+    def _fields(self) -> dict:
+        # Not dataclasses.asdict: it deep-copies the df dict entry by entry, 0.25 s of a 1 s join at 27,000
+        # tokens, for a JSON text that is the same either way (every field is already plain JSON data).
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def load(cls, path: str | Path) -> "IdfSnapshot":
@@ -231,7 +238,7 @@ def _estimate_filter(sigs: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: 
 def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list[tuple[str, list[str]]] | None,
          *, scheme: str, num_hashes: int, seed: int | None, snapshot: IdfSnapshot | None,
          false_negative_weight: float, lsh_params: LSHParams | None, max_bucket: int,
-         stats: WeightedLshStats) -> tuple[list[tuple[int, int, float]], IdfSnapshot]:
+         split_bucket: int | None, stats: WeightedLshStats) -> tuple[list[tuple[int, int, float]], IdfSnapshot]:
     """(i, j, similarity) of verified pairs: within ``left`` (i < j) when ``right`` is None, else left x right."""
     threshold = finder.threshold
     seed = seed if seed is not None else finder.searcher.settings.seed
@@ -265,7 +272,7 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     t0 = time.perf_counter()
     params = lsh_params or weighted_band_params(threshold, num_hashes, false_negative_weight)
     stats.bands, stats.rows = params.bands, params.rows
-    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, stats=CollectionStats())
+    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, split_bucket=split_bucket, stats=CollectionStats())
     a, b = np.divmod(codes, np.int64(max(len(docs), 1)))
     if right is not None:  # a join pairs the two sides only
         cross = (a < len(left)) & (b >= len(left))
@@ -276,7 +283,8 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    sets = [set(tokens) for _, tokens in docs]
+    # Token sets of the documents some candidate names (at 1M records most documents are in none).
+    sets = {i: set(docs[i][1]) for i in np.unique(np.concatenate((a, b))).tolist()}
     found = []
     for i, j in zip(a.tolist(), b.tolist()):
         sim = weighted_jaccard(sets[i], sets[j], verify_weights)
@@ -287,6 +295,30 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     log.info("weighted LSH %dx%d: %d candidates, %d after the estimate, %d pairs >= %g", params.bands,
              params.rows, stats.candidate_pairs, stats.estimated_pairs, len(found), threshold)
     return found, used
+
+
+def _indexed_tokens(finder: ThresholdFinder, dataset: str | None, *,
+                    with_shingles_only: bool) -> list[tuple[str, list[str]]]:
+    """``(id, tokens)`` of every indexed document (of ``dataset``) that has tokens, in the cursor's id order.
+
+    Only what tokenising needs is read, and the data set is filtered by Solr (a join against one of several
+    data sets read them all before). Only (id, tokens) is kept: at a million records the texts are gigabytes.
+    ``with_shingles_only`` skips documents indexed without shingles, as the report always has."""
+    params: list[tuple[str, object]] = [
+        ("q", "*:*"), ("fq", "-{!term f=dataset v=$nd.meta}"), ("nd.meta", META_DATASET),
+        ("sort", "id asc"), ("fl", "id,content,num_shingles,fields_json"),
+    ]
+    if dataset is not None:
+        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    out = []
+    for doc in cursor_docs(finder.client, params, 5000):
+        if doc["id"] == SETTINGS_DOC_ID or (with_shingles_only and not doc.get("num_shingles")):
+            continue
+        fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
+        tokens = finder.word_tokens(doc.get("content", ""), fields)
+        if tokens:
+            out.append((doc["id"], tokens))
+    return out
 
 
 def _finish(pairs: list[SimilarPair], used: IdfSnapshot, stats: WeightedLshStats, out: str | Path | None,
@@ -311,6 +343,7 @@ def idf_lsh_pairs(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> WeightedLshResult:
     """Every pair of the collection (or of one data set) with IDF-weighted Jaccard >= ``finder.threshold``,
     found through weighted MinHash bands and verified exactly (see the module docstring).
@@ -329,16 +362,13 @@ def idf_lsh_pairs(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    docs = [d for d in iter_documents(finder.searcher, page_size=5000)
-            if d.num_shingles and (dataset is None or d.dataset == dataset)]
-    docs.sort(key=lambda d: id_sort_key(d.id))
-    left = [(d.id, finder.word_tokens(d.content, d.fields)) for d in docs]
-    left = [(i, t) for i, t in left if t]
+    left = _indexed_tokens(finder, dataset, with_shingles_only=True)
+    left.sort(key=lambda doc: id_sort_key(doc[0]))
     stats.documents = len(left)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
     found, used = _run(finder, left, None, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
                        false_negative_weight=false_negative_weight, lsh_params=lsh_params, max_bucket=max_bucket,
-                       stats=stats)
+                       split_bucket=split_bucket, stats=stats)
     # The exact method's order: by first id, then best first, ties by id; the smaller id first in each pair
     # (left is in id order, so i < j already says which).
     found.sort(key=lambda f: (f[0], -f[2], id_sort_key(left[f[1]][0])))
@@ -360,6 +390,7 @@ def idf_lsh_join(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> WeightedLshResult:
     """Similarity join at LSH speed: every streamed record against the indexed data set (``indexed_dataset``,
     or the whole collection), pairs (streamed id, indexed id) with IDF-weighted Jaccard >= the finder's
@@ -382,15 +413,12 @@ def idf_lsh_join(
         else:
             stats.skipped += 1
     stats.streamed = len(left)
-    docs = [d for d in iter_documents(finder.searcher, page_size=5000)
-            if indexed_dataset is None or d.dataset == indexed_dataset]
-    right = [(d.id, finder.word_tokens(d.content, d.fields)) for d in docs]
-    right = [(i, t) for i, t in right if t]
+    right = _indexed_tokens(finder, indexed_dataset, with_shingles_only=False)
     stats.documents = len(right)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
     found, used = _run(finder, left, right, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
                        false_negative_weight=false_negative_weight, lsh_params=lsh_params, max_bucket=max_bucket,
-                       stats=stats)
+                       split_bucket=split_bucket, stats=stats)
     n = len(left)
     found.sort(key=lambda f: (f[0], -f[2], id_sort_key(right[f[1] - n][0])))
     pairs = [SimilarPair(left[i][0], right[j - n][0], sim) for i, j, sim in found]

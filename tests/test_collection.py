@@ -45,6 +45,29 @@ def _brute_force_candidates(sigs: np.ndarray, params: LSHParams) -> set[tuple[in
     return {(i, j) for i, j in itertools.combinations(range(len(sigs)), 2) if (keys[i] == keys[j]).any()}
 
 
+def _refined_candidates(sigs: np.ndarray, params: LSHParams, split: int) -> set[tuple[int, int]]:
+    """Banding with oversized buckets refined, written out directly: a group of more than ``split`` members
+    is regrouped by its members' next extension value, recursively, until small or out of values."""
+    k, r = sigs.shape[1], params.rows
+    out: set[tuple[int, int]] = set()
+    for band in range(params.bands):
+        extra = [((band + 1) * r + d) % k for d in range(k - r)]
+        groups: dict = {}
+        for i in range(len(sigs)):
+            groups.setdefault(tuple(sigs[i, band * r:(band + 1) * r].tolist()), []).append(i)
+        todo = [(members, 0) for members in groups.values()]
+        while todo:
+            members, depth = todo.pop()
+            if len(members) > split and depth < len(extra):
+                sub: dict = {}
+                for i in members:
+                    sub.setdefault(int(sigs[i, extra[depth]]), []).append(i)
+                todo.extend((m, depth + 1) for m in sub.values())
+            else:
+                out.update(itertools.combinations(sorted(members), 2))
+    return out
+
+
 def _decode(codes: np.ndarray, n: int) -> set[tuple[int, int]]:
     return {(int(c) // n, int(c) % n) for c in codes}
 
@@ -55,16 +78,21 @@ def _decode(codes: np.ndarray, n: int) -> set[tuple[int, int]]:
     values=st.integers(1, 3),
     bands=st.integers(1, 5),
     rows=st.integers(1, 3),
+    split=st.integers(2, 6),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_candidates_equal_brute_force(n, values, bands, rows, seed):
+def test_candidates_equal_brute_force(n, values, bands, rows, split, seed):
     # Few distinct values per position, so buckets of every size occur.
     sigs = np.random.default_rng(seed).integers(0, values, size=(n, bands * rows + 1), dtype=np.uint32)
     params = LSHParams(bands, rows)
-    codes = candidate_pairs(sigs, params)
+    codes = candidate_pairs(sigs, params, split_bucket=None)
     assert codes.dtype == np.int64
     assert np.all(np.diff(codes) > 0)  # sorted and distinct
     assert _decode(codes, n) == _brute_force_candidates(sigs, params)
+    refined = candidate_pairs(sigs, params, split_bucket=split)
+    assert np.all(np.diff(refined) > 0)
+    assert _decode(refined, n) == _refined_candidates(sigs, params, split)
+    assert set(refined.tolist()) <= set(codes.tolist())  # refining only ever removes candidates
 
 
 @settings(max_examples=40, deadline=None)

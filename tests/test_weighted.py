@@ -17,6 +17,7 @@ from neardup_solr.text.weighted import (
     WeightedSignature,
     estimate_weighted_jaccard,
     exact_weighted_jaccard,
+    token_hashes,
 )
 from neardup_solr.weights import weighted_jaccard
 
@@ -70,6 +71,18 @@ def test_icws_signatures_are_deterministic_and_carry_seed_length_scheme():
     # Scaling every weight by the same factor keeps every weighted Jaccard, and the estimate stays unbiased.
     a, b = _pairs(1)[0]
     assert estimate_weighted_jaccard(WeightedMinHash(seed=1).signature(a), WeightedMinHash(seed=1).signature(a)) == 1.0
+
+
+def test_icws_keeps_the_sample_of_least_ln_a_at_every_position():
+    # The batch signer finds the winners through packed rank keys; written out here per map, the sample of
+    # least ln a (its code) must be what each position holds.
+    maps = [m for p in _pairs(40) for m in p]
+    signer = WeightedMinHash(64, seed=4)
+    batch = np.asarray(signer.signatures(maps))
+    for row, m in zip(batch, maps):
+        tokens = [t for t, w in m.items() if w > 0]
+        ln_a, codes = signer._sample(token_hashes(tokens), np.array([m[t] for t in tokens]))
+        assert np.array_equal(row, codes[np.arange(64), np.argmin(ln_a, axis=1)])
 
 
 def test_mixing_signatures_is_refused():
@@ -287,3 +300,24 @@ def test_weighted_benchmark_smoke_run(solr_url, tmp_path):
     assert report["recipe"]["restaurants"]["lsh"]["f1"] > 0.9
     assert set(report["recipe"]["persons"]) == {"seed 3", "seed 7"} and "restaurants" in report["recipe"]["sweep"]
     assert result.with_suffix(".md").read_text().startswith("# weighted MinHash")
+
+
+@pytest.mark.solr
+def test_weighted_join_benchmark_smoke_run(solr_url, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "benchmarks.weighted_join", "--records", "400,600", "--repeat", "1",
+           "--solr-url", solr_url, "--out-dir", str(tmp_path), "--machine", "smoke"]
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = tmp_path.glob("*-weighted-join-smoke.json")
+    report = json.loads(result.read_text())
+    assert [j["streamed"] for j in report["joins"]] == [200, 300]
+    for join in report["joins"]:
+        assert join["similarities_identical"] and join["recall"] >= 0.95 and join["exact_pairs"] > 10
+        assert set(join["lsh_phases_s"]) >= {"export", "weights", "sign", "candidates", "verify", "total"}
+    assert report["import_s"] > 0
+    assert result.with_suffix(".md").read_text().startswith("# IDF join")

@@ -38,7 +38,9 @@ on the seed, the token strings and the weights.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import mmh3
 import numpy as np
@@ -62,6 +64,9 @@ _LOW32 = _U64(0xFFFFFFFF)
 _TOKEN_HASH_SEED = 0x5EED
 # Elements of one (num_hashes x tokens) block: a few float64/uint64 temporaries of this size are alive at once.
 _BLOCK_ELEMENTS = 1 << 21
+# Threads an ICWS batch is signed with (NumPy's loops release the GIL): one per core, at most 2, the number of
+# workers the exact method's lookups run with by default.
+SIGNING_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 class WeightedSignature(Signature):
@@ -100,6 +105,21 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     x *= _M2
     x ^= x >> _U64(31)
     return x
+
+
+def _rank_keys(ln_a: np.ndarray, columns: np.ndarray, index_bits: int) -> np.ndarray:
+    """uint64 keys ordered as ``ln_a`` (float64, any sign), each ending in its sample's column.
+
+    The float's bits are mapped to an unsigned integer of the same order (negative numbers: all bits flipped;
+    others: the sign bit set), and the lowest ``index_bits`` bits are replaced by the column. Two samples
+    whose ``ln a`` agree to within a relative 2**(index_bits - 52) then fall back on the column order: the
+    same for every document (the columns are the sorted distinct samples of the call), so the choice stays
+    consistent, and such near-ties have probability of that order."""
+    bits = np.ascontiguousarray(ln_a, dtype=np.float64).view(_U64)
+    negative = (bits >> _U64(63)).astype(bool)
+    ordered = np.where(negative, ~bits, bits | _U64(1 << 63))
+    shift = _U64(index_bits)
+    return ((ordered >> shift) << shift) | columns[None, :]
 
 
 def token_hashes(tokens: Iterable[str]) -> np.ndarray:
@@ -229,29 +249,48 @@ class WeightedMinHash:
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         d_hashes, d_weights = hashes[first], weights[first]
-        per_block = max(1, _BLOCK_ELEMENTS // k)
-        ln_a_all = np.empty((k, first.size), dtype=np.float64)
+        threads = SIGNING_THREADS
+        # Blocks small enough that every thread gets one even for a few thousand tokens.
+        per_block = max(1, min(_BLOCK_ELEMENTS // k, -(-first.size // threads)))
+        ranked = np.empty((k, first.size), dtype=_U64)
         codes_all = np.empty((k, first.size), dtype=np.uint32)
-        for lo in range(0, first.size, per_block):
+        index_bits = max(1, int(first.size - 1).bit_length())
+
+        def sample_block(lo: int) -> None:
             hi = min(lo + per_block, first.size)
-            ln_a_all[:, lo:hi], codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
-        # Whole documents per block, so each block's minimum per document is final.
+            ln_a, codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
+            ranked[:, lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits)
+
+        # Whole documents per block, so each block's minimum per document is final. The minimum of the rank
+        # keys names the winning sample (its low bits are its column), so one reduction finds it; comparing
+        # floats, then picking the code at the minimum, took three passes more over the gathered block.
+        mask = _U64((1 << index_bits) - 1)
+        doc_blocks = []
         d = 0
         while d < ndocs:
             end = int(np.searchsorted(offsets, offsets[d] + per_block, side="right")) - 1
             end = min(max(end, d + 1), ndocs)
-            a, b = int(offsets[d]), int(offsets[end])
-            idx = inverse[a:b]
-            ln_a = ln_a_all[:, idx]
-            starts = offsets[d:end] - a
-            mins = np.minimum.reduceat(ln_a, starts, axis=1)
-            counts = np.diff(offsets[d : end + 1])
-            winner = ln_a == np.repeat(mins, counts, axis=1)
-            # The code at the minimum (a tie between two distinct tokens has probability ~0; max breaks it
-            # the same way whatever the order of the tokens).
-            picked = np.maximum.reduceat(np.where(winner, codes_all[:, idx], np.uint32(0)), starts, axis=1)
-            result[d:end] = picked.T
+            doc_blocks.append((d, end))
             d = end
+
+        def reduce_block(block: tuple[int, int]) -> None:
+            d, end = block
+            a, b = int(offsets[d]), int(offsets[end])
+            best = np.minimum.reduceat(ranked[:, inverse[a:b]], offsets[d:end] - a, axis=1)
+            winners = (best & mask).astype(np.intp)
+            result[d:end] = np.take_along_axis(codes_all, winners, axis=1).T
+
+        # Blocks write disjoint columns (sampling) and rows (reduction), and NumPy releases the GIL inside its
+        # loops, so threads sign in parallel with identical results.
+        if threads > 1 and first.size > per_block:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="icws") as pool:
+                list(pool.map(sample_block, range(0, first.size, per_block)))
+                list(pool.map(reduce_block, doc_blocks))
+        else:
+            for lo in range(0, first.size, per_block):
+                sample_block(lo)
+            for block in doc_blocks:
+                reduce_block(block)
         return WeightedSignature.of_scheme(result, self.seed, self.scheme)
 
     def signature(self, weights: Mapping[str, float]) -> WeightedSignature:
