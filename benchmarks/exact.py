@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import shutil
 import sys
 import tempfile
@@ -48,7 +47,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from benchmarks.corpus import build_vocabulary  # noqa: E402
-from benchmarks.run import machine_tag  # noqa: E402
+from benchmarks.run import machine_tag, write_results  # noqa: E402
 
 THRESHOLDS = {"words300": 0.8, "long": 0.5, "persons": 0.5}
 
@@ -236,12 +235,9 @@ def main(argv=None) -> int:
     finally:
         solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{report['date']}-exact-{report['machine']}"
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(to_markdown(report))
-    print(to_markdown(report))
+    markdown = to_markdown(report)
+    write_results(args.out_dir, "exact", report, markdown)
+    print(markdown)
     return 0 if all(c["identical_pairs"] for c in report["cases"].values()) else 1
 
 

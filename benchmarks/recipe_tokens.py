@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import math
 import sys
 import time
@@ -36,7 +35,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from benchmarks.persons import generate  # noqa: E402
-from benchmarks.run import machine_tag  # noqa: E402
+from benchmarks.run import machine_tag, write_results  # noqa: E402
 
 KINDS = ("words", "grams", "grams3", "grams2", "text3", "text4")
 
@@ -217,12 +216,8 @@ def main(argv=None) -> int:
         by_data = measure(kind, person_sets, thresholds, args.min_threshold)
         report["kinds"][kind] = {"by_data": by_data, "summary": summary(by_data)}
         report["data"] = list(by_data)
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{report['date']}-recipe-tokens-{report['machine']}"
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = to_markdown(report)
-    stem.with_suffix(".md").write_text(markdown)
+    stem = write_results(args.out_dir, "recipe-tokens", report, markdown)
     log(f"wrote {stem}.{{json,md}}")
     print(markdown)
     return 0

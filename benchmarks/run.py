@@ -1238,6 +1238,16 @@ def _mem_gib() -> float:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
 
 
+def write_results(out_dir: str | Path, name: str, report: dict, markdown: str) -> Path:
+    """A benchmark's result files ``<out_dir>/<date>-<name>-<machine>.{json,md}``; returns the stem."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"{report['date']}-{name}-{report['machine']}"
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    stem.with_suffix(".md").write_text(markdown)
+    return stem
+
+
 def _write(report: dict, stem: Path, log, final: bool = False) -> None:
     """Written after every size, so an interrupted run still leaves its numbers behind."""
     report["goals"] = evaluate_goals(report)

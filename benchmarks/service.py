@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.run import _edited, machine_tag, percentiles  # noqa: E402
+from benchmarks.run import _edited, machine_tag, percentiles, write_results  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 GOALS = {"p99_ms_at_8": 30.0, "requests_per_s": 300.0, "overhead_p50_ms": 2.0}
@@ -538,11 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if local is not None:
             local.stop()
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{report['date']}-service-{'merged-' if args.optimize else ''}{args.machine}"
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2))
-    stem.with_suffix(".md").write_text(render_markdown(report))
+    stem = write_results(args.out_dir, "service-merged" if args.optimize else "service", report,
+                         render_markdown(report))
     log(f"wrote {stem}.json/.md")
     print(render_markdown(report))
     return 0

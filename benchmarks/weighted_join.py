@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import os
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
 from benchmarks.persons import generate  # noqa: E402
-from benchmarks.run import machine_tag  # noqa: E402
+from benchmarks.run import machine_tag, write_results  # noqa: E402
 from benchmarks.weighted import _compare, _index, log  # noqa: E402
 
 
@@ -146,12 +145,8 @@ def main(argv=None) -> int:
         if solr is not None:
             solr.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{report['date']}-weighted-join-{report['machine']}"
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = to_markdown(report)
-    stem.with_suffix(".md").write_text(markdown)
+    write_results(args.out_dir, "weighted-join", report, markdown)
     print(markdown)
     return 0
 
