@@ -41,25 +41,25 @@ class DirectTransport:
 
     def __init__(self, session: requests.Session):
         self.session = session
-        self._pools: dict[str, Any] = {}
+        self._probes: dict[str, requests.PreparedRequest] = {}
 
     def pool(self, node: str, environment: dict[str, Any]) -> Any | None:
         """The urllib3 pool of the session for ``node`` (scheme://host:port/...), or None when this call must go
         through ``session.request``: a proxy is configured, or the adapter is not requests' own."""
         if environment.get("proxies"):
             return None
-        key = f"{node}|{environment.get('verify')}"
-        found = self._pools.get(key)
-        if found is None:
-            adapter = self.session.get_adapter(node)
-            if type(adapter) is not requests.adapters.HTTPAdapter:
-                return None
+        adapter = self.session.get_adapter(node)
+        if type(adapter) is not requests.adapters.HTTPAdapter:
+            return None
+        probe = self._probes.get(node)
+        if probe is None:
             probe = requests.PreparedRequest()
             probe.url = node
-            verify = environment.get("verify", self.session.verify)
-            found = adapter.get_connection_with_tls_context(probe, verify, proxies={}, cert=self.session.cert)
-            self._pools[key] = found
-        return found
+            self._probes[node] = probe
+        verify = environment.get("verify", self.session.verify)
+        # Asked of the adapter on every call (17 us): its pool manager keeps one pool and replaces it when another
+        # host is called; a pool kept here would outlive that and escape the session's connection limit.
+        return adapter.get_connection_with_tls_context(probe, verify, proxies={}, cert=self.session.cert)
 
     def send(self, pool: Any, method: str, url: str, *, params: Any, data: bytes | None, json_body: Any,
              headers: dict | None, timeout: float, auth: tuple[str, str] | None) -> requests.Response:

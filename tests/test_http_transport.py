@@ -136,3 +136,21 @@ def test_a_node_switch_is_warned_of_once_while_every_node_is_down(caplog):
     assert len(switches) > len(warned)  # the rounds did switch again...
     assert 1 <= len(warned) <= 2  # ...but each switch was warned of once
     assert len({r.getMessage() for r in warned}) == len(warned)
+
+
+def test_after_a_call_to_another_host_the_direct_path_uses_the_sessions_new_pool(solr):
+    # The session keeps one urllib3 pool (pool_connections=1): a call to another host (here the same Solr as
+    # "localhost") replaces the pool of the node in use. The direct path must then use the session's new pool,
+    # not keep the old one, which would escape the connection limit and never be closed with the session.
+    node = solr._node
+    solr.get_json("select", {"q": "*:*", "rows": 0})
+    before = solr._direct.pool(node, solr._environment(node))
+    other = node.replace("127.0.0.1", "localhost")
+    assert other != node
+    assert solr.session.get(f"{other}/{solr.collection}/admin/ping", params={"wt": "json"},
+                            **solr._environment(other)).status_code == 200
+    assert solr.get_json("select", {"q": "*:*", "rows": 0})["responseHeader"]["status"] == 0
+    now = solr._direct.pool(node, solr._environment(node))
+    assert now is not before
+    managed = list(solr.session.get_adapter(node).poolmanager.pools._container.values())
+    assert managed == [now]
