@@ -281,43 +281,37 @@ def test_cli_refusals_are_one_line(solr_url, tmp_path, capsys, monkeypatch, argv
     assert not (tmp_path / "o.tsv").exists()
 
 
-@pytest.mark.solr
-def test_weighted_benchmark_smoke_run(solr_url, tmp_path):
+def _smoke_run(module: str, args: list[str], solr_url: str, out_dir) -> tuple[dict, str]:
+    """Run ``python -m benchmarks.<module>`` on small data into ``out_dir``; its JSON report and markdown."""
     import subprocess
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
-    cmd = [sys.executable, "-m", "benchmarks.weighted", "--records", "600", "--join-records", "400",
-           "--solr-url", solr_url, "--out-dir", str(tmp_path), "--machine", "smoke"]
-    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
+    cmd = [sys.executable, "-m", f"benchmarks.{module}", *args, "--solr-url", solr_url, "--out-dir", str(out_dir),
+           "--machine", "smoke"]
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (result,) = tmp_path.glob("*-weighted-smoke.json")
-    report = json.loads(result.read_text())
+    (result,) = out_dir.glob(f"*-{module.replace('_', '-')}-smoke.json")
+    return json.loads(result.read_text()), result.with_suffix(".md").read_text()
+
+
+@pytest.mark.solr
+def test_weighted_benchmark_smoke_run(solr_url, tmp_path):
+    report, markdown = _smoke_run("weighted", ["--records", "600", "--join-records", "400"], solr_url, tmp_path)
     assert report["report"]["similarities_identical"] and report["join"]["similarities_identical"]
     assert report["report"]["recall"] >= 0.95 and report["report"]["exact_pairs"] > 20
     assert set(report["estimator"]["schemes"]) == {"icws", "boost x2", "boost x4", "boost x8"}
     assert report["recipe"]["restaurants"]["lsh"]["f1"] > 0.9
     assert set(report["recipe"]["persons"]) == {"seed 3", "seed 7"} and "restaurants" in report["recipe"]["sweep"]
-    assert result.with_suffix(".md").read_text().startswith("# weighted MinHash")
+    assert markdown.startswith("# weighted MinHash")
 
 
 @pytest.mark.solr
 def test_weighted_join_benchmark_smoke_run(solr_url, tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    cmd = [sys.executable, "-m", "benchmarks.weighted_join", "--records", "400,600", "--repeat", "1",
-           "--solr-url", solr_url, "--out-dir", str(tmp_path), "--machine", "smoke"]
-    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (result,) = tmp_path.glob("*-weighted-join-smoke.json")
-    report = json.loads(result.read_text())
+    report, markdown = _smoke_run("weighted_join", ["--records", "400,600", "--repeat", "1"], solr_url, tmp_path)
     assert [j["streamed"] for j in report["joins"]] == [200, 300]
     for join in report["joins"]:
         assert join["similarities_identical"] and join["recall"] >= 0.95 and join["exact_pairs"] > 10
         assert set(join["lsh_phases_s"]) >= {"export", "weights", "sign", "candidates", "verify", "total"}
     assert report["import_s"] > 0
-    assert result.with_suffix(".md").read_text().startswith("# IDF join")
+    assert markdown.startswith("# IDF join")
