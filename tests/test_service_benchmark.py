@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_service_benchmark_smoke(solr_url, tmp_path):
     out_dir = tmp_path / "results"
-    cmd = [sys.executable, "-m", "benchmarks.service", "--docs", "300", "--requests", "30", "--clients", "1,3",
+    cmd = [sys.executable, "-m", "benchmarks.service", "--docs", "300", "--requests", "100", "--clients", "1,3",
            "--workers", "1,2", "--optimize", "--profile-lookups", "10", "--solr-url", solr_url, "--work-dir", str(tmp_path / "work"),
            "--out-dir", str(out_dir), "--machine", "smoke"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -35,13 +35,14 @@ def test_service_benchmark_smoke(solr_url, tmp_path):
     for level in report["levels"]:
         cpu = level["cpu_ms_per_lookup"]
         # Solr answers both paths; only the HTTP path runs in the service's processes (with 2 workers, in its
-        # children, which are counted too).
+        # children, which are counted too). Process CPU times tick in 10 ms steps: over 100+ calls Solr and the
+        # service use several ticks, the lean load generator (~0.25 ms a call) may still read as 0.
         assert cpu["python_api"]["solr"] > 0 and cpu["http_service"]["solr"] > 0, cpu
         assert "service" not in cpu["python_api"] and cpu["http_service"]["service"] > 0, cpu
-        assert cpu["python_api"]["callers"] > cpu["http_service"]["callers"] > 0, cpu
+        assert cpu["python_api"]["callers"] > cpu["http_service"]["callers"] >= 0, cpu
         for path in ("python_api", "http_service"):
             r = level[path]
-            assert r["n"] == 30 and r["errors"] == 0, (path, r)
+            assert r["n"] == 100 and r["errors"] == 0, (path, r)
             assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"] and r["requests_per_s"] > 0
         assert level["overhead_p50_ms"] == pytest.approx(
             level["http_service"]["p50_ms"] - level["python_api"]["p50_ms"], abs=0.002)
