@@ -48,15 +48,22 @@ class ReportSummary:
                 + (f" -> {self.out_path}" if self.out_path else ""))
 
 
-def iter_documents(searcher: Searcher, page_size: int = 1000) -> Iterator[StoredDocument]:
-    """Every indexed document, in id order, with a cursor (no deep paging cost)."""
-    params = [
+STORED_FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json"
+
+
+def iter_documents(searcher: Searcher, page_size: int = 1000, *, dataset: str | None = None,
+                   fields: str = STORED_FIELDS) -> Iterator[StoredDocument]:
+    """Every indexed document (of ``dataset``, filtered by Solr), in id order, with a cursor (no deep paging
+    cost). ``fields`` may name fewer of the stored fields; the others are left at their defaults."""
+    params: list[tuple[str, object]] = [
         ("q", "*:*"),
         ("fq", "-{!term f=dataset v=$nd.meta}"),
         ("nd.meta", META_DATASET),
         ("sort", "id asc"),
-        ("fl", "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json"),
+        ("fl", fields),
     ]
+    if dataset is not None:
+        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
     for doc in cursor_docs(searcher.client, params, page_size):
         if doc["id"] != SETTINGS_DOC_ID:
             yield StoredDocument.from_solr(doc)

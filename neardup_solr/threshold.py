@@ -315,8 +315,7 @@ def threshold_pairs(
     if finder.similarity == "jaccard" and strategy != "queries":
         return _client_threshold_pairs(finder, progress=progress, dataset=dataset, out=out, resume=resume)
     with ResumableOutput(out, job="threshold report", resume=resume) as output:
-        docs = [d for d in iter_documents(finder.searcher)
-                if d.num_shingles and (dataset is None or d.dataset == dataset)]
+        docs = [d for d in iter_documents(finder.searcher, dataset=dataset) if d.num_shingles]
         docs.sort(key=lambda d: id_sort_key(d.id))
         params = {**_finder_params(finder), "dataset": dataset,
                   "documents": digest_of((d.id, d.md5_hash, d.dataset, d.fields) for d in docs)}

@@ -64,8 +64,8 @@ from .errors import InvalidParameterError
 from .lsh import LSHParams, optimal_params
 from .outputs import write_atomically
 from .readers import Record
-from .documents import META_DATASET, SETTINGS_DOC_ID
-from .searcher import cursor_docs, id_sort_key
+from .report import iter_documents
+from .searcher import id_sort_key
 from .text.weighted import SCHEMES, BoostedMinHash, WeightedMinHash
 from .threshold import SimilarPair, ThresholdFinder, pair_lines
 from .threshold import one_to_one as _one_to_one
@@ -304,20 +304,13 @@ def _indexed_tokens(finder: ThresholdFinder, dataset: str | None, *,
     Only what tokenising needs is read, and the data set is filtered by Solr (a join against one of several
     data sets read them all before). Only (id, tokens) is kept: at a million records the texts are gigabytes.
     ``with_shingles_only`` skips documents indexed without shingles, as the report always has."""
-    params: list[tuple[str, object]] = [
-        ("q", "*:*"), ("fq", "-{!term f=dataset v=$nd.meta}"), ("nd.meta", META_DATASET),
-        ("sort", "id asc"), ("fl", "id,content,num_shingles,fields_json"),
-    ]
-    if dataset is not None:
-        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
     out = []
-    for doc in cursor_docs(finder.client, params, 5000):
-        if doc["id"] == SETTINGS_DOC_ID or (with_shingles_only and not doc.get("num_shingles")):
+    for doc in iter_documents(finder.searcher, 5000, dataset=dataset, fields="id,content,num_shingles,fields_json"):
+        if with_shingles_only and not doc.num_shingles:
             continue
-        fields = json.loads(doc["fields_json"]) if doc.get("fields_json") else None
-        tokens = finder.word_tokens(doc.get("content", ""), fields)
+        tokens = finder.word_tokens(doc.content, doc.fields)
         if tokens:
-            out.append((doc["id"], tokens))
+            out.append((doc.id, tokens))
     return out
 
 
