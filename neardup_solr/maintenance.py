@@ -119,16 +119,16 @@ def merge_segments(client: SolrClient, max_segments: int = 1) -> MergeSummary:
     """Merge the index into at most ``max_segments`` segments (Solr's optimize), waiting until it is done.
 
     Why: a lookup's band query seeks each band key in the terms dictionary of every segment, so its cost grows
-    with the segment count. A bulk load leaves a core of 1,000,000 documents with about 20 segments; merged into
-    one, Solr's CPU per lookup fell from about 1.5 ms to 0.6 ms (``benchmarks/service.py``). Worth it after a
+    with the segment count. A bulk load left a core of 1,000,000 documents with 22 to 35 segments; merged into
+    one, Solr's CPU per lookup fell from 1.1-1.5 ms to 0.35 ms (``benchmarks/service.py``). Worth it after a
     bulk load into an index that then mostly serves lookups; an index under steady writes drifts back to many
     segments, and a merge rewrites the whole index (it needs free disk about the index's size, and it took 36 s
     for 1,000,000 documents on 2 cores). On a SolrCloud every shard is merged."""
-    max_segments = check_int("max_segments", max_segments, minimum=1)
+    max_segments = check_int("max_segments", max_segments, "max_segments")
     require_neardup_schema(client)
     before = segment_count(client)
     started = time.monotonic()
-    # The merge of a big index takes minutes: the call waits for it (and for the new searcher) without retrying.
+    # The merge of a big index takes minutes: the call waits up to an hour for it and for the new searcher.
     client.get_json("update", {"optimize": "true", "maxSegments": max_segments, "waitSearcher": "true"},
                     timeout=max(client.timeout, 3600))
     summary = MergeSummary(before, segment_count(client), round(time.monotonic() - started, 1))

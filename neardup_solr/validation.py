@@ -100,6 +100,8 @@ LIMITS: dict[str, Limit] = {
     "max_wait": Limit("float", 0.0, DAY, unit="seconds"),
     "pool_size": Limit("int", 1, 1000, unit="connections"),
     "port": Limit("int", 0, 65535, hint="0 picks a free port"),
+    # Maintenance.
+    "max_segments": Limit("int", 1, None, unit="index segments"),
     # Lookups and reports.
     "rows": Limit("int", 1, 1_000_000, unit="candidates per lookup"),
     "max_edit_distance": Limit("int", 0, 10**9, hint="leave it out (null) for no limit"),  # the service's
