@@ -206,9 +206,6 @@ class LeanHttpClient:
             raise RuntimeError(f"POST {path}: HTTP {answer.status}: {data[:300]!r}")
         return json.loads(data)
 
-    def close(self) -> None:
-        self.connection.close()
-
 
 _JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
