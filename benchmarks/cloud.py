@@ -94,9 +94,9 @@ def in_child(fn_name: str, **kwargs) -> dict:
 
 # ----------------------------------------------------------------------------------------------------- steps
 def step_index(core_url: str, docs_path: str) -> dict:
-    from neardup_solr.documents import IndexSettings
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.client import SolrClient
 
     client = SolrClient(core_url, timeout=600)
     client.check()
@@ -113,8 +113,8 @@ def step_index(core_url: str, docs_path: str) -> dict:
 def step_lookups(core_url: str, docs_path: str, lookups: int, warmup: int, seed: int) -> dict:
     import numpy as np
 
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.solr.client import SolrClient
 
     from benchmarks.run import _edited
 
@@ -140,8 +140,8 @@ def step_lookups(core_url: str, docs_path: str, lookups: int, warmup: int, seed:
 def step_dedup(core_url: str, pairs_path: str) -> dict:
     from dataclasses import asdict
 
-    from neardup_solr.collection import dedupe_collection
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.engine.collection import dedupe_collection
+    from neardup_solr.solr.client import SolrClient
 
     sampler = RSSSampler()
     t0 = time.perf_counter()
@@ -198,8 +198,8 @@ def jvm_rss_mib(pids: list[int | None]) -> list[float | None]:
 
 
 def run_backend(kind: str, n: int, corpus: Path, work: Path, args, log) -> dict:
-    from neardup_solr.backends.cloud import LocalSolrCloud
-    from neardup_solr.backends.local import LocalSolr
+    from neardup_solr.solr.backends.cloud import LocalSolrCloud
+    from neardup_solr.solr.backends.local import LocalSolr
 
     data_dir = work / f"{kind}-{n}"
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -305,7 +305,7 @@ def render(report: dict) -> str:
                   f"- whole-collection dedup time = N x [{s['dedup_s_per_million']} s per million]: linear (the "
                   "cursor read dominates); client disk = N x "
                   f"[{s['work_bytes_per_doc']:,} bytes]; client memory does not follow N (see "
-                  "`neardup_solr/collection.py`, Memory): it follows the candidate and reported pairs."]
+                  "`neardup_solr/engine/collection.py`, Memory): it follows the candidate and reported pairs."]
     return "\n".join(lines) + "\n"
 
 

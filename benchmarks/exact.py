@@ -17,7 +17,7 @@ are in many documents, and an OR-query over all of a text's tokens walks every o
 For each corpus, ``report --threshold T --method exact`` (``threshold_pairs``) runs three ways in one run:
 ``all_tokens`` (one query per document over every token: the method before prefix filtering),
 ``prefix`` (one query per document over the prefix: the per-document method as it was before the client
-join), and ``client`` (the texts read once and joined in the client, :mod:`neardup_solr.allpairs`: what the
+join), and ``client`` (the texts read once and joined in the client, :mod:`neardup_solr.pairs.allpairs`: what the
 report runs now). The three pair lists must be equal, to the last digit of every similarity.
 
 ``join_bloom``: an asymmetric join where most streamed records have no partner (``--join-indexed`` 300-word
@@ -90,11 +90,11 @@ def corpus(name: str, count: int, seed: int) -> tuple[list[tuple[str, str]], dic
 
 
 def run_case(client, docs, settings: dict, threshold: float, workers: int, log) -> dict:
-    from neardup_solr.documents import IndexSettings
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.maintenance import clear
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
 
     clear(client, everything=True)
     t0 = time.perf_counter()
@@ -122,11 +122,11 @@ def run_case(client, docs, settings: dict, threshold: float, workers: int, log) 
 
 def join_case(client, indexed: int, streamed: int, seed: int, threshold: float, workers: int, log) -> dict:
     """join --method lsh with and without the Bloom filter, most streamed records without a partner."""
-    from neardup_solr.documents import IndexSettings
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.lsh_join import lsh_join
-    from neardup_solr.maintenance import clear
-    from neardup_solr.searcher import Searcher
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.engine.lsh_join import lsh_join
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.searcher import Searcher
 
     clear(client, everything=True)
     catalogue = generate(indexed, 300, seed)
@@ -207,8 +207,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(BENCH / "results"))
     args = ap.parse_args(argv)
 
-    from neardup_solr.backends.local import LocalSolr
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.backends.local import LocalSolr
+    from neardup_solr.solr.client import SolrClient
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

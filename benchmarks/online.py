@@ -36,7 +36,7 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
 from neardup_solr import IndexSettings, Indexer, NearDupIndex, SolrClient  # noqa: E402
-from neardup_solr.online import claim_id, delete_documents, find_similar  # noqa: E402
+from neardup_solr.engine.online import claim_id, delete_documents, find_similar  # noqa: E402
 from neardup_solr.text import Shingler  # noqa: E402
 
 THRESHOLD = 0.8

@@ -2,7 +2,7 @@
 
 For each token kind, every record of the restaurant data (fodors x zagats join, one-to-one) and of the generated
 person records (``benchmarks/persons.py``, two seeds; all pairs) is turned into a token set, IDF is counted over
-the data set itself (``ln(N / df)``, as :class:`neardup_solr.weights.IdfWeights` reads it from a collection
+the data set itself (``ln(N / df)``, as :class:`neardup_solr.solr.idf.IdfWeights` reads it from a collection
 holding exactly these records), and every pair with IDF-weighted Jaccard >= ``--min-threshold`` is found exactly
 (weighted prefix filter, then verification). F1 is then read at every threshold, and a kind is judged by its
 *lowest* F1 over the data sets: the recipe must hold on all of them with one setting.
@@ -45,7 +45,7 @@ def log(msg: str) -> None:
 
 
 def tokenizer(kind: str) -> Callable[[str], set[str]]:
-    from neardup_solr.documents import DocumentBuilder, IndexSettings
+    from neardup_solr.solr.documents import DocumentBuilder, IndexSettings
 
     builder = DocumentBuilder(IndexSettings())
     normalizer = builder.shingler.normalizer
@@ -118,13 +118,13 @@ def similar_pairs(left: list[set[str]], right: list[set[str]] | None, w: dict[st
 
 def f1_by_threshold(found: dict, ids_left: list[str], ids_right: list[str], gold, thresholds,
                     one_to_one: bool) -> dict[str, dict]:
-    from neardup_solr.evaluate import evaluate
+    from neardup_solr.pairs.evaluate import evaluate
 
     ranked = sorted(found.items(), key=lambda x: (-x[1], x[0]))
     out = {}
     for t in thresholds:
         pairs = [(p, s) for p, s in ranked if s >= t - 1e-12]
-        if one_to_one:  # greedy, best first, as neardup_solr.threshold.one_to_one
+        if one_to_one:  # greedy, best first, as neardup_solr.pairs.similar_pairs.one_to_one
             used_l: set[int] = set()
             used_r: set[int] = set()
             kept = []
@@ -140,8 +140,8 @@ def f1_by_threshold(found: dict, ids_left: list[str], ids_right: list[str], gold
 
 
 def measure(kind: str, person_sets: dict[int, tuple[list[dict], list]], thresholds, low: float) -> dict:
-    from neardup_solr.evaluate import read_pairs
-    from neardup_solr.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
+    from neardup_solr.pairs.evaluate import read_pairs
+    from neardup_solr.io.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
 
     tokens = tokenizer(kind)
     out: dict = {}

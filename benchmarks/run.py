@@ -12,7 +12,7 @@ Sections, per corpus size unless said otherwise
     lookup         p50/p95/p99 of single near-dup lookups by id and by new text, modes shingles/minhash/lsh
     solr_minhash   Solr's MinHashFilter + ``{!min_hash}`` (a second core on the same Solr holding id, content and
                    content_mh) against our LSH lookup + exact verification: recall, precision, latency
-    collection     all pairs >= 0.8: ours (``neardup_solr.collection.dedupe_collection``) vs datasketch
+    collection     all pairs >= 0.8: ours (``neardup_solr.engine.collection.dedupe_collection``) vs datasketch
                    MinHashLSH in memory; wall time, peak RSS, recall/precision against the exact pairs
 
 Every section runs in its own spawned process with a time box: a section that fails or overruns is recorded
@@ -359,7 +359,7 @@ def _client_build_rate(docs_path: str, settings, docs: int = 10_000) -> dict:
     """Documents/s the client alone turns into JSON update bodies (one thread): the Indexer's ceiling on the
     Python side, to tell client cost from Solr cost."""
     from benchmarks.corpus import iter_documents
-    from neardup_solr.documents import DocumentBuilder
+    from neardup_solr.solr.documents import DocumentBuilder
 
     items = []
     for item in iter_documents(docs_path):
@@ -388,9 +388,9 @@ def _cpu_seconds(pid: int | None) -> float | None:
 
 def sec_indexing(*, deadline, core_url: str, docs_path: str, batch_size: int, workers: int,
                  fields: list | None = None, solr_pid: int | None = None) -> dict:
-    from neardup_solr.documents import IndexSettings
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.client import SolrClient
 
     client = SolrClient(core_url, timeout=600)
     client.delete_all()
@@ -443,8 +443,8 @@ def _edited(text: str, rng: random.Random) -> str:
 
 def sec_lookup(*, deadline, core_url: str, corpus_dir: str, fresh_dir: str, lookups: int, warmup: int,
                seed: int, rows: int) -> dict:
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.solr.client import SolrClient
     from benchmarks.corpus import iter_documents
 
     rng = random.Random(seed)
@@ -489,7 +489,7 @@ def _mh_index(mh_url: str, docs_path: Path, batch: int = 1000) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
     from benchmarks.corpus import iter_documents
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.client import SolrClient
     from neardup_solr.text import normalize
 
     client = SolrClient(mh_url, timeout=600)
@@ -520,8 +520,8 @@ def _mh_index(mh_url: str, docs_path: Path, batch: int = 1000) -> dict:
 
 def sec_solr_minhash(*, deadline, core_url: str, corpus_dir: str, queries: int, seed: int, rows: int,
                      tps: list) -> dict:
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.solr.client import SolrClient
     from neardup_solr.text import Shingler, normalize
 
     corpus = Path(corpus_dir)
@@ -625,10 +625,10 @@ def _normalise_pairs(pairs) -> set[tuple[str, str]]:
 
 def sec_collection_ours(*, deadline, core_url: str, corpus_dir: str) -> dict:
     try:
-        from neardup_solr.collection import dedupe_collection
+        from neardup_solr.engine.collection import dedupe_collection
     except ImportError as exc:
-        return {"status": "not available", "error": f"neardup_solr.collection is not there yet ({exc})"}
-    from neardup_solr.solr_client import SolrClient
+        return {"status": "not available", "error": f"neardup_solr.engine.collection is not there yet ({exc})"}
+    from neardup_solr.solr.client import SolrClient
 
     truth = read_exact_pairs(Path(corpus_dir) / f"exact_{THRESHOLD:g}.tsv")
     mem = PeakRSS()
@@ -1069,7 +1069,7 @@ def main(argv=None) -> int:
 
     import numpy
 
-    from neardup_solr import settings as nd_settings
+    from neardup_solr.solr import settings as nd_settings
 
     cmd = "python " + " ".join(shlex.quote(a) for a in ([os.path.relpath(__file__, REPO)] +
                                                          (sys.argv[1:] if argv is None else list(argv))))
@@ -1108,7 +1108,7 @@ def main(argv=None) -> int:
     solr_pid = None
     try:
         if needs_solr and core_url is None:
-            from neardup_solr.backends.local import LocalSolr
+            from neardup_solr.solr.backends.local import LocalSolr
 
             solr = LocalSolr(port=args.port, data_dir=work / "solr", heap=args.heap)
             log(f"starting Solr on 127.0.0.1:{args.port} (heap {args.heap}, data {solr.data_dir})")
@@ -1185,7 +1185,7 @@ def main(argv=None) -> int:
                 col["datasketch"] = run_section(f"{n}/collection datasketch", sec_collection_datasketch,
                                                 b["collection_datasketch"], log, corpus_dir=corpus_dir)
                 if args.datasketch_our_bands:
-                    from neardup_solr.documents import IndexSettings
+                    from neardup_solr.solr.documents import IndexSettings
 
                     lp = IndexSettings().lsh_params()
                     col["datasketch_our_bands"] = run_section(
@@ -1221,7 +1221,7 @@ def update_readme(readme: Path, report: dict, stem: Path) -> None:
 
 
 def _core_has_docs(core_url: str) -> bool:
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.client import SolrClient
 
     try:
         return SolrClient(core_url).count() > 1

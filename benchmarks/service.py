@@ -91,7 +91,7 @@ def index(solr_url: str, docs_dir: Path, docs: int, reuse: bool) -> dict[str, An
     client = SolrClient(solr_url, timeout=600)
     settings = IndexSettings(fields=("lsh",))
     stored = read_index_settings(client)
-    from neardup_solr.documents import META_DATASET
+    from neardup_solr.solr.documents import META_DATASET
 
     held = client.count("*:*", ["-{!term f=dataset v=$meta}"], [("meta", META_DATASET)])  # the settings not counted
     if reuse and stored == settings and held == docs:
@@ -110,7 +110,7 @@ def index(solr_url: str, docs_dir: Path, docs: int, reuse: bool) -> dict[str, An
 def segments(solr_url: str, optimize: bool) -> dict[str, Any]:
     """The core's segment count, and with ``optimize`` the merge into one segment (``neardup-solr optimize``)."""
     from neardup_solr import SolrClient
-    from neardup_solr.maintenance import merge_segments, segment_count
+    from neardup_solr.solr.maintenance import merge_segments, segment_count
 
     client = SolrClient(solr_url, timeout=600)
     if not optimize:
@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     args.solr_url = args.solr_url or os.environ.get("SOLR_URL")
     local = None
     if not args.solr_url:
-        from neardup_solr.backends.local import LocalSolr
+        from neardup_solr.solr.backends.local import LocalSolr
 
         local = LocalSolr(port=free_port(), data_dir=Path(args.work_dir) / "solr", heap="2g")
         local.start()

@@ -104,9 +104,9 @@ def spark_metrics(spark) -> dict:
 
 
 def run_solr(solr_url: str, docs_path: Path, truth: set) -> dict:
-    from neardup_solr.documents import IndexSettings
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.client import SolrClient
 
     client = SolrClient(solr_url, timeout=600)
     client.delete_all()
@@ -124,8 +124,8 @@ def solr_dedup_in_child(solr_url: str) -> dict:
     high-water mark already holds the corpus and the exact ground truth (at 1M documents, about 8 GiB)."""
     code = (
         "import json, resource, sys, time\n"
-        "from neardup_solr.collection import dedupe_collection\n"
-        "from neardup_solr.solr_client import SolrClient\n"
+        "from neardup_solr.engine.collection import dedupe_collection\n"
+        "from neardup_solr.solr.client import SolrClient\n"
         "t0 = time.perf_counter()\n"
         f"result = dedupe_collection(SolrClient(sys.argv[1], timeout=600), {THRESHOLD})\n"
         "seconds = time.perf_counter() - t0\n"
@@ -233,7 +233,7 @@ def main(argv=None) -> int:
                     "machine": f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                                f"{platform.python_version()}"}
     if not args.no_solr:
-        from neardup_solr.solr_client import SolrClient
+        from neardup_solr.solr.client import SolrClient
 
         report["solr"] = run_solr(SolrClient(args.solr_url).url, docs_path, truth)
     report["spark"] = run_spark(args.master, docs_path, truth, args.driver_memory, args.shuffle_partitions)

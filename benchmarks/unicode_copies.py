@@ -116,8 +116,8 @@ def median_jaccard(records: list[tuple[str, str]], copies: list[tuple[str, str, 
 def found_copies(client, records, copies, normalizer_version: int) -> tuple[dict[str, int], float]:
     """Index ``records`` with that normaliser, run the default whole-collection recipe; copies found per kind."""
     from neardup_solr import IndexSettings, Indexer
-    from neardup_solr.collection import dedupe_collection
-    from neardup_solr.maintenance import clear
+    from neardup_solr.engine.collection import dedupe_collection
+    from neardup_solr.solr.maintenance import clear
 
     clear(client, None, everything=True)
     Indexer(client, IndexSettings(normalizer_version=normalizer_version)).index_records(records)
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(records)} records to {args.write} and {len(copies)} copies to {copies_path}")
         return 0
     from neardup_solr import SolrClient
-    from neardup_solr.maintenance import clear
+    from neardup_solr.solr.maintenance import clear
 
     client = SolrClient()
     report: dict = {"originals": args.originals, "copies": len(copies), "seed": args.seed, "versions": {}}

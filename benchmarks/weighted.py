@@ -90,7 +90,7 @@ def estimator_section(rows: list[dict], truth: list[tuple[str, str]], pairs_coun
     the index's tokeniser), for record pairs whose similarity spreads over [0, 1]; and signing speed."""
     from neardup_solr.text import Shingler
     from neardup_solr.text.weighted import BoostedMinHash, WeightedMinHash, estimate_weighted_jaccard
-    from neardup_solr.weights import weighted_jaccard
+    from neardup_solr.pairs.weighted import weighted_jaccard
 
     shingler = Shingler()
     sets = [list(dict.fromkeys(shingler.process(r["text"]).words)) for r in rows]
@@ -139,15 +139,15 @@ def estimator_section(rows: list[dict], truth: list[tuple[str, str]], pairs_coun
 
 
 def _index(client, rows, dataset=None):
-    from neardup_solr.indexer import Indexer
+    from neardup_solr.solr.indexer import Indexer
 
     return Indexer(client, dataset=dataset).index_records([(r["id"], r["text"]) for r in rows])
 
 
 def report_section(client, threshold: float, workers: int) -> dict:
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, threshold_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_pairs
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
 
     searcher = Searcher(client)
     t0 = time.perf_counter()
@@ -165,10 +165,10 @@ def report_section(client, threshold: float, workers: int) -> dict:
 
 
 def join_section(client, left_rows, right_rows, threshold: float, workers: int) -> dict:
-    from neardup_solr.maintenance import clear
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, join_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_join
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_join
 
     clear(client, everything=True)
     _index(client, right_rows, dataset="right")
@@ -190,10 +190,10 @@ def join_section(client, left_rows, right_rows, threshold: float, workers: int) 
 
 
 def drift_section(client, rows, threshold: float) -> dict:
-    from neardup_solr.maintenance import clear
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder
-    from neardup_solr.weighted_lsh import idf_lsh_pairs
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder
+    from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
 
     clear(client, everything=True)
     cut = int(len(rows) * 10 / 11)  # the last tenth of the first part's size is added later: +10%
@@ -219,7 +219,7 @@ def drift_section(client, rows, threshold: float) -> dict:
 
 
 def _score(pairs, gold) -> dict:
-    from neardup_solr.evaluate import evaluate
+    from neardup_solr.pairs.evaluate import evaluate
 
     e = evaluate([(p.id, p.neighbor_id) for p in pairs], gold)
     return {"pairs": len(pairs), "precision": round(e.precision, 4), "recall": round(e.recall, 4),
@@ -229,7 +229,7 @@ def _score(pairs, gold) -> dict:
 def _sweep_f1(pairs, gold, thresholds, one_to_one: bool) -> dict:
     """F1 at each threshold from one exact run at the lowest: the pairs at T are those of that run with similarity
     >= T, with the same similarities (one-to-one is applied after the cut, as a run at T applies it)."""
-    from neardup_solr.threshold import one_to_one as greedy
+    from neardup_solr.pairs.similar_pairs import one_to_one as greedy
 
     out = {}
     for t in thresholds:
@@ -246,14 +246,14 @@ def recipe_section(client, person_sets: dict[int, tuple[list[dict], list]], thre
     one-to-one), with the exact method and with lsh; beside it the former recipe (IDF word Jaccard >=
     ``baseline_threshold``, exact) on the same index, and the F1 of the grams recipe at every threshold of
     ``sweep`` (from one exact run at the lowest)."""
-    from neardup_solr.documents import DEFAULT_TOKEN_FIELDS, IndexSettings
-    from neardup_solr.evaluate import read_pairs
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.maintenance import clear
-    from neardup_solr.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_join, idf_lsh_pairs
+    from neardup_solr.solr.documents import DEFAULT_TOKEN_FIELDS, IndexSettings
+    from neardup_solr.pairs.evaluate import read_pairs
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.io.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_join, idf_lsh_pairs
 
     # One index holds both token kinds, so the former recipe is measured on the very same documents.
     settings = IndexSettings(fields=(*DEFAULT_TOKEN_FIELDS, "grams"))
@@ -424,9 +424,9 @@ def _child_report(solr_url: str, args: list[str], out: Path, timeout: float) -> 
 def scale_sections(client, solr_url: str, rows: list[dict], args, out: dict, save: Callable[[], None]) -> None:
     """Fills ``out`` and calls ``save`` after each measurement: a 1M run takes most of an hour, and what was
     measured before a failure (or a time limit) is kept."""
-    from neardup_solr.documents import IndexSettings
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.maintenance import clear
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.maintenance import clear
 
     settings = IndexSettings(unit="char", ngram=3)
     clear(client, everything=True)
@@ -516,9 +516,9 @@ def main(argv=None) -> int:
                     help="--scale: kill a child report still running after this many seconds (recorded as such)")
     args = ap.parse_args(argv)
 
-    from neardup_solr.backends.local import LocalSolr
-    from neardup_solr.maintenance import clear
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.backends.local import LocalSolr
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.client import SolrClient
 
     t0 = time.perf_counter()
     rows, truth = generate(args.records, seed=args.seed)

@@ -12,7 +12,7 @@ reading the indexed texts and splitting both sides into words; ``weights``: docu
 ``/terms``; ``sign``; ``candidates``: bands and the estimate filter; ``verify``).
 
 The CLI adds a fixed cost no in-process figure shows: starting Python and importing the package. It is measured
-here once as the wall time of ``python -c "import neardup_solr.cli, neardup_solr.weighted_lsh"``.
+here once as the wall time of ``python -c "import neardup_solr.cli, neardup_solr.engine.weighted_lsh"``.
 
     flock /tmp/bench.lock python -m benchmarks.weighted_join --records 10000,100000
 
@@ -44,16 +44,16 @@ def import_seconds() -> float:
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import neardup_solr.cli, neardup_solr.weighted_lsh"], check=True)
+        subprocess.run([sys.executable, "-c", "import neardup_solr.cli, neardup_solr.engine.weighted_lsh"], check=True)
         best = min(best, time.perf_counter() - t0)
     return round(best, 3)
 
 
 def join_size(client, records: int, threshold: float, workers: int, repeat: int, seed: int) -> dict:
-    from neardup_solr.maintenance import clear
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, join_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_join
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_join
 
     rows, _ = generate(records, seed=seed)
     half = len(rows) // 2
@@ -123,8 +123,8 @@ def main(argv=None) -> int:
     ap.add_argument("--machine", default=None)
     args = ap.parse_args(argv)
 
-    from neardup_solr.backends.local import LocalSolr
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.backends.local import LocalSolr
+    from neardup_solr.solr.client import SolrClient
 
     report: dict = {"date": _dt.date.today().isoformat(), "machine": args.machine or machine_tag(),
                     "command": "python -m benchmarks.weighted_join " + " ".join(argv if argv is not None

@@ -8,8 +8,8 @@
 
 import logging
 
-from .documents import IndexSettings, SettingsRepair, read_index_settings, repair_index_settings
-from .errors import (
+from neardup_solr.solr.documents import IndexSettings, SettingsRepair, read_index_settings, repair_index_settings
+from neardup_solr.errors import (
     ClientClosedError,
     DocumentNotFoundError,
     ForeignCollectionError,
@@ -29,22 +29,23 @@ from .errors import (
     SolrUnavailableError,
     StoredSettingsError,
 )
-from .evaluate import evaluate, evaluate_files, read_pairs
-from .groups import group_pairs, keep_list, write_groups_jsonl
-from .indexer import Indexer, IndexIncomplete, IndexingInterrupted, IndexSummary, Rejection
-from .lsh import LSHParams, collision_probability, optimal_params
-from .report import report_near_dups
-from .outputs import OutputInUseError, RunStopped
-from .inputs import InputFormatError
-from .neardup_index import NearDupIndex
-from .searcher import COLLECTION_THRESHOLD, WRITEUP_RANKING, NearDuplicate, Searcher, StoredDocument
-from .settings import SOLR_VERSION
-from .solr_client import SolrClient
-from .backends.local import LocalSolr
-from .text import MinHash, Shingler, Signature, estimate_jaccard, jaccard, normalize
-from .text.weighted import BoostedMinHash, WeightedMinHash, WeightedSignature, estimate_weighted_jaccard
-from .threshold import ThresholdFinder, join_pairs, one_to_one, threshold_pairs
-from .weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_pairs
+from neardup_solr.pairs.evaluate import evaluate, evaluate_files, read_pairs
+from neardup_solr.pairs.groups import group_pairs, keep_list, write_groups_jsonl
+from neardup_solr.solr.indexer import Indexer, IndexIncomplete, IndexingInterrupted, IndexSummary, Rejection
+from neardup_solr.pairs.lsh import LSHParams, collision_probability, optimal_params
+from neardup_solr.engine.report import report_near_dups
+from neardup_solr.io.outputs import OutputInUseError, RunStopped
+from neardup_solr.io.inputs import InputFormatError
+from neardup_solr.neardup_index import NearDupIndex
+from neardup_solr.solr.searcher import COLLECTION_THRESHOLD, WRITEUP_RANKING, NearDuplicate, Searcher, StoredDocument
+from neardup_solr.solr.settings import SOLR_VERSION
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.backends.local import LocalSolr
+from neardup_solr.text import MinHash, Shingler, Signature, estimate_jaccard, jaccard, normalize
+from neardup_solr.text.weighted import BoostedMinHash, WeightedMinHash, WeightedSignature, estimate_weighted_jaccard
+from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
+from neardup_solr.pairs.similar_pairs import one_to_one
+from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_pairs
 
 __version__ = "0.1.0"
 

@@ -63,7 +63,7 @@ class StoredSettingsError(NeardupError, ValueError):
     """The settings document stored in the collection is invalid or unreadable (written by an older version
     that did not check it), or a repair could not find settings that match the indexed documents.
 
-    :func:`~neardup_solr.documents.repair_index_settings` (``neardup-solr settings --repair``) replaces an
+    :func:`~neardup_solr.solr.documents.repair_index_settings` (``neardup-solr settings --repair``) replaces an
     invalid document after checking the indexed documents against the settings it writes. ``url`` is the
     collection's, ``problem`` what is wrong; the message says what to do in Python terms, and the command line
     says it with its own commands."""
@@ -166,7 +166,7 @@ class SolrRequestError(NeardupError):
 
 
 class ClientClosedError(NeardupError, RuntimeError):
-    """A :class:`~neardup_solr.solr_client.SolrClient` was used after :meth:`close`."""
+    """A :class:`~neardup_solr.solr.client.SolrClient` was used after :meth:`close`."""
 
 
 class LauncherError(NeardupError, RuntimeError):

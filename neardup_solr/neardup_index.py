@@ -10,12 +10,12 @@ from datasketch, on purpose:
 - ``query`` returns every indexed key whose exact shingle Jaccard with the text reaches the threshold (the
   LSH bands only find the candidates), best first.
 - ``check_and_add`` is "query, and insert if nothing was found" as one race-free step across threads and
-  processes (:func:`neardup_solr.online.check_and_add`, the service's ``/v1/check``).
+  processes (:func:`neardup_solr.engine.online.check_and_add`, the service's ``/v1/check``).
 
 Streaming: ``insert`` and ``check_and_add`` send one document without a commit of their own (``commitWithin``);
 Solr makes it visible to every process's ``query`` within ``commit_within_ms`` (default 1 s), and at once to
 ``key in index`` (real-time get). This process's own ``query`` and ``check_and_add`` see it at once: the index
-remembers what it added until a commit covers it (:mod:`neardup_solr.recent`). :meth:`NearDupIndex.flush` makes
+remembers what it added until a commit covers it (:mod:`neardup_solr.solr.recent`). :meth:`NearDupIndex.flush` makes
 everything visible everywhere now. ``commit_within_ms=0`` soft-commits every add instead: slower, and then other
 processes see each add at once too (what strict near-duplicate exclusion across processes needs).
 
@@ -34,11 +34,11 @@ import logging
 import time
 from typing import Any, Sequence
 
-from .documents import META_DATASET, SETTINGS_DOC_ID, IndexSettings, ensure_index_settings
-from .errors import DocumentNotFoundError, InvalidParameterError, InvalidTextError, ParameterTypeError
-from .maintenance import require_neardup_schema
-from .errors import SolrRequestError
-from .online import (
+from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, IndexSettings, ensure_index_settings
+from neardup_solr.errors import DocumentNotFoundError, InvalidParameterError, InvalidTextError, ParameterTypeError
+from neardup_solr.solr.maintenance import require_neardup_schema
+from neardup_solr.errors import SolrRequestError
+from neardup_solr.engine.online import (
     CheckResult,
     DocumentExistsError,
     Match,
@@ -48,11 +48,11 @@ from .online import (
     is_reserved_id,
     remember_add,
 )
-from .recent import recent_adds
-from .searcher import Searcher
-from .solr_client import SolrClient
-from .text import normalize
-from .validation import check_float, check_id, check_int, check_label, check_text
+from neardup_solr.solr.recent import recent_adds
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.text import normalize
+from neardup_solr.validation import check_float, check_id, check_int, check_label, check_text
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class NearDupIndex:
     # ---------------------------------------------------------------- datasketch's verbs
     def insert(self, key: str, text: str | None = None, *, tokens: Sequence[str] | None = None) -> None:
         """Add a document under ``key`` (a text, or ``tokens``). Like datasketch, an existing key is an error:
-        :class:`~neardup_solr.online.DocumentExistsError` (a ``ValueError``); ``remove`` it first."""
+        :class:`~neardup_solr.engine.online.DocumentExistsError` (a ``ValueError``); ``remove`` it first."""
         key = _user_key(key)
         body = self._text(text, tokens)
         self._ensure_settings()

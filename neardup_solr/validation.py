@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .errors import InvalidParameterError, ParameterTypeError
+from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 
 __all__ = [
     "Limit", "LIMITS", "check_int", "check_float", "check_number", "check_bool", "check_choice", "check_str",

@@ -11,6 +11,6 @@ def package_version() -> str:
     try:
         return metadata.version("neardup-solr")
     except metadata.PackageNotFoundError:
-        from . import __version__
+        from neardup_solr import __version__
 
         return __version__

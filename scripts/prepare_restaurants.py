@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 try:
-    from neardup_solr import restaurants
+    from neardup_solr.io import restaurants
 except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from neardup_solr import restaurants
+    from neardup_solr.io import restaurants
 
 from neardup_solr.errors import NeardupError
 

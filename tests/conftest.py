@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from neardup_solr.solr_client import SolrClient
-from neardup_solr.backends.local import LocalSolr
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.backends.local import LocalSolr
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +28,7 @@ def local_solr():
         yield None
         return
     if os.environ.get("NEARDUP_TEST_BACKEND") == "docker":
-        from neardup_solr.backends.docker import DockerSolr, docker_available
+        from neardup_solr.solr.backends.docker import DockerSolr, docker_available
 
         if not docker_available():
             pytest.skip("NEARDUP_TEST_BACKEND=docker but no Docker engine answers here")
@@ -42,7 +42,7 @@ def local_solr():
             container.stop()
         return
     if os.environ.get("NEARDUP_TEST_BACKEND") == "cloud":
-        from neardup_solr.backends.cloud import LocalSolrCloud
+        from neardup_solr.solr.backends.cloud import LocalSolrCloud
 
         cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-cloud-")),
                                nodes=2, shards=2, replicas=1)

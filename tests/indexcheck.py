@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from neardup_solr.documents import DocumentBuilder, IndexSettings, read_index_settings
-from neardup_solr.solr_client import SolrClient
+from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, read_index_settings
+from neardup_solr.solr.client import SolrClient
 
 COMPARED_FIELDS = ("id", "content", "md5_hash", "num_shingles", "minhash_sig", "first_word")
 

@@ -8,13 +8,13 @@ import random
 import numpy as np
 import pytest
 
-from neardup_solr.allpairs import AllPairsStats, TokenSets, brute_force_pairs, prefix_join, token_sets
-from neardup_solr.documents import IndexSettings
+from neardup_solr.pairs.allpairs import AllPairsStats, TokenSets, brute_force_pairs, prefix_join, token_sets
+from neardup_solr.solr.documents import IndexSettings
 from neardup_solr.errors import InvalidParameterError
-from neardup_solr.indexer import Indexer
-from neardup_solr.searcher import Searcher
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.searcher import Searcher
 from neardup_solr.text import Shingler
-from neardup_solr.threshold import ThresholdFinder, threshold_pairs
+from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -45,7 +45,7 @@ def test_prefix_join_equals_brute_force(seed):
 
 
 def test_prefix_join_chunks_give_the_same_pairs(monkeypatch):
-    import neardup_solr.allpairs as allpairs
+    import neardup_solr.pairs.allpairs as allpairs
 
     sets = _random_sets(np.random.default_rng(3), 120)
     whole = prefix_join(sets, 0.5)
@@ -156,7 +156,7 @@ def test_client_join_within_a_data_set_and_its_pairs_file(solr, tmp_path, capsys
 @pytest.mark.solr
 @pytest.mark.parametrize("similarity", ["jaccard", "idf"])
 def test_join_reads_document_frequencies_in_bulk_with_the_same_pairs(solr, similarity, monkeypatch):
-    from neardup_solr.threshold import join_pairs
+    from neardup_solr.engine.threshold import join_pairs
 
     docs = _word_corpus(seed=12, n_sources=40)
     indexed = {k: v for k, v in docs.items() if "c" not in k}

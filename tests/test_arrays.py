@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from neardup_solr._arrays import sorted_distinct
+from neardup_solr.pairs._arrays import sorted_distinct
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 7, 1000])

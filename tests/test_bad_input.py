@@ -10,8 +10,8 @@ import pytest
 
 from netutil import client_connections
 
-from neardup_solr.indexer import Indexer
-from neardup_solr.searcher import Searcher
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.searcher import Searcher
 
 pytestmark = pytest.mark.solr
 
@@ -169,7 +169,7 @@ def test_connection_limit_is_respected_with_many_workers(solr_url, tmp_path):
     import threading
     from urllib.parse import urlsplit
 
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.client import SolrClient
 
     port = urlsplit(solr_url).port
     baseline = client_connections(port)

@@ -64,7 +64,7 @@ def test_quick_run_writes_every_section_with_numbers(solr_url, tmp_path):
     assert ds["status"] == "ok", ds
     assert ds["seconds"] > 0 and ds["peak_rss_mib"] > 0 and 0 <= ds["recall"] <= 1
     ours = collection["ours"]
-    # Until neardup_solr/collection.py exists the section says so instead of failing the run.
+    # Until neardup_solr/engine/collection.py exists the section says so instead of failing the run.
     assert ours["status"] in ("ok", "not available"), ours
     if ours["status"] == "ok":
         assert ours["seconds"] > 0 and ours["peak_rss_mib"] > 0 and 0 <= ours["recall"] <= 1

@@ -19,12 +19,12 @@ import pytest
 from indexcheck import equals_clean_run
 from netutil import free_port
 
-from neardup_solr.backends.local import probe_update
-from neardup_solr.backends.cloud import LocalSolrCloud, cluster_status, create_collection, _admin
-from neardup_solr.indexer import Indexer, IndexingInterrupted
-from neardup_solr.searcher import Searcher
-from neardup_solr.solr_client import RetryPolicy, SolrClient
-from neardup_solr.verify import verify_file
+from neardup_solr.solr.backends.local import probe_update
+from neardup_solr.solr.backends.cloud import LocalSolrCloud, cluster_status, create_collection, _admin
+from neardup_solr.solr.indexer import Indexer, IndexingInterrupted
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.solr.verify import verify_file
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
@@ -82,7 +82,7 @@ def test_a_killed_node_is_ridden_out_through_the_other_node(cloud, tmp_path, cap
 
     # The client is given node 2 only: it learns node 1 from the cluster at check() and must move there.
     client = KillingClient(node2, lambda: cloud.kill_node(2), at=4, retry=RetryPolicy(max_wait=60, seed=1))
-    caplog.set_level(logging.WARNING, logger="neardup_solr.solr_client")
+    caplog.set_level(logging.WARNING, logger="neardup_solr.solr.client")
     summary = Indexer(client, batch_size=200, workers=2, commit_every=600).index_file(path)
     assert client.killed.is_set() and cloud.node_pid(2) is None
     assert summary.interrupted is None and summary.rejected == 0

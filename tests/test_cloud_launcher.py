@@ -15,7 +15,7 @@ import requests
 
 from netutil import free_port, listening_addresses
 
-from neardup_solr.backends.cloud import LocalSolrCloud, cluster_status, upload_configset, _admin
+from neardup_solr.solr.backends.cloud import LocalSolrCloud, cluster_status, upload_configset, _admin
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 

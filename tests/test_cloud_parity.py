@@ -36,13 +36,14 @@ from pathlib import Path
 import pytest
 
 from benchmarks.corpus import generate
-from neardup_solr.backends.cloud import LocalSolrCloud
-from neardup_solr.backends.local import LocalSolr
-from neardup_solr.documents import SETTINGS_DOC_ID
-from neardup_solr.restaurants import FODORS_COUNT, prepare_default, read_addresses
-from neardup_solr.report import iter_documents
-from neardup_solr.searcher import Searcher, cursor_docs, id_sort_key
-from neardup_solr.solr_client import SolrClient
+from neardup_solr.solr.backends.cloud import LocalSolrCloud
+from neardup_solr.solr.backends.local import LocalSolr
+from neardup_solr.solr.documents import SETTINGS_DOC_ID
+from neardup_solr.io.restaurants import FODORS_COUNT, prepare_default, read_addresses
+from neardup_solr.engine.report import iter_documents
+from neardup_solr.solr.searcher import Searcher, cursor_docs
+from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.solr.client import SolrClient
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
@@ -400,7 +401,7 @@ def test_check_and_add_decides_the_same_on_a_core_and_a_cloud(sides):
     """Adds not yet committed (commitWithin far away) are seen by the next check on both layouts; on the cloud the
     claim and the document go to their own shard leaders, one request each. Identical texts sent by eight threads
     at once are added once."""
-    from neardup_solr.online import check_and_add
+    from neardup_solr.engine.online import check_and_add
 
     texts = [("k1", CHECK_BASE), ("k2", CHECK_BASE.replace("glacier", "glaciers")), ("k3", CHECK_BASE),
              ("k4", "an unrelated sentence about tide tables and the ferry timetable for the islands in winter")]

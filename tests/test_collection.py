@@ -1,4 +1,4 @@
-"""Whole-collection deduplication (neardup_solr.collection): the NumPy stages on their own, then end to end
+"""Whole-collection deduplication (neardup_solr.engine.collection): the NumPy stages on their own, then end to end
 against a real Solr, on hand-made documents and on a 20,000-document generated corpus with exact ground truth."""
 
 from __future__ import annotations
@@ -12,23 +12,23 @@ from hypothesis import given, settings, strategies as st
 
 from benchmarks.corpus import generate, iter_documents
 from benchmarks.exact_pairs import exact_pairs, shingle_sets
-from neardup_solr.collection import (
+from neardup_solr.pairs.candidates import (
     CollectionStats,
     _exact_jaccard,
-    _fetch_texts,
     candidate_pairs,
-    dedupe_collection,
     estimate_margin,
     matching_positions,
     store_candidate_pairs,
     store_matching_positions,
 )
-from neardup_solr import signature_store
-from neardup_solr.signature_store import SignatureStore
-from neardup_solr.documents import IndexSettings
-from neardup_solr.indexer import Indexer
-from neardup_solr.lsh import LSHParams, band_keys
-from neardup_solr.searcher import id_sort_key
+from neardup_solr.solr.signatures import _fetch_texts
+from neardup_solr.engine.collection import dedupe_collection
+from neardup_solr.pairs import signature_store
+from neardup_solr.pairs.signature_store import SignatureStore
+from neardup_solr.solr.documents import IndexSettings
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.pairs.lsh import LSHParams, band_keys
+from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.text import Shingler
 
 # Token fields cost indexing time and whole-collection dedup reads only minhash_sig and content.
@@ -138,7 +138,7 @@ def test_oversized_buckets_are_split_counted_and_logged(caplog):
     sigs = np.zeros((10, 8), dtype=np.uint32)  # ten identical signatures: one bucket of 10 in every band
     sigs = np.vstack([sigs, np.arange(2 * 8, dtype=np.uint32).reshape(2, 8) + 1])  # two loners
     stats = CollectionStats()
-    with caplog.at_level(logging.WARNING, logger="neardup_solr.collection"):
+    with caplog.at_level(logging.WARNING, logger="neardup_solr.engine.collection"):
         codes = candidate_pairs(sigs, LSHParams(2, 4), max_bucket=4, stats=stats)
     # Blocks of 4, 4 and 2 members: 6 + 6 + 1 pairs instead of 45.
     assert _decode(codes, 12) == {(i, j) for lo, hi in ((0, 4), (4, 8), (8, 10))

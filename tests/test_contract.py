@@ -27,7 +27,7 @@ from netutil import free_port
 
 import neardup_solr
 import neardup_solr.errors
-import neardup_solr.searcher
+import neardup_solr.solr.searcher
 from neardup_solr import (
     DocumentNotFoundError,
     Indexer,
@@ -49,10 +49,10 @@ from neardup_solr import (
     repair_index_settings,
 )
 from neardup_solr.cli import main
-from neardup_solr.documents import META_DATASET, SETTINGS_DOC_ID
-from neardup_solr.outputs import check_output_path
-from neardup_solr.readers import RecordReader
-from neardup_solr.solr_client import RetryPolicy
+from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.io.outputs import check_output_path
+from neardup_solr.io.readers import RecordReader
+from neardup_solr.solr.client import RetryPolicy
 from neardup_solr.validation import LIMITS, Limit, check_id, id_problem, record_problem
 
 CLI = [sys.executable, "-m", "neardup_solr.cli"]
@@ -430,7 +430,7 @@ def test_the_public_searcher_api_has_explicit_keyword_parameters_and_docstrings(
         assert method.__doc__, name
         kinds = {p.kind for p in inspect.signature(method).parameters.values()}
         assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds, name
-    assert neardup_solr.searcher.DocumentNotFoundError is neardup_solr.errors.DocumentNotFoundError
+    assert neardup_solr.solr.searcher.DocumentNotFoundError is neardup_solr.errors.DocumentNotFoundError
 
 
 def test_a_text_that_is_not_a_str_is_told_what_to_do_with_what_it_is():
@@ -681,7 +681,7 @@ def test_a_timeout_says_it_timed_out_not_that_solr_is_down(black_hole):
 
 def test_the_library_is_silent_without_logging_config_and_the_cli_shows_retries(loading_solr):
     code = ("from neardup_solr import SolrClient, SolrUnavailableError\n"
-            "from neardup_solr.solr_client import RetryPolicy\n"
+            "from neardup_solr.solr.client import RetryPolicy\n"
             f"client = SolrClient({loading_solr!r}, retry=RetryPolicy(max_wait=1.5))\n"
             "try:\n    client.count()\nexcept SolrUnavailableError as exc:\n    print('stopped:', exc)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -690,7 +690,7 @@ def test_the_library_is_silent_without_logging_config_and_the_cli_shows_retries(
     proc = subprocess.run([*CLI, "near-dups", "1", "--solr-url", loading_solr, "--max-wait", "1.5"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3
-    assert "WARNING neardup_solr.solr_client" in proc.stderr and "waiting for it" in proc.stderr
+    assert "WARNING neardup_solr.solr.client" in proc.stderr and "waiting for it" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("error: Solr is not answering")
 
 

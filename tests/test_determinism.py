@@ -13,12 +13,13 @@ import textwrap
 
 import pytest
 
-from neardup_solr.groups import group_pairs
-from neardup_solr.indexer import Indexer
-from neardup_solr.report import report_near_dups
-from neardup_solr.restaurants import prepare_default
-from neardup_solr.searcher import Searcher, id_sort_key
-from neardup_solr.threshold import SimilarPair, one_to_one
+from neardup_solr.pairs.groups import group_pairs
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.engine.report import report_near_dups
+from neardup_solr.io.restaurants import prepare_default
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one
 
 # ---------------------------------------------------------------------------------------------------------------
 # Weighted sums and PYTHONHASHSEED (no Solr)
@@ -29,7 +30,7 @@ from neardup_solr.threshold import SimilarPair, one_to_one
 # union, which is what an order-dependent implementation would compute.
 _SEED_SCRIPT = textwrap.dedent("""
     import json, math, random
-    from neardup_solr.weights import weighted_jaccard
+    from neardup_solr.pairs.weighted import weighted_jaccard
 
     rng = random.Random(7)
     vocab = [f"w{i}" for i in range(400)]

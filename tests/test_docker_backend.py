@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neardup_solr import settings
+from neardup_solr.solr import settings
 from neardup_solr.errors import LauncherError
-from neardup_solr.backends.docker import IMAGE, DockerSolr, docker_available
+from neardup_solr.solr.backends.docker import IMAGE, DockerSolr, docker_available
 
 
 def test_docker_backend_pins_the_launcher_version():

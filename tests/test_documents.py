@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from neardup_solr.documents import DocumentBuilder, IndexSettings, decode_signatures, encode_signature
+from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, decode_signatures, encode_signature
 
 COMMON = ["id", "content", "md5_hash", "num_words", "first_word", "num_shingles", "minhash_sig"]
 
@@ -45,8 +45,8 @@ def test_signature_encoding_round_trips():
 @pytest.mark.parametrize("unit", ["word", "char"])
 def test_build_prepared_equals_build(fields, unit):
     """A check adds the document it built from its prepared query: it must be the indexer's, field for field."""
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.solr_client import SolrClient
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.solr.client import SolrClient
 
     settings = IndexSettings(fields=fields, unit=unit, ngram=3 if unit == "word" else 4)
     builder = DocumentBuilder(settings)

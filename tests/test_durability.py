@@ -19,12 +19,12 @@ import requests
 from indexcheck import equals_clean_run
 from netutil import free_port
 
-from neardup_solr.backends.local import LocalSolr
+from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.errors import ForeignCollectionError
-from neardup_solr.indexer import IndexIncomplete, Indexer, IndexingInterrupted
-from neardup_solr.maintenance import clear
-from neardup_solr.solr_client import RetryPolicy, SolrClient
-from neardup_solr.verify import verify_file
+from neardup_solr.solr.indexer import IndexIncomplete, Indexer, IndexingInterrupted
+from neardup_solr.solr.maintenance import clear
+from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.solr.verify import verify_file
 
 pytestmark = [pytest.mark.solr]
 

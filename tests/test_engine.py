@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from neardup_solr.documents import IndexSettings, decode_signatures, signature_tokens
-from neardup_solr.evaluate import evaluate, read_pairs
-from neardup_solr.indexer import Indexer
-from neardup_solr.report import report_near_dups
-from neardup_solr.restaurants import gold_pairs_path, prepare_default
-from neardup_solr.searcher import WRITEUP_RANKING, DocumentNotFoundError, Searcher, id_sort_key
-from neardup_solr.solr_client import SolrClient
+from neardup_solr.solr.documents import IndexSettings, decode_signatures, signature_tokens
+from neardup_solr.pairs.evaluate import evaluate, read_pairs
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.engine.report import report_near_dups
+from neardup_solr.io.restaurants import gold_pairs_path, prepare_default
+from neardup_solr.solr.searcher import WRITEUP_RANKING, DocumentNotFoundError, Searcher
+from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.solr.client import SolrClient
 
 pytestmark = pytest.mark.solr
 

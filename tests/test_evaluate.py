@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from neardup_solr.errors import InvalidRecordError
-from neardup_solr.evaluate import (EvaluationResult, evaluate, evaluate_files, false, missed, normalize_pair,
-                                   read_pairs)
+from neardup_solr.pairs.evaluate import (
+    EvaluationResult,
+    evaluate,
+    evaluate_files,
+    false,
+    missed,
+    normalize_pair,
+    read_pairs,
+)
 
 
 def test_normalize_pair_numeric_and_string_order():
@@ -86,7 +93,7 @@ def test_read_pairs_rejects_a_single_column(tmp_path):
 
 
 def test_packaged_gold_against_itself():
-    from neardup_solr.restaurants import gold_pairs_path
+    from neardup_solr.io.restaurants import gold_pairs_path
 
     r = evaluate_files(gold_pairs_path(), gold_pairs_path())
     assert (r.found, r.true_positives, r.precision, r.recall, r.f1) == (112, 112, 1.0, 1.0, 1.0)

@@ -14,12 +14,12 @@ import pytest
 from indexcheck import equals_clean_run
 from netutil import free_port
 
-from neardup_solr.indexer import Indexer, IndexingInterrupted
-from neardup_solr.report import report_near_dups
-from neardup_solr.restaurants import prepare_default
-from neardup_solr.searcher import Searcher
-from neardup_solr.solr_client import RetryPolicy, SolrClient
-from neardup_solr.backends.local import LocalSolr
+from neardup_solr.solr.indexer import Indexer, IndexingInterrupted
+from neardup_solr.engine.report import report_near_dups
+from neardup_solr.io.restaurants import prepare_default
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.solr.backends.local import LocalSolr
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 

@@ -9,8 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
-from neardup_solr.groups import (DisjointSet, Group, group_pairs, id_key, keep_list, read_distance_pairs,
-                                 read_groups_jsonl, write_groups_jsonl, write_keep_list)
+from neardup_solr.pairs.groups import (
+    DisjointSet,
+    Group,
+    group_pairs,
+    id_key,
+    keep_list,
+    read_distance_pairs,
+    read_groups_jsonl,
+    write_groups_jsonl,
+    write_keep_list,
+)
 
 # Few distinct ids so random pairs collide and build multi-pair components.
 int_ids = st.integers(min_value=0, max_value=30)

@@ -11,8 +11,8 @@ import requests
 from netutil import free_port
 
 from neardup_solr.errors import SolrRequestError, SolrTimeoutError, SolrUnavailableError
-from neardup_solr.http_transport import DirectTransport
-from neardup_solr.solr_client import RetryPolicy, SolrClient
+from neardup_solr.solr.transport import DirectTransport
+from neardup_solr.solr.client import RetryPolicy, SolrClient
 
 pytestmark = pytest.mark.solr
 
@@ -128,7 +128,7 @@ def test_a_node_switch_is_warned_of_once_while_every_node_is_down(caplog):
     first, second = free_port(), free_port()
     client = SolrClient(f"http://127.0.0.1:{first}/solr/c,http://127.0.0.1:{second}/solr/c",
                         retry=RetryPolicy(max_wait=3, base=0.05, cap=0.2))
-    with caplog.at_level("DEBUG", logger="neardup_solr.solr_client"):
+    with caplog.at_level("DEBUG", logger="neardup_solr.solr.client"):
         with pytest.raises(SolrUnavailableError):
             client.get_json("select", {"q": "*:*"})
     switches = [r for r in caplog.records if "is not answering" in r.getMessage()]

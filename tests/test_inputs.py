@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from neardup_solr.inputs import InputFormatError
-from neardup_solr.readers import Record, RecordReader
+from neardup_solr.io.inputs import InputFormatError
+from neardup_solr.io.readers import Record, RecordReader
 
 try:  # the optional extras (parquet, zstd) that scripts/setup.sh installs; only their tests need them
     import pyarrow as pa
@@ -140,12 +140,12 @@ def test_truncated_compressed_data_names_the_line_reached(tmp_path):
 
 
 def test_standard_input_is_read_once_compressed_or_not():
-    code = ("import sys; from neardup_solr.readers import RecordReader;"
+    code = ("import sys; from neardup_solr.io.readers import RecordReader;"
             "print(sum(1 for _ in RecordReader('-', 'jsonl')), sum(1 for _ in RecordReader('-', 'jsonl')))")
     proc = subprocess.run([sys.executable, "-c", code], input=gzip.compress(_encoded("jsonl")),
                           capture_output=True, timeout=60)
     assert b"standard input was already read" in proc.stderr  # the second reader is refused, not given nothing
-    code = "from neardup_solr.readers import RecordReader; print(sum(1 for _ in RecordReader('-', 'jsonl')))"
+    code = "from neardup_solr.io.readers import RecordReader; print(sum(1 for _ in RecordReader('-', 'jsonl')))"
     proc = subprocess.run([sys.executable, "-c", code], input=lzma.compress(_encoded("jsonl")),
                           capture_output=True, timeout=60)
     assert proc.stdout.strip() == str(len(RECORDS)).encode()

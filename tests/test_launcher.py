@@ -16,7 +16,7 @@ import requests
 
 from netutil import free_port, listening_addresses
 
-from neardup_solr.backends.local import LocalSolr, ram_buffer_mb
+from neardup_solr.solr.backends.local import LocalSolr, ram_buffer_mb
 from neardup_solr.errors import LauncherError
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]

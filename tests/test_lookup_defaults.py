@@ -12,13 +12,7 @@ import random
 
 import pytest
 
-from neardup_solr import (
-    WRITEUP_RANKING,
-    Indexer,
-    IndexSettings,
-    InvalidParameterError,
-    Searcher,
-)
+from neardup_solr import WRITEUP_RANKING, Indexer, IndexSettings, InvalidParameterError, Searcher
 from neardup_solr.cli import main
 
 pytestmark = pytest.mark.solr

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_solr.lsh import (
+from neardup_solr.pairs.lsh import (
     LSHParams,
     band_keys,
     band_tokens,

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from neardup_solr import cli
-from neardup_solr.bloom import BloomFilter
-from neardup_solr.documents import IndexSettings
+from neardup_solr.pairs.bloom import BloomFilter
+from neardup_solr.solr.documents import IndexSettings
 from neardup_solr.errors import InvalidParameterError
-from neardup_solr.indexer import Indexer
-from neardup_solr.lsh_join import build_band_bloom, lsh_join
-from neardup_solr.searcher import Searcher
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.engine.lsh_join import build_band_bloom, lsh_join
+from neardup_solr.solr.searcher import Searcher
 
 
 def test_bloom_has_no_false_negatives_and_about_its_rate():

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.unicode_copies import KINDS, make_copy, make_corpus
 from neardup_solr import IndexSettings, Indexer, Searcher
-from neardup_solr.documents import SETTINGS_DOC_ID, DocumentBuilder, md5_hex, read_index_settings
+from neardup_solr.solr.documents import SETTINGS_DOC_ID, DocumentBuilder, md5_hex, read_index_settings
 from neardup_solr.errors import InvalidParameterError, SettingsConflictError
 from neardup_solr.text import MinHash, Normalizer, Shingler, jaccard
 from neardup_solr.text.scripts import is_unspaced
@@ -153,7 +153,7 @@ def test_a_version_1_index_keeps_answering_with_version_1(solr, solr_url, tmp_pa
 @pytest.mark.solr
 def test_every_unicode_copy_is_reported_at_0_8_by_the_default_recipe(solr):
     """The issue's done-when, on a smaller corpus of the same kind (benchmarks/unicode_copies.py runs it full)."""
-    from neardup_solr.collection import dedupe_collection
+    from neardup_solr.engine.collection import dedupe_collection
 
     records, copies = make_corpus(120, 10, words=(300, 600), seed=7)
     assert all(unicodedata.is_normalized("NFC", t) for i, t in records if i.startswith("o"))

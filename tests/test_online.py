@@ -11,8 +11,8 @@ import time
 import pytest
 
 from neardup_solr import IndexSettings, Indexer, InvalidParameterError, InvalidTextError, ParameterTypeError
-from neardup_solr.documents import META_DATASET
-from neardup_solr.online import (
+from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.engine.online import (
     CLAIM_LEASE_SECONDS,
     DocumentExistsError,
     check_and_add,
@@ -20,8 +20,8 @@ from neardup_solr.online import (
     delete_dataset,
     delete_documents,
 )
-from neardup_solr.searcher import Searcher
-from neardup_solr.solr_client import SolrClient
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.client import SolrClient
 
 pytestmark = pytest.mark.solr
 

@@ -9,10 +9,10 @@ import pytest
 
 from neardup_solr.cli import main
 from neardup_solr.errors import InvalidParameterError
-from neardup_solr.indexer import Indexer
-from neardup_solr.maintenance import merge_segments, segment_count
-from neardup_solr.searcher import Searcher
-from neardup_solr.weights import IdfWeights
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.maintenance import merge_segments, segment_count
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.idf import IdfWeights
 
 pytestmark = pytest.mark.solr
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_solr.documents import IndexSettings
-from neardup_solr.indexer import Indexer
-from neardup_solr.prefix_filter import count_prefix, prefix_size, rarest_first, weighted_prefix
-from neardup_solr.searcher import Searcher
-from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
+from neardup_solr.solr.documents import IndexSettings
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.pairs.prefix_filter import count_prefix, prefix_size, rarest_first, weighted_prefix
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
 
 tokens = st.sets(st.integers(0, 40).map(lambda i: f"t{i}"), min_size=1, max_size=25)
 
@@ -106,7 +106,7 @@ def test_a_join_finds_the_same_pairs_with_and_without_the_prefix(solr):
 
 @pytest.mark.solr
 def test_long_texts_skip_the_overlap_filter_and_still_find_the_same_pairs(solr):
-    from neardup_solr.threshold import OVERLAP_FILTER_MAX_TOKENS
+    from neardup_solr.engine.threshold import OVERLAP_FILTER_MAX_TOKENS
 
     rng = random.Random(4)
     vocab = [f"w{i}" for i in range(3000)]

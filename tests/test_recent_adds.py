@@ -1,4 +1,4 @@
-"""Checks and inserts without a commit each: this process sees its own adds at once (neardup_solr.recent), other
+"""Checks and inserts without a commit each: this process sees its own adds at once (neardup_solr.solr.recent), other
 processes within commitWithin, and the single-core claim-and-add request never lets a refused claim's document in.
 Against a real Solr; the buffer's own bookkeeping is tested without one."""
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from neardup_solr import IndexSettings, Indexer, NearDupIndex
-from neardup_solr.documents import META_DATASET
-from neardup_solr.online import DocumentExistsError, check_and_add, claim_id, delete_documents
-from neardup_solr.recent import GRACE_SECONDS, RecentAdd, RecentAdds, recent_adds
-from neardup_solr.searcher import Searcher
-from neardup_solr.solr_client import SolrClient
+from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.engine.online import DocumentExistsError, check_and_add, claim_id, delete_documents
+from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, RecentAdds, recent_adds
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.client import SolrClient
 
 BASE = ("the quick brown fox jumps over the lazy dog near the river bank while the farmer watches from "
         "his old wooden porch and the sun sets slowly behind the distant hills of the valley")

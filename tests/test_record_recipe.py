@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from neardup_solr.documents import DEFAULT_TOKEN_FIELDS, DocumentBuilder, IndexSettings, word_gram_tokens
+from neardup_solr.solr.documents import DEFAULT_TOKEN_FIELDS, DocumentBuilder, IndexSettings, word_gram_tokens
 from neardup_solr.errors import InvalidParameterError
 
 GRAMS = IndexSettings(fields=(*DEFAULT_TOKEN_FIELDS, "grams"))
@@ -41,10 +41,10 @@ def test_gram_tokens_are_indexed_only_when_asked_for():
 
 @pytest.mark.solr
 def test_grams_find_the_duplicate_whose_words_carry_typos(solr):
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, threshold_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_pairs
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
 
     records = [("1", "Jonathan Whitaker, 4021 Maplewood Ave, Springfield, 1984-03-12"),
                ("2", "Jonathon Whitacker, 4021 Maplewod Ave, Springfield, 1984-03-12"),
@@ -71,9 +71,9 @@ def test_grams_find_the_duplicate_whose_words_carry_typos(solr):
 
 @pytest.mark.solr
 def test_grams_on_a_collection_indexed_without_them_say_what_to_reindex(solr):
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder
 
     Indexer(solr).index_records([("1", "a b c"), ("2", "a b d")])
     with pytest.raises(ValueError, match="without 'grams' tokens .content_grams.; re-index with --fields including "
@@ -149,12 +149,12 @@ def test_record_matching_recipe_holds_on_both_data_sets_with_both_methods(solr, 
     from benchmarks.persons import generate
     from benchmarks.weighted import RECIPE_THRESHOLD, RECIPE_TOKENS
 
-    from neardup_solr.evaluate import evaluate, read_pairs
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_join, idf_lsh_pairs
+    from neardup_solr.pairs.evaluate import evaluate, read_pairs
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.io.restaurants import _read_guides, fodors_path, gold_pairs_path, zagats_path
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_join, idf_lsh_pairs
 
     def f1(pairs, gold) -> float:
         return evaluate([(p.id, p.neighbor_id) for p in pairs], gold).f1

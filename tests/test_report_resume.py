@@ -20,23 +20,17 @@ import pytest
 from netutil import free_port
 
 from neardup_solr import cli
-from neardup_solr.backends.local import LocalSolr
-from neardup_solr.documents import IndexSettings
+from neardup_solr.solr.backends.local import LocalSolr
+from neardup_solr.solr.documents import IndexSettings
 from neardup_solr.errors import SolrUnavailableError
-from neardup_solr.groups import group_pairs, write_groups_jsonl
-from neardup_solr.indexer import Indexer
-from neardup_solr.outputs import (
-    OutputInUseError,
-    ResumableOutput,
-    RunStopped,
-    check_output_path,
-    write_atomically,
-)
-from neardup_solr.report import report_near_dups
-from neardup_solr.searcher import Searcher
-from neardup_solr import solr_client
-from neardup_solr.solr_client import RetryPolicy, SolrClient
-from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
+from neardup_solr.pairs.groups import group_pairs, write_groups_jsonl
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.io.outputs import OutputInUseError, ResumableOutput, RunStopped, check_output_path, write_atomically
+from neardup_solr.engine.report import report_near_dups
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr import client as solr_client
+from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
 
 FAST_FAIL = dict(attempts=3, base=0.1, cap=0.3, seed=1)
 # Outlasts a kill, a 5 s pause and a restart with the core loading (keyword arguments: the policy is moving
@@ -188,7 +182,7 @@ def test_resume_with_other_parameters_is_refused(tmp_path, caplog):
             output.begin({"threshold": 0.6, "mode": "shingles"}, total=3)
     assert _partial(out).exists()  # refused, not discarded
 
-    caplog.set_level(logging.WARNING, logger="neardup_solr.outputs")
+    caplog.set_level(logging.WARNING, logger="neardup_solr.io.outputs")
     with ResumableOutput(tmp_path / "other.tsv", job="report", resume=True) as output:
         assert output.begin({"threshold": 0.6}, total=0) == []
         output.commit(["empty\n"])
@@ -339,7 +333,7 @@ def test_report_stopped_for_good_exits_3_and_resume_completes_it(own_solr, clean
 
     monkeypatch.undo()
     own_solr.start()
-    caplog.set_level(logging.WARNING, logger="neardup_solr.outputs")
+    caplog.set_level(logging.WARNING, logger="neardup_solr.io.outputs")
     assert cli.main(["report", "--out", str(out), "--solr-url", url, "-q", "--resume"]) == 0
     assert f"resuming {out} after {_progress_done:,}" in caplog.text
     assert out.read_bytes() == clean.read_bytes()

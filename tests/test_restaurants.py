@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from neardup_solr import restaurants
+from neardup_solr.io import restaurants
 from neardup_solr.errors import InvalidRecordError
-from neardup_solr.evaluate import read_pairs
+from neardup_solr.pairs.evaluate import read_pairs
 
 SHARED = Path("/work/shared/data/restaurants")
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,10 +14,10 @@ import pytest
 from netutil import free_port
 
 from neardup_solr.errors import SolrAuthError
-from neardup_solr.indexer import Indexer
-from neardup_solr.searcher import Searcher
-from neardup_solr.solr_client import SolrClient, redact_url
-from neardup_solr.backends.local import LocalSolr
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.solr.client import SolrClient, redact_url
+from neardup_solr.solr.backends.local import LocalSolr
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from neardup_solr import Indexer, Searcher  # noqa: E402
 from neardup_solr.service import ServiceConfig, create_app  # noqa: E402
-from neardup_solr.solr_client import RetryPolicy, SolrClient  # noqa: E402
-from neardup_solr.threshold import ThresholdFinder, threshold_pairs  # noqa: E402
+from neardup_solr.solr.client import RetryPolicy, SolrClient  # noqa: E402
+from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs  # noqa: E402
 
 pytestmark = [pytest.mark.solr, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 

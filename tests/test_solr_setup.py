@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup_solr import settings
+from neardup_solr.solr import settings
 
 pytestmark = pytest.mark.solr
 

@@ -20,17 +20,18 @@ pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'ne
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'neardup-solr[spark]')")
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
-from neardup_solr import restaurants  # noqa: E402
-from neardup_solr.collection import candidate_pairs, dedupe_collection, CollectionStats  # noqa: E402
-from neardup_solr.documents import IndexSettings, encode_signature  # noqa: E402
-from neardup_solr.indexer import Indexer  # noqa: E402
-from neardup_solr.lsh import LSHParams, band_tokens  # noqa: E402
-from neardup_solr.searcher import Searcher  # noqa: E402
-from neardup_solr.solr_client import SolrClient  # noqa: E402
+from neardup_solr.io import restaurants  # noqa: E402
+from neardup_solr.pairs.candidates import candidate_pairs, CollectionStats
+from neardup_solr.engine.collection import dedupe_collection  # noqa: E402
+from neardup_solr.solr.documents import IndexSettings, encode_signature  # noqa: E402
+from neardup_solr.solr.indexer import Indexer  # noqa: E402
+from neardup_solr.pairs.lsh import LSHParams, band_tokens  # noqa: E402
+from neardup_solr.solr.searcher import Searcher  # noqa: E402
+from neardup_solr.solr.client import SolrClient  # noqa: E402
 from neardup_solr.spark import dedup, join, sign  # noqa: E402
 from neardup_solr.spark.session import java_executable, spark_session  # noqa: E402
-from neardup_solr.threshold import ThresholdFinder, join_pairs  # noqa: E402
-from neardup_solr.verify import verify_file  # noqa: E402
+from neardup_solr.engine.threshold import ThresholdFinder, join_pairs  # noqa: E402
+from neardup_solr.solr.verify import verify_file  # noqa: E402
 
 if java_executable() is None:
     pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark", allow_module_level=True)
@@ -192,7 +193,7 @@ def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(spark, addresses, solr
     assert "rejected:" in captured.err and "'bad'" in captured.err and "no words left" in captured.err
     assert "sent 864 documents" in captured.out and "verified 864 documents: all in the index" in captured.out
     assert verify_file(solr, path).missing == 0 and verify_file(solr, path).resigned == 0
-    from neardup_solr.threshold import pair_lines
+    from neardup_solr.pairs.similar_pairs import pair_lines
 
     solr_pairs = dedupe_collection(solr, 0.5).pairs
     assert len(solr_pairs) > 30
@@ -270,7 +271,7 @@ def test_idf_dedup_equals_report_similarity_idf_lsh(spark, persons, solr, tmp_pa
     snapshot the Solr run wrote, and with frequencies counted over the DataFrame (the collection holds exactly
     these records, so N and every df agree): the same pairs with the same similarities, to the last bit."""
     from neardup_solr.cli import main
-    from neardup_solr.weighted_lsh import IdfSnapshot, idf_lsh_pairs, snapshot_path
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_pairs, snapshot_path
 
     Indexer(solr).index_records(persons)
     solr.commit()
@@ -311,7 +312,7 @@ def test_idf_dedup_zero_weight_words_and_bad_parameters(spark, tmp_path):
     """Words in every record weigh 0 (as on the Solr side); records made only of them are signed with unit
     weights and still pair. Bad parameters are the package's errors, in one line on the command line."""
     from neardup_solr.errors import InvalidParameterError, ParameterTypeError
-    from neardup_solr.weighted_lsh import IdfSnapshot
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
     records = [("1", "common alpha beta gamma"), ("2", "common alpha beta gamma"), ("3", "common delta epsilon"),
                ("4", "common"), ("5", "common")]
@@ -349,7 +350,7 @@ def test_idf_join_equals_join_similarity_idf_lsh(spark, addresses, solr, tmp_pat
     """Fodor's x Zagat's at IDF-weighted Jaccard >= 0.4: Spark's join = join --similarity idf --method lsh with
     Zagat's indexed (the collection holds exactly the right side, so its df are Spark's), with and without the
     Solr run's snapshot, and one-to-one as join --one-to-one."""
-    from neardup_solr.weighted_lsh import IdfSnapshot, idf_lsh_join, snapshot_path
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, snapshot_path
 
     Indexer(solr, dataset="zagats").index_records(addresses["zagats"])
     solr.commit()

@@ -8,12 +8,14 @@ import random
 import numpy as np
 import pytest
 
-from neardup_solr.documents import IndexSettings
-from neardup_solr.indexer import Indexer
-from neardup_solr.searcher import Searcher
+from neardup_solr.solr.documents import IndexSettings
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.searcher import Searcher
 from neardup_solr.text import Shingler
-from neardup_solr.threshold import SimilarPair, ThresholdFinder, join_pairs, one_to_one, threshold_pairs
-from neardup_solr.weights import IdfWeights, weighted_jaccard
+from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one
+from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
+from neardup_solr.solr.idf import IdfWeights
+from neardup_solr.pairs.weighted import weighted_jaccard
 
 pytestmark = pytest.mark.solr
 
@@ -137,7 +139,7 @@ def test_per_field_weights_make_the_name_count_more_than_the_city(solr, tmp_path
 
 
 def _share_truth(docs, query_text, sample_mod, min_share):
-    from neardup_solr.documents import DocumentBuilder
+    from neardup_solr.solr.documents import DocumentBuilder
 
     builder = DocumentBuilder(IndexSettings(sample_mod=sample_mod))
     q = set(builder.shingle_tokens(builder.process(query_text)))

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from neardup_solr.cli import main
-from neardup_solr.documents import DocumentBuilder, IndexSettings, ensure_index_settings
-from neardup_solr.evaluate import read_pairs
-from neardup_solr.groups import read_distance_pairs
+from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, ensure_index_settings
+from neardup_solr.pairs.evaluate import read_pairs
+from neardup_solr.pairs.groups import read_distance_pairs
 from neardup_solr.validation import id_problem, parse_tsv_id, tsv_id
 
 ODD = ["tab\there", "new\nline", "#hash", '"quoted"', " padded ", "line\u2028sep", "cr\rid"]

@@ -17,9 +17,9 @@ import pytest
 import requests
 
 from neardup_solr import Indexer, InvalidParameterError, ParameterTypeError
-from neardup_solr.online import check_and_add, claim_id
-from neardup_solr.solr_client import SolrClient
-from neardup_solr.ttl import check_ttl
+from neardup_solr.engine.online import check_and_add, claim_id
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.ttl import check_ttl
 
 TEXT = ("the quick brown fox jumps over the lazy dog near the river bank while the farmer watches from "
         "his old wooden porch")
@@ -166,7 +166,7 @@ def test_ttl_through_the_http_api(local_solr, solr_url, tmp_path):
 def test_documents_expire_on_solrcloud(tmp_path):
     """The same configset on a 2-shard SolrCloud: the deleter runs on the first shard's leader and its
     delete-by-query reaches both shards."""
-    from neardup_solr.backends.cloud import LocalSolrCloud
+    from neardup_solr.solr.backends.cloud import LocalSolrCloud
 
     cluster = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-ttl-cloud-")), nodes=2,
                              shards=2, replicas=1, heap="512m")

@@ -19,7 +19,7 @@ from neardup_solr.text.weighted import (
     exact_weighted_jaccard,
     token_hashes,
 )
-from neardup_solr.weights import weighted_jaccard
+from neardup_solr.pairs.weighted import weighted_jaccard
 
 
 def _pairs(n: int = 1500, seed: int = 5):
@@ -136,7 +136,7 @@ def _compare(exact_pairs, lsh_pairs) -> float:
 def persons(solr):
     from benchmarks.persons import generate
 
-    from neardup_solr.indexer import Indexer
+    from neardup_solr.solr.indexer import Indexer
 
     rows, truth = generate(2000, seed=4)
     Indexer(solr).index_records([(r["id"], r["text"]) for r in rows])
@@ -145,9 +145,9 @@ def persons(solr):
 
 @pytest.mark.solr
 def test_idf_lsh_report_on_person_records_matches_exact(solr, persons, tmp_path):
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, threshold_pairs
-    from neardup_solr.weighted_lsh import IdfSnapshot, idf_lsh_pairs, snapshot_path
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_pairs, snapshot_path
 
     searcher = Searcher(solr)
     exact = threshold_pairs(ThresholdFinder(searcher, threshold=0.4, similarity="idf"), workers=2)
@@ -170,11 +170,11 @@ def test_idf_lsh_report_on_person_records_matches_exact(solr, persons, tmp_path)
 
 @pytest.mark.solr
 def test_idf_lsh_on_restaurants_report_and_join(solr):
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.restaurants import FODORS_COUNT, _read_guides, fodors_path, zagats_path
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder, join_pairs, threshold_pairs
-    from neardup_solr.weighted_lsh import idf_lsh_join, idf_lsh_pairs
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.io.restaurants import FODORS_COUNT, _read_guides, fodors_path, zagats_path
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
+    from neardup_solr.engine.weighted_lsh import idf_lsh_join, idf_lsh_pairs
 
     fodors, zagats = _read_guides(fodors_path(), zagats_path())
     assert len(fodors) == FODORS_COUNT
@@ -198,10 +198,10 @@ def test_idf_lsh_on_restaurants_report_and_join(solr):
 
 @pytest.mark.solr
 def test_idf_lsh_schemes_and_refusals(solr):
-    from neardup_solr.indexer import Indexer
-    from neardup_solr.searcher import Searcher
-    from neardup_solr.threshold import ThresholdFinder
-    from neardup_solr.weighted_lsh import idf_lsh_pairs
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder
+    from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
 
     Indexer(solr).index_records([("1", "a b c d"), ("2", "a b c d"), ("3", "a b e f"), ("4", "g h i j")])
     for scheme in ("icws", "boost"):  # either signer finds the twins, verified exactly
@@ -217,7 +217,7 @@ def test_idf_lsh_schemes_and_refusals(solr):
 @pytest.mark.solr
 def test_cli_idf_lsh_report_and_join(solr, solr_url, tmp_path, capsys):
     from neardup_solr.cli import main
-    from neardup_solr.indexer import Indexer
+    from neardup_solr.solr.indexer import Indexer
 
     left = [("L1", "Art's Delicatessen 12224 Ventura Blvd. Studio City"),
             ("L2", "Arnie Morton's of Chicago 435 S. La Cienega Blvd. Los Angeles"),

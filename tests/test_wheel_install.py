@@ -61,7 +61,7 @@ def test_wheel_installs_starts_solr_indexes_and_serves(tmp_path):
                NEARDUP_SOLR_RUN_DIR=str(tmp_path / "run"), HOME=os.environ.get("HOME", str(tmp_path)))
     work = tmp_path / "work"  # outside the checkout: nothing of the source tree is importable from here
     work.mkdir()
-    where = run([str(python), "-c", "import neardup_solr, neardup_solr.settings as s; "
+    where = run([str(python), "-c", "import neardup_solr, neardup_solr.solr.settings as s; "
                                     "print(neardup_solr.__file__); print(s.solr_config_dir())"],
                 env=env, cwd=work, timeout=60).stdout.split()
     assert where[0].startswith(str(venv)) and where[1].startswith(str(venv)), where

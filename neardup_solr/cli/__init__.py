@@ -13,11 +13,20 @@ import argparse
 import logging
 import sys
 
-from ..errors import InvalidParameterError, NeardupError, SolrUnavailableError
-from . import delete_cmd, index_cmd, optimize_cmd, search_cmd, serve_cmd, settings_cmd, solr_cmd, tools_cmd
-from . import spark_cmd
-from ..version import package_version
-from .common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
+from neardup_solr.errors import InvalidParameterError, NeardupError, SolrUnavailableError
+from neardup_solr.cli import (
+    delete_cmd,
+    index_cmd,
+    optimize_cmd,
+    search_cmd,
+    serve_cmd,
+    settings_cmd,
+    solr_cmd,
+    tools_cmd,
+)
+from neardup_solr.cli import spark_cmd
+from neardup_solr.version import package_version
+from neardup_solr.cli.common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
 
 log = logging.getLogger("neardup_solr")
 
@@ -44,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if args.verbose == 0:
         # Per-record warnings go to the rejects file and the summary; keep the terminal readable.
-        logging.getLogger("neardup_solr.indexer").setLevel(logging.ERROR)
+        logging.getLogger("neardup_solr.solr.indexer").setLevel(logging.ERROR)
     try:
         return int(args.func(args))
     except InvalidParameterError as exc:

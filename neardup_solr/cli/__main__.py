@@ -1,5 +1,5 @@
 import sys
 
-from . import main
+from neardup_solr.cli import main
 
 sys.exit(main())

@@ -14,12 +14,12 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from ..validation import LIMITS, Limit, check_label, parse_value
+from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
 
 if TYPE_CHECKING:
-    from ..documents import IndexSettings
-    from ..searcher import Searcher
-    from ..solr_client import SolrClient
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.solr.client import SolrClient
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -92,7 +92,7 @@ class Number:
         self.__name__ = "number"  # argparse names the type in some of its own messages
 
     def __call__(self, raw: str) -> Any:
-        from ..errors import InvalidParameterError
+        from neardup_solr.errors import InvalidParameterError
 
         try:
             return parse_value(self.flag, raw, self.limit)
@@ -107,8 +107,8 @@ def number(flag: str, limit: str | Limit) -> Callable[[str], Any]:
 
 def label(flag: str) -> Callable[[str], str]:
     """The type for a name flag such as --dataset: no control characters, not a reserved name."""
-    from ..documents import META_DATASET
-    from ..errors import InvalidParameterError
+    from neardup_solr.solr.documents import META_DATASET
+    from neardup_solr.errors import InvalidParameterError
 
     def parse(raw: str) -> str:
         try:
@@ -136,8 +136,8 @@ class UsageError(ValueError):
 def open_client(args: argparse.Namespace) -> "SolrClient":
     """The client for --solr-url (else $SOLR_URL, else the local Solr), checked: one clear line up front when
     Solr is down, times out or lacks the core."""
-    from ..errors import SolrUnavailableError
-    from ..solr_client import RetryPolicy, SolrClient
+    from neardup_solr.errors import SolrUnavailableError
+    from neardup_solr.solr.client import RetryPolicy, SolrClient
 
     client = SolrClient(args.solr_url, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
     try:
@@ -154,7 +154,7 @@ def local_crash_cause(url: str) -> str | None:
     """What the launcher's log says ended the local Solr behind ``url``, if it was ours and said so."""
     from urllib.parse import urlsplit
 
-    from ..backends.local import crash_cause
+    from neardup_solr.solr.backends.local import crash_cause
 
     parts = urlsplit(url)
     if parts.hostname not in ("127.0.0.1", "localhost") or not parts.port:
@@ -257,7 +257,7 @@ def add_index_settings_options(p: argparse.ArgumentParser) -> None:
 
 
 def _fields(raw: str) -> tuple[str, ...]:
-    from ..documents import TOKEN_FIELDS
+    from neardup_solr.solr.documents import TOKEN_FIELDS
 
     names = tuple(f.strip() for f in raw.split(",") if f.strip())
     unknown = [n for n in names if n not in TOKEN_FIELDS]
@@ -274,7 +274,7 @@ INDEX_SETTINGS_FLAGS = {"ngram": "--ngram", "unit": "--unit", "num_hashes": "--n
 
 def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None":
     """IndexSettings from the flags that were given (defaults for the others), or None when none was."""
-    from ..documents import IndexSettings
+    from neardup_solr.solr.documents import IndexSettings
 
     if all(getattr(args, dest) is None for dest in INDEX_SETTINGS_FLAGS):
         return None
@@ -287,7 +287,7 @@ def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None"
 
 def open_searcher(args: argparse.Namespace) -> "Searcher":
     """A Searcher on the checked client; refuses --ngram when the index uses another shingle size."""
-    from ..searcher import Searcher
+    from neardup_solr.solr.searcher import Searcher
 
     searcher = Searcher(open_client(args))
     ngram = getattr(args, "ngram", None)

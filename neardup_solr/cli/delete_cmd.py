@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import UsageError, add_solr_options, label, open_client
+from neardup_solr.cli.common import UsageError, add_solr_options, label, open_client
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
     """Delete the given ids (exit 1 when some were not in the collection), or one data set."""
-    from ..online import delete_dataset, delete_documents
+    from neardup_solr.engine.online import delete_dataset, delete_documents
 
     if bool(args.ids) == (args.dataset is not None):
         raise UsageError("give document ids or --dataset NAME, not both and not neither")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import (
+from neardup_solr.cli.common import (
     EXIT_INCOMPLETE,
     EXIT_REJECTED,
     EXIT_UNAVAILABLE,
@@ -24,13 +24,13 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..documents import IndexSettings
-    from ..indexer import IndexSummary
+    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.solr.indexer import IndexSummary
 
 
 def _check_input(path: str, fmt: str | None) -> None:
     """Refuse a missing, binary or mis-formatted input before anything is sent or written."""
-    from ..readers import input_format
+    from neardup_solr.io.readers import input_format
 
     input_format(path, fmt)
 
@@ -57,9 +57,9 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index one file; exit 1 when records were rejected, 3 when Solr stopped the run, 4 when incomplete."""
-    from ..indexer import IndexIncomplete, Indexer, IndexingInterrupted
-    from ..maintenance import clear
-    from ..outputs import check_output_path
+    from neardup_solr.solr.indexer import IndexIncomplete, Indexer, IndexingInterrupted
+    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.io.outputs import check_output_path
 
     # Everything that can be refused is refused before the first request to Solr.
     if args.clear and args.clear_all:
@@ -108,7 +108,7 @@ def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace)
     """The settings with the normaliser flags that were given (None still means: the collection's own)."""
     import dataclasses
 
-    from ..documents import IndexSettings
+    from neardup_solr.solr.documents import IndexSettings
 
     chosen = {name: value for name, value in (("normalizer_version", args.normalizer_version),
                                               ("fold_diacritics", args.fold_diacritics or None),
@@ -120,7 +120,7 @@ def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace)
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Compare a file with the index; exit 4 on any difference."""
-    from ..verify import verify_file
+    from neardup_solr.solr.verify import verify_file
 
     _check_input(args.file, args.format)
     result = verify_file(open_client(args), args.file, args.format, id_field=args.id_column,
@@ -131,8 +131,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _ttl_flag(value: str) -> str | None:
     """``--ttl`` checked while the command line is parsed, before any file or Solr is touched."""
-    from ..errors import InvalidParameterError
-    from ..ttl import check_ttl
+    from neardup_solr.errors import InvalidParameterError
+    from neardup_solr.solr.ttl import check_ttl
 
     try:
         return check_ttl(value, "--ttl")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import add_solr_options, number, open_client
+from neardup_solr.cli.common import add_solr_options, number, open_client
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Merge the segments and say how many there were and are."""
-    from ..maintenance import merge_segments
+    from neardup_solr.solr.maintenance import merge_segments
 
     client = open_client(args)
     if not args.json:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .common import (
+from neardup_solr.cli.common import (
     LOOKUP_DEFAULTS,
     SEARCH_FLAGS,
     WRITEUP_DEFAULTS,
@@ -113,8 +113,8 @@ THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset"
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Every near-duplicate pair of the collection (lookup mode), or every pair above --threshold."""
-    from ..outputs import check_output_path
-    from ..report import report_near_dups
+    from neardup_solr.io.outputs import check_output_path
+    from neardup_solr.engine.report import report_near_dups
 
     threshold = args.threshold is not None
     # Options that do not apply are refused, not ignored: a threshold report over the whole collection when
@@ -177,7 +177,7 @@ def _check_idf_options(args: argparse.Namespace) -> None:
 
 
 def _idf_lsh_summary(args: argparse.Namespace, result) -> str:
-    from ..weighted_lsh import snapshot_path
+    from neardup_solr.engine.weighted_lsh import snapshot_path
 
     where = "" if args.out == "-" else f"; IDF snapshot -> {snapshot_path(args.out)}"
     s = result.stats
@@ -188,7 +188,7 @@ def _idf_lsh_summary(args: argparse.Namespace, result) -> str:
 def _load_snapshot(args: argparse.Namespace):
     if args.idf_snapshot is None:
         return None
-    from ..weighted_lsh import IdfSnapshot
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
     return IdfSnapshot.load(args.idf_snapshot)
 
@@ -196,12 +196,13 @@ def _load_snapshot(args: argparse.Namespace):
 def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[str, float] | None) -> int:
     import time
 
-    from ..threshold import ThresholdFinder, threshold_pairs, write_pairs
+    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.pairs.similar_pairs import write_pairs
 
     started = time.monotonic()
     detail = ""
     if args.method == "lsh" and args.similarity == "idf":
-        from ..weighted_lsh import idf_lsh_pairs
+        from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
 
         finder = ThresholdFinder(searcher, threshold=args.threshold, similarity="idf", field_weights=field_weights,
                                  idf_tokens=args.idf_tokens or "words")
@@ -209,7 +210,7 @@ def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[st
         pairs = weighted.pairs
         detail = _idf_lsh_summary(args, weighted)
     elif args.method == "lsh":
-        from ..collection import dedupe_collection
+        from neardup_solr.engine.collection import dedupe_collection
 
         result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
         write_pairs(result.pairs, args.out)
@@ -233,10 +234,10 @@ def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[st
 
 def cmd_join(args: argparse.Namespace) -> int:
     """Stream a file against the indexed data set: every cross pair above --threshold."""
-    from ..outputs import check_output_path
-    from ..readers import Record, RecordReader
-    from ..searcher import Searcher
-    from ..threshold import ThresholdFinder, join_pairs
+    from neardup_solr.io.outputs import check_output_path
+    from neardup_solr.io.readers import Record, RecordReader
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs
 
     if args.method == "lsh":
         if args.resume:
@@ -248,7 +249,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     _check_idf_options(args)
     field_weights = parse_field_weights(args.field_weights)
     snapshot = _load_snapshot(args)
-    from ..readers import input_format
+    from neardup_solr.io.readers import input_format
 
     input_format(args.file, args.format)  # a missing or binary input is refused before any Solr work
     _refuse_resume_to_stdout(args)
@@ -264,7 +265,7 @@ def cmd_join(args: argparse.Namespace) -> int:
                              field_weights=field_weights, idf_tokens=args.idf_tokens or "words")
     detail = ""
     if args.method == "lsh":
-        from ..weighted_lsh import idf_lsh_join
+        from neardup_solr.engine.weighted_lsh import idf_lsh_join
 
         result = idf_lsh_join(finder, records, indexed_dataset=args.indexed_dataset, one_to_one=args.one_to_one,
                               out=args.out, snapshot=snapshot)
@@ -280,8 +281,8 @@ def cmd_join(args: argparse.Namespace) -> int:
 
 def _lsh_join(args: argparse.Namespace, searcher, records) -> int:
     """join --method lsh: band candidates, a Bloom filter of the indexed band keys skipping hopeless records."""
-    from ..lsh_join import DEFAULT_FP_RATE, lsh_join
-    from ..threshold import write_pairs
+    from neardup_solr.engine.lsh_join import DEFAULT_FP_RATE, lsh_join
+    from neardup_solr.pairs.similar_pairs import write_pairs
 
     pairs, summary = lsh_join(searcher, records, args.threshold, args.indexed_dataset, bloom=not args.no_bloom,
                               fp_rate=args.bloom_fp_rate or DEFAULT_FP_RATE, workers=args.workers or 2,
@@ -294,8 +295,14 @@ def _lsh_join(args: argparse.Namespace, searcher, records) -> int:
 
 def cmd_groups(args: argparse.Namespace) -> int:
     """Groups of near duplicates (and a keep list) from a pairs file."""
-    from ..groups import group_pairs, keep_list, read_distance_pairs, write_groups_jsonl, write_keep_list
-    from ..outputs import check_output_path
+    from neardup_solr.pairs.groups import (
+        group_pairs,
+        keep_list,
+        read_distance_pairs,
+        write_groups_jsonl,
+        write_keep_list,
+    )
+    from neardup_solr.io.outputs import check_output_path
 
     if args.keep is not None and args.keep == args.out:
         raise UsageError("--keep and --out name the same file; give them different paths"
@@ -303,7 +310,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
     check_output_path(args.out)  # before reading the pairs or asking Solr
     if args.keep is not None:
         check_output_path(args.keep, name="keep")
-    from ..inputs import open_text_lines
+    from neardup_solr.io.inputs import open_text_lines
 
     lines = open_text_lines(args.pairs)  # compressed or '-' (standard input): read once
     pairs = read_distance_pairs(lines, source="<stdin>" if args.pairs == "-" else args.pairs)
@@ -314,8 +321,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     texts = None
     all_ids = None
     if args.representative == "longest" or args.with_singletons:
-        from ..report import iter_documents
-        from ..searcher import Searcher
+        from neardup_solr.engine.report import iter_documents
+        from neardup_solr.solr.searcher import Searcher
 
         docs = list(iter_documents(Searcher(open_client(args))))
         texts = {d.id: d.content for d in docs}

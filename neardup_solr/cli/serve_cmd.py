@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .common import UsageError, add_solr_options, number
+from neardup_solr.cli.common import UsageError, add_solr_options, number
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -14,7 +14,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from ..service import config as service_config
+        from neardup_solr.service import config as service_config
     except ImportError as exc:
         raise UsageError(f"the service needs its extra packages ({exc.name} is missing): "
                          "pip install 'neardup-solr[service]'") from None

@@ -7,7 +7,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from .common import (
+from neardup_solr.cli.common import (
     INDEX_SETTINGS_FLAGS,
     add_index_settings_options,
     add_solr_options,
@@ -19,7 +19,7 @@ from .common import (
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """Show the stored settings, or (--repair) replace an invalid settings document."""
-    from ..documents import read_index_settings, repair_index_settings
+    from neardup_solr.solr.documents import read_index_settings, repair_index_settings
 
     refuse_unless(args, args.repair, INDEX_SETTINGS_FLAGS,
                   "without --repair (they give the settings to store in place of invalid ones)")

@@ -9,8 +9,8 @@ import os
 import shlex
 from pathlib import Path
 
-from .. import settings
-from .common import UsageError, number, refuse_unless
+from neardup_solr.solr import settings
+from neardup_solr.cli.common import UsageError, number, refuse_unless
 
 _CLOUD_DEFAULTS = {"nodes": 2, "shards": 2, "replicas": 1}
 
@@ -23,7 +23,7 @@ def _data_dir(args) -> Path:
     """The data dir the command means: --data-dir, else the port's default one, else whatever data dir a Solr
     we started on that port registered (so that ``solr stop --port P`` finds a node started with any
     --data-dir)."""
-    from ..backends.local import CLOUD_STATE_FILE, registered
+    from neardup_solr.solr.backends.local import CLOUD_STATE_FILE, registered
 
     if args.data_dir:
         return Path(args.data_dir)
@@ -35,7 +35,7 @@ def _data_dir(args) -> Path:
 
 
 def _is_cloud(args, data_dir: Path) -> bool:
-    from ..backends.local import CLOUD_STATE_FILE
+    from neardup_solr.solr.backends.local import CLOUD_STATE_FILE
 
     return bool(getattr(args, "cloud", False)) or (data_dir / CLOUD_STATE_FILE).exists()
 
@@ -72,7 +72,7 @@ def cmd_solr(args: argparse.Namespace) -> int:
     if args.action == "create-collection":
         return _create_collection(args)
     if args.action == "build":
-        from ..backends.local import LocalSolr
+        from neardup_solr.solr.backends.local import LocalSolr
 
         solr = LocalSolr(port=args.port, data_dir=args.data_dir, heap=args.heap)
         solr.build()
@@ -85,7 +85,7 @@ def cmd_solr(args: argparse.Namespace) -> int:
 
 
 def _single(args, data_dir: Path) -> int:
-    from ..backends.local import LocalSolr
+    from neardup_solr.solr.backends.local import LocalSolr
 
     solr = LocalSolr(port=_port(args), data_dir=data_dir, heap=args.heap)
     if args.action == "start":
@@ -115,7 +115,7 @@ def _single(args, data_dir: Path) -> int:
 
 
 def _cloud(args, data_dir: Path) -> int:
-    from ..backends.cloud import LocalSolrCloud
+    from neardup_solr.solr.backends.cloud import LocalSolrCloud
 
     shape = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in _CLOUD_DEFAULTS.items()}
     cloud = LocalSolrCloud(port=args.port, data_dir=data_dir, heap=args.heap, nodes=shape["nodes"],
@@ -169,8 +169,8 @@ def _cloud(args, data_dir: Path) -> int:
 
 
 def _create_collection(args) -> int:
-    from ..backends.cloud import create_collection, node_base_url
-    from ..solr_client import load_credentials
+    from neardup_solr.solr.backends.cloud import create_collection, node_base_url
+    from neardup_solr.solr.client import load_credentials
 
     if not args.name:
         raise ValueError("create-collection needs the collection's name: neardup-solr solr create-collection NAME")

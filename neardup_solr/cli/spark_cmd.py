@@ -8,25 +8,33 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..validation import Limit
-from .common import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError, add_solr_options, label, number, open_client
+from neardup_solr.validation import Limit
+from neardup_solr.cli.common import (
+    EXIT_INCOMPLETE,
+    EXIT_REJECTED,
+    UsageError,
+    add_solr_options,
+    label,
+    number,
+    open_client,
+)
 
 
 def _session(args: argparse.Namespace):
-    from ..spark import spark_session
+    from neardup_solr.spark import spark_session
 
     return spark_session(args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory)
 
 
 def _settings(args: argparse.Namespace):
-    from ..documents import IndexSettings
+    from neardup_solr.solr.documents import IndexSettings
 
     given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes}
     return IndexSettings(**{k: v for k, v in given.items() if v is not None})
 
 
 def _lsh(args: argparse.Namespace):
-    from ..lsh import LSHParams
+    from neardup_solr.pairs.lsh import LSHParams
 
     if (args.bands is None) != (args.rows_per_band is None):
         raise UsageError("--bands and --rows-per-band go together (or neither: chosen for --threshold)")
@@ -34,7 +42,7 @@ def _lsh(args: argparse.Namespace):
 
 
 def _read(spark, args: argparse.Namespace, path: str, staging: str):
-    from ..spark.io import read_records
+    from neardup_solr.spark.io import read_records
 
     return read_records(spark, path, args.format, staging_dir=staging, id_field=args.id_column,
                         text_field=args.text_column, on_decode_error=args.on_decode_error)
@@ -55,7 +63,7 @@ def _report_rejected(inputs, result) -> int:
 
 def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
     """Inputs exist and outputs are writable, checked before Spark (a JVM start) or Solr is touched."""
-    from ..outputs import check_output_path
+    from neardup_solr.io.outputs import check_output_path
 
     for name in ("file", "left", "right"):
         path = getattr(args, name, None)
@@ -74,15 +82,15 @@ def _snapshot(args: argparse.Namespace):
         return None
     if args.similarity != "idf":
         raise UsageError("--idf-snapshot needs --similarity idf")
-    from ..weighted_lsh import IdfSnapshot
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
     return IdfSnapshot.load(args.idf_snapshot)
 
 
 def _save_snapshot(result, out: str) -> None:
     """Write the IDF snapshot a run used beside its pairs (OUT.idf.json), as the Solr-side runs do."""
-    from ..outputs import is_stdout
-    from ..weighted_lsh import snapshot_path
+    from neardup_solr.io.outputs import is_stdout
+    from neardup_solr.engine.weighted_lsh import snapshot_path
 
     if result.snapshot is not None and not is_stdout(out):
         result.snapshot.save(snapshot_path(out))
@@ -90,9 +98,9 @@ def _save_snapshot(result, out: str) -> None:
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
-    from ..groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
-    from ..spark import dedup
-    from ..spark.io import write_pairs_parquet, write_pairs_tsv
+    from neardup_solr.pairs.groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
+    from neardup_solr.spark import dedup
+    from neardup_solr.spark.io import write_pairs_parquet, write_pairs_tsv
 
     if args.keep is not None and args.groups is None:
         raise UsageError("--keep needs --groups (the keep list comes from the groups)")
@@ -131,7 +139,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                 line += f"; keep list of {kept} ids -> {args.keep}"
             print(line)
         if client is not None:
-            from ..spark.solr import write_to_solr
+            from neardup_solr.spark.solr import write_to_solr
 
             load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset)
             print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
@@ -143,8 +151,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
 def cmd_join(args: argparse.Namespace) -> int:
     """Every pair (LEFT record, RIGHT record) with Jaccard >= --threshold, computed on Spark."""
-    from ..spark import join
-    from ..spark.io import write_pairs_parquet, write_pairs_tsv
+    from neardup_solr.spark import join
+    from neardup_solr.spark.io import write_pairs_parquet, write_pairs_tsv
 
     snapshot = _snapshot(args)
     _check_outputs(args)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import UsageError, add_solr_options, number, refuse_unless
+from neardup_solr.cli.common import UsageError, add_solr_options, number, refuse_unless
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Precision, recall and F1 of a pairs file against a gold file."""
-    from ..evaluate import evaluate_files
+    from neardup_solr.pairs.evaluate import evaluate_files
 
     result = evaluate_files(args.pairs, args.gold)
     print(result.format())
@@ -19,7 +19,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The restaurant demo, end to end."""
-    from ..demo import run_demo
+    from neardup_solr.cli.demo import run_demo
 
     run_demo(solr_url=args.solr_url, workdir=args.workdir, out=sys.stdout)
     return 0
@@ -27,8 +27,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """The LSH bands for a threshold, and their S-curve."""
-    from ..lsh import LSHParams, curve_table, optimal_params, recall_params
-    from ..outputs import check_output_path
+    from neardup_solr.pairs.lsh import LSHParams, curve_table, optimal_params, recall_params
+    from neardup_solr.io.outputs import check_output_path
 
     if (args.bands is None) != (args.rows_per_band is None):
         raise UsageError("give --bands and --rows-per-band together (to show that curve), or neither (to choose)")
@@ -60,7 +60,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for s, p in curve_table(params):
         print(f"  {s:9.2f}  {p:.6f}")
     if args.plot:
-        from ..lsh import plot_s_curve
+        from neardup_solr.pairs.lsh import plot_s_curve
 
         plot_s_curve(params, args.plot, threshold=args.threshold)
         print(f"S-curve written to {args.plot}")

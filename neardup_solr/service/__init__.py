@@ -4,7 +4,7 @@
 >>> app = create_app(ServiceConfig.load(solr_url="http://127.0.0.1:8983/solr/neardup"))
 """
 
-from .app import create_app
-from .config import ServiceConfig
+from neardup_solr.service.app import create_app
+from neardup_solr.service.config import ServiceConfig
 
 __all__ = ["create_app", "ServiceConfig"]

@@ -34,8 +34,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..documents import META_DATASET, read_index_settings
-from ..errors import (
+from neardup_solr.solr.documents import META_DATASET, read_index_settings
+from neardup_solr.errors import (
     ForeignCollectionError,
     InvalidParameterError,
     InvalidRecordError,
@@ -46,16 +46,23 @@ from ..errors import (
     SolrUnavailableError,
     StoredSettingsError,
 )
-from ..online import DocumentExistsError, Match, check_and_add, delete_dataset, delete_documents, is_reserved_id
-from ..searcher import DocumentNotFoundError
-from ..solr_client import RetryPolicy, SolrClient
-from ..ttl import check_ttl
-from ..validation import check_id, check_int, check_label, id_problem
-from . import lookups
-from .body_limit import ChunkedBodyLimit, too_large_detail
-from .config import ServiceConfig
-from .jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report
-from .metrics import Metrics
+from neardup_solr.engine.online import (
+    DocumentExistsError,
+    Match,
+    check_and_add,
+    delete_dataset,
+    delete_documents,
+    is_reserved_id,
+)
+from neardup_solr.solr.searcher import DocumentNotFoundError
+from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.solr.ttl import check_ttl
+from neardup_solr.validation import check_id, check_int, check_label, id_problem
+from neardup_solr.service import lookups
+from neardup_solr.service.body_limit import ChunkedBodyLimit, too_large_detail
+from neardup_solr.service.config import ServiceConfig
+from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report
+from neardup_solr.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -355,7 +362,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     def ready() -> Response:
         try:
             client.check()
-            from ..maintenance import require_neardup_schema
+            from neardup_solr.solr.maintenance import require_neardup_schema
 
             require_neardup_schema(client)
             settings = read_index_settings(client)
@@ -482,7 +489,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
         path = _finished_pairs(jobs, job)
         return StreamingResponse(pairs_as_jsonl(path), media_type="application/x-ndjson")
 
-    from .web import install as install_web
+    from neardup_solr.service.web import install as install_web
 
     install_web(app)
     return app
@@ -538,7 +545,7 @@ def _report_params(request: ReportRequest) -> dict[str, Any]:
 def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, Any]:
     """Index a request's records: one status per record, in the request's order. An id given twice keeps its
     last record (as files do); the earlier ones are reported ``replaced``."""
-    from ..indexer import Indexer
+    from neardup_solr.solr.indexer import Indexer
 
     results: list[dict[str, Any]] = [{"index": i, "id": r.id} for i, r in enumerate(records)]
     last = {}
@@ -575,6 +582,6 @@ def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, A
 
 
 def _version() -> str:
-    from ..version import package_version
+    from neardup_solr.version import package_version
 
     return package_version()

@@ -16,7 +16,7 @@ check_commit_ms    NEARDUP_SERVICE_CHECK_COMMIT_MS   ``check_commit_ms``    1000
 =================  ================================  =====================  ==================================
 
 ``check_commit_ms`` is the ``commitWithin`` of the texts ``POST /v1/check`` adds: the next ``/v1/check`` of this
-service process sees each one at once (the process remembers them, :mod:`neardup_solr.recent`); other lookups
+service process sees each one at once (the process remembers them, :mod:`neardup_solr.solr.recent`); other lookups
 (``/v1/near-dups``, reports) and other processes, other workers (``--workers``) included, within that time. ``0`` soft-commits every added text: each check is then slower, and every process
 sees it at once (what strict near-duplicate exclusion across several workers needs).
 
@@ -31,9 +31,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InvalidParameterError
-from ..solr_client import DEFAULT_CONFIG_FILE
-from ..validation import Limit, env_float, parse_value
+from neardup_solr.errors import InvalidParameterError
+from neardup_solr.solr.client import DEFAULT_CONFIG_FILE
+from neardup_solr.validation import Limit, env_float, parse_value
 
 ENV_TOKEN = "NEARDUP_SERVICE_TOKEN"
 ENV_CORS = "NEARDUP_SERVICE_CORS_ORIGINS"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..text import normalize
+from neardup_solr.text import normalize
 
 
 class Segment(NamedTuple):

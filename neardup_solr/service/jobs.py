@@ -6,7 +6,7 @@ reach another worker, and it reads the same files. The job itself runs on a thre
 accepted it; if that process dies, the job is reported as failed (its pid is recorded).
 
 Progress of a report comes from the report's own progress file (``pairs.tsv.partial.progress.json``, written by
-:class:`~neardup_solr.outputs.ResumableOutput` about once a second), so the library is used as it is, with no
+:class:`~neardup_solr.io.outputs.ResumableOutput` about once a second), so the library is used as it is, with no
 callback of its own.
 """
 
@@ -22,10 +22,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..backends.local import _process_alive
-from ..outputs import PROGRESS_SUFFIX
-from ..solr_client import SolrClient
-from ..validation import parse_tsv_id
+from neardup_solr.solr.backends.local import _process_alive
+from neardup_solr.io.outputs import PROGRESS_SUFFIX
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.validation import parse_tsv_id
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +115,12 @@ class JobStore:
 def run_report(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
     """One report into ``directory/pairs.tsv``: a threshold report (exact or LSH method) when ``threshold`` is
     set, else a lookup report with the lookup options."""
-    from ..report import report_near_dups
-    from ..searcher import Searcher
-    from ..threshold import ThresholdFinder, threshold_pairs, write_pairs
+    from neardup_solr.engine.report import report_near_dups
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
+    from neardup_solr.pairs.similar_pairs import write_pairs
 
-    from ..documents import META_DATASET
+    from neardup_solr.solr.documents import META_DATASET
 
     out = directory / PAIRS_FILE
     searcher = Searcher(client)
@@ -127,7 +128,7 @@ def run_report(client: SolrClient, directory: Path, params: dict[str, Any]) -> d
     total = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
     if params.get("threshold") is not None:
         if params["method"] == "lsh":
-            from ..collection import dedupe_collection
+            from neardup_solr.engine.collection import dedupe_collection
 
             result = dedupe_collection(client, params["threshold"], dataset=params.get("dataset"),
                                        work_dir=str(directory))
@@ -171,9 +172,9 @@ def run_index(client: SolrClient, path: Path, fmt: str | None, dataset: str | No
               update: Callable[..., None], chunk: int = 2000) -> dict[str, Any]:
     """Index an uploaded file, a chunk of records at a time so that progress can be shown; every rejected record
     is counted and the first :data:`MAX_REASONS` reasons are kept."""
-    from ..errors import InvalidRecordError
-    from ..indexer import Indexer
-    from ..readers import RecordReader
+    from neardup_solr.errors import InvalidRecordError
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.io.readers import RecordReader
 
     with open(path, "rb") as fh:
         total = sum(1 for _ in fh)

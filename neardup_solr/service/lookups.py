@@ -3,11 +3,11 @@
 The options and their meaning are the command line's (``near-dups``): ``mode`` shingles|minhash|lsh with
 ``max_edit_distance``, ``min_jaccard``, ``rows``, ``first_word_filter`` and ``num_hashes`` (minhash mode); or
 ``threshold`` with ``similarity`` jaccard|idf (every document at or above it, no row cap); or ``min_share``.
-Lookups have the library's honest defaults (:meth:`neardup_solr.searcher.Searcher.find_near_dups`): every
+Lookups have the library's honest defaults (:meth:`neardup_solr.solr.searcher.Searcher.find_near_dups`): every
 candidate at the collection's threshold, no edit-distance limit, no first-word filter, no row cap; an option
 left out (or null) takes its default, and a negative edit distance is refused as it is in Python and on the
 command line. Reports keep the write-up's ranking by default, as ``report`` does
-(:data:`neardup_solr.cli.common.WRITEUP_DEFAULTS`). Options that do not apply to the chosen lookup are refused,
+(:data:`neardup_solr.solr.searcher.WRITEUP_RANKING`). Options that do not apply to the chosen lookup are refused,
 never ignored, as on the command line.
 """
 
@@ -18,13 +18,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..cli.common import WRITEUP_DEFAULTS
-from ..documents import IndexSettings, read_index_settings
-from ..errors import InvalidParameterError
-from ..online import Match, describe, sort_matches
-from ..searcher import COLLECTION_THRESHOLD, MODES, MinJaccard, Query, Searcher
-from ..solr_client import SolrClient
-from ..validation import check_bool, check_choice, check_float, check_int
+from neardup_solr.solr.documents import IndexSettings, read_index_settings
+from neardup_solr.errors import InvalidParameterError
+from neardup_solr.engine.online import Match, describe, sort_matches
+from neardup_solr.solr.searcher import COLLECTION_THRESHOLD, MODES, WRITEUP_RANKING, MinJaccard, Query, Searcher
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.validation import check_bool, check_choice, check_float, check_int
 
 SIMILARITIES = ("jaccard", "idf")
 SEARCH_OPTIONS = ("mode", "max_edit_distance", "min_jaccard", "rows", "first_word_filter", "num_hashes")
@@ -128,8 +127,8 @@ def resolve(options: dict[str, Any], *, report: bool = False) -> Lookup:
     # The write-up's report filters by first word for shingles and minhash only (lsh bands already match
     # beginnings and ends alike); lookups never do unless asked.
     defaults: dict[str, Any] = (
-        {"max_edit_distance": WRITEUP_DEFAULTS["max_edit_distance"], "rows": WRITEUP_DEFAULTS["rows"],
-         "first_word_filter": mode != "lsh" and WRITEUP_DEFAULTS["first_word_filter"], "min_jaccard": None}
+        {"max_edit_distance": WRITEUP_RANKING["max_distance"], "rows": WRITEUP_RANKING["rows"],
+         "first_word_filter": mode != "lsh" and WRITEUP_RANKING["first_word_filter"], "min_jaccard": None}
         if report else
         {"max_edit_distance": None, "rows": None, "first_word_filter": False, "min_jaccard": COLLECTION_THRESHOLD})
     distance = check_int("max_edit_distance", given.get("max_edit_distance", defaults["max_edit_distance"]),
@@ -152,7 +151,7 @@ def run(searcher: Searcher, query: Query, lookup: Lookup) -> list[Match]:
     """The near duplicates of ``query`` (a stored document's when ``query.id`` is set, which is left out)."""
     # resolve() fills every option of the lookup's kind; the asserts say so to the type checker.
     if lookup.kind == "threshold":
-        from ..threshold import ThresholdFinder
+        from neardup_solr.engine.threshold import ThresholdFinder
 
         assert lookup.threshold is not None and lookup.similarity is not None
         finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)

@@ -35,7 +35,7 @@ class Metrics:
         self.latency_count: dict[str, int] = defaultdict(int)
         self.solr_errors: dict[str, int] = defaultdict(int)
         self.retries = 0
-        logging.getLogger("neardup_solr.solr_client").addHandler(_RetryCounter(self))
+        logging.getLogger("neardup_solr.solr.client").addHandler(_RetryCounter(self))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         with self.lock:

@@ -18,14 +18,14 @@ from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from ..documents import META_DATASET
-from ..errors import InvalidParameterError, InvalidTextError, NeardupError
-from ..readers import FORMATS
-from ..searcher import DocumentNotFoundError
-from ..validation import check_label, parse_value
-from . import lookups
-from .diff import word_diff
-from .jobs import run_index
+from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.errors import InvalidParameterError, InvalidTextError, NeardupError
+from neardup_solr.io.readers import FORMATS
+from neardup_solr.solr.searcher import DocumentNotFoundError
+from neardup_solr.validation import check_label, parse_value
+from neardup_solr.service import lookups
+from neardup_solr.service.diff import word_diff
+from neardup_solr.service.jobs import run_index
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 WEB_MODES = ("threshold", "lsh", "shingles", "minhash")

@@ -2,7 +2,7 @@
 
 Parquet (a file or a directory of part files, with an id and a text column) is read by Spark itself, so on a
 cluster it is read in parallel from shared storage. The line formats (lines, TSV, JSONL, CSV) are read on the
-driver with :class:`~neardup_solr.readers.RecordReader`, the reader ``index`` uses, and staged as Parquet in
+driver with :class:`~neardup_solr.io.readers.RecordReader`, the reader ``index`` uses, and staged as Parquet in
 ``staging_dir`` (which the executors must see: local disk in local mode, shared storage on a cluster), in
 chunks, so the driver never holds the file. Unreadable records are returned with their line and reason; an id
 given twice keeps its last record, as indexing the file would, and the earlier ones are returned as rejected.
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from ..errors import InvalidParameterError, InvalidRecordError
-from ..readers import FORMATS, Record, RecordReader
-from ..threshold import SimilarPair, write_pairs
+from neardup_solr.errors import InvalidParameterError, InvalidRecordError
+from neardup_solr.io.readers import FORMATS, Record, RecordReader
+from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -40,13 +40,13 @@ class InputRead:
 
 def input_format(path: str | Path, fmt: str | None = None) -> str:
     """The format of ``path``: ``fmt`` if given, Parquet for a directory (a data set as Spark writes it), else
-    ``index``'s own choice (:func:`neardup_solr.readers.input_format`: by name, Parquet by content, compressed
+    ``index``'s own choice (:func:`neardup_solr.io.readers.input_format`: by name, Parquet by content, compressed
     files read as they are, binary files refused)."""
     if fmt is not None and fmt not in INPUT_FORMATS:
         raise InvalidParameterError("format", f"one of {', '.join(INPUT_FORMATS)}", fmt)
     if Path(path).is_dir():
         return fmt or "parquet"
-    from ..readers import input_format as file_format
+    from neardup_solr.io.readers import input_format as file_format
 
     return file_format(path, fmt)
 

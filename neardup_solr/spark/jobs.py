@@ -1,30 +1,30 @@
 """Whole-data-set dedup and the similarity join of two data sets as Spark jobs over ``(id, text)`` DataFrames.
 
-The steps are those of :func:`neardup_solr.collection.dedupe_collection` (``report --threshold T --method
+The steps are those of :func:`neardup_solr.engine.collection.dedupe_collection` (``report --threshold T --method
 lsh``), laid out as write-up 001's band join so that they run on a cluster:
 
 1. **Sign** every record on the executors (:func:`neardup_solr.spark.signing.sign`: the indexer's shingler and
    MinHash), with the band keys of the LSH bands the collection dedup chooses for ``threshold``
-   (:func:`~neardup_solr.lsh.optimal_params` with the same false-negative weight, 21 x 6 for 0.8 and 128
+   (:func:`~neardup_solr.pairs.lsh.optimal_params` with the same false-negative weight, 21 x 6 for 0.8 and 128
    values), unless ``lsh_params`` is given.
 2. **Band join.** Explode the band keys into ``(id, band, key)`` rows, keep the buckets (equal ``(band, key)``)
    with two or more members, join the members of each bucket with each other, and de-duplicate the candidate
    pairs across bands.
 3. **Exploding buckets.** A bucket with more than ``max_bucket`` members (boilerplate shared by thousands of
-   records) is split exactly as ``collection.py`` splits it: members in id order, blocks of ``max_bucket``,
+   records) is split exactly as ``pairs/candidates.py`` splits it: members in id order, blocks of ``max_bucket``,
    pairs only inside a block. The buckets and the pairs not generated are counted in the stats and logged,
    never dropped silently; other bands may still find those pairs.
 4. **Estimate**, then **exact verification**: a candidate whose signatures agree in fewer than
-   ``ceil((t - margin) * k)`` positions (``margin`` = :func:`~neardup_solr.collection.estimate_margin`) is
+   ``ceil((t - margin) * k)`` positions (``margin`` = :func:`~neardup_solr.pairs.candidates.estimate_margin`) is
    dropped, the others get the exact Jaccard of their distinct shingle-hash sets
    (``size(array_intersect) / size(array_union)``), and pairs with Jaccard >= t are kept: the same test
    and the same number ``report --threshold T --method lsh`` reports.
 
 ``dedup(..., similarity="idf")`` runs the same band join and estimate over weighted MinHash signatures of the
 records' words (:mod:`neardup_solr.spark.weighted`) and verifies with the exact IDF-weighted Jaccard: the
-steps and numbers of ``report --similarity idf --method lsh`` (:mod:`neardup_solr.weighted_lsh`).
+steps and numbers of ``report --similarity idf --method lsh`` (:mod:`neardup_solr.engine.weighted_lsh`).
 
-Groups and the keep list are computed on the driver from the collected pairs with :mod:`neardup_solr.groups`:
+Groups and the keep list are computed on the driver from the collected pairs with :mod:`neardup_solr.pairs.groups`:
 the pairs follow the near duplicates, not the documents (67,000 pairs for a million benchmark documents), so
 a driver holds them long after the documents stop fitting anywhere but a cluster.
 """
@@ -37,15 +37,20 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..collection import DEFAULT_FALSE_NEGATIVE_WEIGHT, DEFAULT_MAX_BUCKET, estimate_margin, min_matches
-from ..documents import IndexSettings
-from ..errors import InvalidParameterError, ParameterTypeError
-from ..lsh import LSHParams
-from ..searcher import id_sort_key
-from ..threshold import SimilarPair, one_to_one
-from ..validation import check_choice
-from ..weighted_lsh import IdfSnapshot, weighted_band_params
-from .signing import sign
+from neardup_solr.pairs.candidates import (
+    DEFAULT_FALSE_NEGATIVE_WEIGHT,
+    DEFAULT_MAX_BUCKET,
+    estimate_margin,
+    min_matches,
+)
+from neardup_solr.solr.documents import IndexSettings
+from neardup_solr.errors import InvalidParameterError, ParameterTypeError
+from neardup_solr.pairs.lsh import LSHParams
+from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one
+from neardup_solr.validation import check_choice
+from neardup_solr.engine.weighted_lsh import IdfSnapshot, weighted_band_params
+from neardup_solr.spark.signing import sign
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -68,7 +73,7 @@ class SparkJobStats:
     verified_pairs: int = 0  # pairs with exact Jaccard >= threshold
     margin: float = 0.0
     oversized_buckets: int = 0
-    pairs_not_generated: int = 0  # pairs inside oversized buckets across blocks (collection.py's policy)
+    pairs_not_generated: int = 0  # pairs inside oversized buckets across blocks (pairs/candidates.py's policy)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -125,7 +130,7 @@ def dedup(
     ``similarity="idf"`` finds the pairs of ``report --similarity idf --method lsh`` instead: IDF-weighted
     Jaccard of the records' distinct words, signed with weighted MinHash (:mod:`neardup_solr.spark.weighted`).
     The document frequencies are counted over ``records`` (N = the valid records), or taken from ``snapshot``
-    (an :class:`~neardup_solr.weighted_lsh.IdfSnapshot`, e.g. ``OUT.idf.json`` of a Solr-side run, whose signer
+    (an :class:`~neardup_solr.engine.weighted_lsh.IdfSnapshot`, e.g. ``OUT.idf.json`` of a Solr-side run, whose signer
     is then used too), and ``result.snapshot`` is the one used. The signer is otherwise ICWS with the
     settings' ``num_hashes`` and ``seed``, the Solr side's defaults.
 
@@ -176,7 +181,7 @@ def join(
 ) -> SparkPairs:
     """Every pair (left record, right record) with exact Jaccard >= ``threshold``; records of one side are never
     paired with each other. ``one_to_one_matching`` keeps each id in at most one pair, best first (the greedy
-    matching of ``join --one-to-one``, :func:`neardup_solr.threshold.one_to_one`, run on the driver).
+    matching of ``join --one-to-one``, :func:`neardup_solr.pairs.similar_pairs.one_to_one`, run on the driver).
     A bucket with more than ``max_bucket`` members (both sides together) is split as in :func:`dedup`, and only
     the left-right pairs inside each block are generated (counted in ``stats``). Other parameters as
     :func:`dedup`; ``stats.documents`` counts both sides.
@@ -290,7 +295,7 @@ def _tokens(records: "DataFrame", settings: IndexSettings,
     """The valid records' ``id, tokens`` (cached) and the rejected ones (``id, problem``), counted."""
     from pyspark.sql import functions as F
 
-    from .weighted import tokenize
+    from neardup_solr.spark.weighted import tokenize
 
     t0 = time.perf_counter()
     all_tokens = tokenize(records, settings).cache()
@@ -304,7 +309,7 @@ def _tokens(records: "DataFrame", settings: IndexSettings,
 def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobStats) -> IdfSnapshot:
     """The snapshot of ``valid``'s own frequencies, signed as the Solr side signs by default (ICWS, the
     settings' length and seed)."""
-    from .weighted import frequencies
+    from neardup_solr.spark.weighted import frequencies
 
     t0 = time.perf_counter()
     snapshot = frequencies(valid, scheme="icws", num_hashes=settings.num_hashes, seed=settings.seed)
@@ -317,7 +322,7 @@ def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobSta
 def _signed_weighted(valid: "DataFrame", snapshot: IdfSnapshot, params: LSHParams,
                      stats: SparkJobStats) -> "DataFrame":
     """The valid records signed with the snapshot's weights and signer (cached), counted."""
-    from .weighted import sign_weighted
+    from neardup_solr.spark.weighted import sign_weighted
 
     t0 = time.perf_counter()
     signed = sign_weighted(valid, snapshot, params).cache()
@@ -357,7 +362,7 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
 
 
 def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: SparkJobStats) -> None:
-    """Count the oversized buckets and the pairs their split does not generate, and say so (as collection.py)."""
+    """Count the oversized buckets and the pairs their split does not generate, and say so (as pairs/candidates.py)."""
     from pyspark.sql import functions as F
 
     big = members.filter(F.col("size") > max_bucket)
@@ -409,7 +414,7 @@ def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", th
         measure = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
         floor = threshold
     else:
-        from .weighted import weighted_similarity
+        from neardup_solr.spark.weighted import weighted_similarity
 
         estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats)
         measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NeardupError
+from neardup_solr.errors import NeardupError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,9 +2,9 @@
 MinHash batch path on each Arrow batch of ``(id, text)`` records.
 
 Nothing here re-implements text processing: :func:`document_builder` builds the indexer's
-:class:`~neardup_solr.documents.DocumentBuilder` from an :class:`~neardup_solr.documents.IndexSettings`, and the
+:class:`~neardup_solr.solr.documents.DocumentBuilder` from an :class:`~neardup_solr.solr.documents.IndexSettings`, and the
 UDF calls its shingler (``batch_hashes``, the vectorised path the indexer's lean build uses), its MinHash and
-:func:`~neardup_solr.lsh.band_keys`. A signature computed here is therefore the indexer's, value for value
+:func:`~neardup_solr.pairs.lsh.band_keys`. A signature computed here is therefore the indexer's, value for value
 (``tests/test_spark.py`` compares them with the ``minhash_sig`` Solr holds).
 
 Columns of a signed DataFrame (:data:`SIGNED_SCHEMA`):
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from ..documents import DocumentBuilder, IndexSettings, record_problem
-from ..lsh import LSHParams, band_keys
-from ..text import normalize
+from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, record_problem
+from neardup_solr.pairs.lsh import LSHParams, band_keys
+from neardup_solr.text import normalize
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,15 +1,15 @@
 """IDF-weighted signing inside Spark: the tokens, document frequencies and weighted MinHash signatures of
-``dedup(..., similarity="idf")``, made with the functions the Solr side (:mod:`neardup_solr.weighted_lsh`)
+``dedup(..., similarity="idf")``, made with the functions the Solr side (:mod:`neardup_solr.engine.weighted_lsh`)
 signs with, so a record signed here and by ``report --similarity idf --method lsh`` gets the same values.
 
 1. :func:`tokenize`: each record's distinct normalised words (:meth:`DocumentBuilder.word_tokens`, the
    ``content_words`` the indexer stores and Solr counts document frequencies over).
-2. :func:`frequencies`: an :class:`~neardup_solr.weighted_lsh.IdfSnapshot` of the DataFrame itself (``N`` =
+2. :func:`frequencies`: an :class:`~neardup_solr.engine.weighted_lsh.IdfSnapshot` of the DataFrame itself (``N`` =
    valid records, ``df`` per word, a Spark aggregation), unless the caller brings one (``--idf-snapshot``).
 3. :func:`sign_weighted`: every record's word -> idf map (:meth:`IdfSnapshot.weights`,
-   :func:`~neardup_solr.weighted_lsh.signing_weights`) signed by
-   :func:`~neardup_solr.weighted_lsh.weighted_signer`, with its LSH band keys (:func:`~neardup_solr.lsh.band_keys`).
-4. :func:`weighted_similarity`: the exact weighted Jaccard (:func:`~neardup_solr.weights.weighted_jaccard`) of
+   :func:`~neardup_solr.engine.weighted_lsh.signing_weights`) signed by
+   :func:`~neardup_solr.engine.weighted_lsh.weighted_signer`, with its LSH band keys (:func:`~neardup_solr.pairs.lsh.band_keys`).
+4. :func:`weighted_similarity`: the exact weighted Jaccard (:func:`~neardup_solr.pairs.weighted.weighted_jaccard`) of
    candidate pairs, with the snapshot's weights.
 
 The snapshot travels to the executors as a broadcast: its ``df`` map is the corpus vocabulary (a few hundred
@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 import pandas as pd  # at module level: pandas_udf resolves the UDF's type hints against this module
 
-from ..documents import IndexSettings, record_problem
-from ..lsh import LSHParams, band_keys
-from ..weighted_lsh import IdfSnapshot, signing_weights, weighted_signer
-from ..weights import WORDS_FIELD, weighted_jaccard
-from .signing import EMPTY_TEXT, document_builder
+from neardup_solr.solr.documents import IndexSettings, record_problem
+from neardup_solr.pairs.lsh import LSHParams, band_keys
+from neardup_solr.engine.weighted_lsh import IdfSnapshot, signing_weights, weighted_signer
+from neardup_solr.solr.idf import WORDS_FIELD
+from neardup_solr.pairs.weighted import weighted_jaccard
+from neardup_solr.spark.signing import EMPTY_TEXT, document_builder
 
 if TYPE_CHECKING:
     import pyarrow as pa

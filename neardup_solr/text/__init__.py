@@ -18,8 +18,8 @@ importable from here.
 from __future__ import annotations
 
 # The underscored names are imported by tests and benchmarks from the single module this package replaced.
-from .minhash import MinHash, Signature, _as_hashes, estimate_jaccard, jaccard
-from .murmur import (
+from neardup_solr.text.minhash import MinHash, Signature, _as_hashes, estimate_jaccard, jaccard
+from neardup_solr.text.murmur import (
     _concat_ranges,
     _fmix32_tail_inplace,
     _murmur3_spans,
@@ -28,7 +28,7 @@ from .murmur import (
     _scrambled,
     fmix32,
 )
-from .normalizer import (
+from neardup_solr.text.normalizer import (
     DEFAULT_NORMALIZER,
     LATEST_NORMALIZER_VERSION,
     NORMALIZER_VERSIONS,
@@ -42,7 +42,7 @@ from .normalizer import (
     num_words,
     words,
 )
-from .shingles import ProcessedText, Shingler, _distinct_in_order, _HashCache, _preview
+from neardup_solr.text.shingles import ProcessedText, Shingler, _distinct_in_order, _HashCache, _preview
 
 __all__ = [
     "Normalizer",

@@ -42,10 +42,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidTextError, SignatureMismatchError
-from ..validation import check_int
-from .murmur import _fmix32_tail_inplace
-from .shingles import Shingler, _preview
+from neardup_solr.errors import InvalidTextError, SignatureMismatchError
+from neardup_solr.validation import check_int
+from neardup_solr.text.murmur import _fmix32_tail_inplace
+from neardup_solr.text.shingles import Shingler, _preview
 
 _U32 = np.uint32
 _MAX_U32 = np.uint32(0xFFFFFFFF)

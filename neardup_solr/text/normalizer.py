@@ -12,8 +12,8 @@ import string
 import unicodedata
 from collections.abc import Callable
 
-from ..errors import InvalidParameterError
-from ..validation import check_bool, check_int, check_text
+from neardup_solr.errors import InvalidParameterError
+from neardup_solr.validation import check_bool, check_int, check_text
 
 _KEPT_PUNCTUATION = "-"
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import mmh3
 import numpy as np
 
-from ..errors import InvalidTextError
-from ..validation import check_choice, check_int
-from .murmur import _concat_ranges, _murmur3_spans, _murmur3_words, _offsets, _scrambled
-from .normalizer import DEFAULT_NORMALIZER, Normalizer, _check_str, _split_normalized
+from neardup_solr.errors import InvalidTextError
+from neardup_solr.validation import check_choice, check_int
+from neardup_solr.text.murmur import _concat_ranges, _murmur3_spans, _murmur3_words, _offsets, _scrambled
+from neardup_solr.text.normalizer import DEFAULT_NORMALIZER, Normalizer, _check_str, _split_normalized
 
 logger = logging.getLogger(__name__)
 

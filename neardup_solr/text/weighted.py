@@ -2,7 +2,7 @@
 
 For token -> weight maps ``A`` and ``B`` (weights >= 0; a token that is absent weighs 0), the weighted Jaccard is
 ``sum_t min(A[t], B[t]) / sum_t max(A[t], B[t])``. With one weight per token for the whole collection (IDF, times a
-column's field weight) that is :func:`neardup_solr.weights.weighted_jaccard` of the two token sets. Two schemes:
+column's field weight) that is :func:`neardup_solr.pairs.weighted.weighted_jaccard` of the two token sets. Two schemes:
 
 ICWS (:class:`WeightedMinHash`, the default)
     Ioffe's *improved consistent weighted sampling* (2010), the scheme datasketch's
@@ -14,7 +14,7 @@ ICWS (:class:`WeightedMinHash`, the default)
     dimension (``dim``: a vector index per token); tokens here are open-ended strings, so the values are derived
     from a 64-bit hash of the token and the position instead (splitmix64 rounds, 32-bit uniforms: a Gamma(2, 1)
     is ``-ln(u1 * u2)``). The kept (token, t_i) pair is folded into one uint32, so a weighted signature has the
-    shape and dtype of a plain one and :func:`~neardup_solr.lsh.band_keys` bands it unchanged (two different
+    shape and dtype of a plain one and :func:`~neardup_solr.pairs.lsh.band_keys` bands it unchanged (two different
     pairs collide with probability 2**-32 per position).
 
 Integer boosts (:class:`BoostedMinHash`, write-up 001's baseline)
@@ -45,10 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 import mmh3
 import numpy as np
 
-from ..errors import InvalidParameterError, InvalidTextError, SignatureMismatchError
-from ..validation import Limit, check_float, check_int
-from .minhash import MinHash, Signature
-from .murmur import fmix32
+from neardup_solr.errors import InvalidParameterError, InvalidTextError, SignatureMismatchError
+from neardup_solr.validation import Limit, check_float, check_int
+from neardup_solr.text.minhash import MinHash, Signature
+from neardup_solr.text.murmur import fmix32
 
 __all__ = ["WeightedMinHash", "BoostedMinHash", "WeightedSignature", "estimate_weighted_jaccard",
            "exact_weighted_jaccard", "SCHEMES"]
@@ -366,7 +366,7 @@ def estimate_weighted_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
 
     Raises :class:`~neardup_solr.errors.SignatureMismatchError` for signatures of different schemes, seeds or
     lengths (their positions do not correspond)."""
-    from .minhash import estimate_jaccard
+    from neardup_solr.text.minhash import estimate_jaccard
 
     return estimate_jaccard(sig_a, sig_b)
 
@@ -374,7 +374,7 @@ def estimate_weighted_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
 def exact_weighted_jaccard(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     """``sum min / sum max`` over the tokens of two token -> weight maps (absent tokens weigh 0); 0.0 when
     both weigh nothing. With one weight per token for both maps this equals
-    :func:`neardup_solr.weights.weighted_jaccard`."""
+    :func:`neardup_solr.pairs.weighted.weighted_jaccard`."""
     num = math.fsum(min(w, b.get(t, 0.0)) for t, w in a.items() if t in b)
     den = math.fsum(max(w, b.get(t, 0.0)) for t, w in a.items()) + math.fsum(w for t, w in b.items() if t not in a)
     return num / den if den > 0 else 0.0

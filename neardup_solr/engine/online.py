@@ -1,0 +1,551 @@
+"""Online dedup: check a new text against the collection and add it only when it has no near duplicate.
+
+:func:`check_and_add` is the one implementation behind the service's ``POST /v1/check`` (issue 13) and the
+Python facade's ``check_and_add`` (issue 17). It answers with the indexed documents whose shingle Jaccard with
+the text is at or above ``threshold`` (best first), and adds the text under ``doc_id`` only when there are
+none.
+
+Why two identical texts sent at the same moment are never both added
+    "Look up, then add if nothing was found" is a race on its own: two callers can both look up before either
+    has added, and both add. Before adding, a caller must therefore *claim* the text: it creates a small
+    claim document whose id is derived from the MD5 of the normalised text (``__neardup_claim__:<md5>``), sent
+    with Solr's optimistic concurrency ``_version_ = -1``, which means "create only if no document with this id
+    exists". Solr checks and writes that under the version lock of the id's bucket on the shard leader that owns
+    the id, and it sees uncommitted documents (the update log), so of any number of concurrent claims for the
+    same text exactly one succeeds and every other one gets HTTP 409. That holds across threads, processes and
+    machines, on a single core and on SolrCloud alike (the id decides the shard, and one leader decides). A
+    caller that gets 409 reads the claim (real-time get, which also sees uncommitted documents) and answers
+    with its owner as an exact duplicate, without adding anything.
+
+    The document itself is then added with ``_version_ = -1`` too: an id that already exists is never
+    overwritten by a check (:class:`DocumentExistsError`), even when two different texts race for one id. On a
+    single core the claim and the document go in one update request, claim first: the core applies them in order
+    and stops at the first refusal, so a refused claim never lets its document through (after any failure a
+    real-time get says what is there, and this call's claim is removed). On SolrCloud they are two requests,
+    because the two ids may belong to different shards, which apply their parts independently.
+
+    How the add becomes visible: with ``commit_within_ms`` None it is soft-committed, and every process's next
+    lookup sees it. With a number (what ``NearDupIndex`` and the service use) it is sent with that
+    ``commitWithin`` and remembered in this process (:mod:`neardup_solr.solr.recent`), so this process's next lookup
+    sees it at once and other processes within that time; a soft commit per check cost more than the rest of it.
+
+    A claim whose owner was deleted (or never arrived: a crash between claim and add) is stale: after
+    :data:`CLAIM_LEASE_SECONDS` it is taken over, again with optimistic concurrency on the version read, so
+    only one taker wins. Within the lease the owner is reported as the duplicate, "being added". Deleting
+    documents through :func:`delete_documents` removes their claims at once. Claims carry the reserved data set
+    ``__meta__``, like the settings document, so reports, counts, verification and clears of a data set never
+    see them; they hold no tokens, so no lookup can return them.
+
+Limits (near but not identical texts)
+    Two *different* texts that are near duplicates of each other have different MD5s and so different claims.
+    Across processes both can be added when they arrive within one lookup-and-add of each other (a few
+    milliseconds), or within ``commit_within_ms`` when adds are not soft-committed, because neither is visible to
+    the other's lookup yet. Within one process the window is
+    closed with high probability: checks hold in-process locks striped by the text's LSH band keys, so two
+    texts that share a band (probability >= 0.95 at the collection's ``lsh_threshold``, more above it) run
+    one after the other, and the second sees the first. Near duplicates below the collection's
+    ``lsh_threshold`` share a band less often and may still race. A service meant to be strict about near
+    duplicates should therefore run with one worker process (the default of ``neardup-solr serve``).
+
+Deleting: :func:`delete_documents` (by ids) and :func:`delete_dataset` are what ``DELETE /v1/documents`` and
+``neardup-solr delete`` call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from neardup_solr.solr.documents import (
+    META_DATASET,
+    RESERVED_IDS,
+    IndexSettings,
+    ensure_index_settings,
+    read_index_settings,
+)
+from neardup_solr.errors import InvalidParameterError, InvalidTextError, NeardupError, SolrRequestError
+from neardup_solr.solr.maintenance import clear, require_neardup_schema
+from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
+from neardup_solr.solr.searcher import Query, Searcher, _sorted_jaccard
+from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.ttl import check_ttl
+from neardup_solr.validation import check_bool, check_float, check_id, check_int, check_label, check_text
+
+log = logging.getLogger(__name__)
+
+CLAIM_PREFIX = "__neardup_claim__:"
+# Longer than any claim-to-add takes (one soft-committed add of one document), so a live owner is never robbed.
+CLAIM_LEASE_SECONDS = 30.0
+_STRIPES = 4096
+_stripe_locks = [threading.Lock() for _ in range(_STRIPES)]
+
+__all__ = [
+    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "Match", "CheckResult", "DocumentExistsError", "DeleteResult",
+    "check_and_add", "find_similar", "describe", "delete_documents", "delete_dataset", "is_reserved_id",
+    "claim_id", "sort_matches",
+]
+
+
+class DocumentExistsError(NeardupError, ValueError):
+    """``check_and_add`` was asked to add a text under an id that already holds another document. A check never
+    overwrites: delete the document first, or choose another id. ``doc_id`` is the id."""
+
+    def __init__(self, message: str, doc_id: str):
+        super().__init__(message)
+        self.doc_id = doc_id
+
+
+@dataclass
+class Match:
+    """One near duplicate: its id, shingle Jaccard with the query (``similarity``), word edit distance, whether
+    the normalised texts are identical (``exact``), its data set and text. ``pending`` marks an owner of an
+    identical text whose add is still under way (seen through its claim only)."""
+
+    id: str
+    similarity: float
+    edit_distance: int
+    exact: bool
+    dataset: str | None = None
+    content: str = ""
+    pending: bool = False
+
+    def as_dict(self, with_content: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "similarity": round(self.similarity, 6),
+                               "edit_distance": self.edit_distance, "exact": self.exact}
+        if self.dataset is not None:
+            out["dataset"] = self.dataset
+        if self.pending:
+            out["pending"] = True
+        if with_content:
+            out["text"] = self.content
+        return out
+
+
+# What CheckResult.status says.
+ADDED = "added"                  # no near duplicate at or above the threshold: the text was added
+DUPLICATE = "duplicate"          # near duplicates found (or an identical text claimed): not added
+NOT_REQUESTED = "checked"        # add=False: only looked up
+ALREADY_INDEXED = "already_indexed"  # this id already holds this very text (a retried check): nothing to do
+
+
+@dataclass
+class CheckResult:
+    """What :func:`check_and_add` did: ``added`` is True only when this call added the text; ``matches`` are the
+    near duplicates at or above ``threshold``, best first; ``status`` is one of ``added``, ``duplicate``,
+    ``checked`` (add=False) and ``already_indexed``."""
+
+    id: str
+    added: bool
+    status: str
+    threshold: float
+    matches: list[Match] = field(default_factory=list)
+
+
+@dataclass
+class DeleteResult:
+    """Ids deleted, and ids asked for that were not in the collection."""
+
+    deleted: list[str]
+    missing: list[str]
+
+
+def is_reserved_id(doc_id: str) -> bool:
+    """Ids the package keeps for itself (the settings document, claims): never a user's document."""
+    return doc_id in RESERVED_IDS or doc_id.startswith(CLAIM_PREFIX)
+
+
+def _checked_user_id(doc_id: Any, name: str) -> str:
+    checked = check_id(doc_id, name)
+    if is_reserved_id(checked):
+        raise InvalidParameterError(name, "an id of your own", checked,
+                                    "ids starting with '__neardup_' are reserved for neardup-solr")
+    return checked
+
+
+# ----------------------------------------------------------------------------------------------- lookups
+
+
+def describe(searcher: Searcher, query: Query, found: Iterable[tuple[str, float]]) -> list[Match]:
+    """Matches (edit distance, exactness, data set, text) for ``(id, similarity)`` pairs, best first. The texts
+    are read with one real-time get; ids no longer in the collection are dropped."""
+    found = list(found)
+    if not found:
+        return []
+    docs = {d["id"]: d for d in searcher.client.get_by_ids([i for i, _ in found], "id,content,md5_hash,dataset")}
+    matches = []
+    for doc_id, similarity in found:
+        doc = docs.get(doc_id)
+        if doc is None or doc.get("dataset") == META_DATASET:
+            continue
+        content = doc.get("content", "")
+        exact = doc.get("md5_hash") == query.md5_hash
+        distance = 0 if exact else int(Levenshtein.distance(query.processed.words,
+                                                            searcher.builder.shingler.process(content).words))
+        matches.append(Match(doc_id, 1.0 if exact else float(similarity), distance, exact, doc.get("dataset"),
+                             content))
+    return sort_matches(matches)
+
+
+def sort_matches(matches: list[Match]) -> list[Match]:
+    """Best first: highest similarity, then smallest edit distance, then id (numbers as numbers)."""
+    return sorted(matches, key=lambda m: (-m.similarity, m.edit_distance, id_sort_key(m.id)))
+
+
+def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_id: str | None = None,
+                 dataset: str | None = None) -> list[Match]:
+    """Every indexed document whose shingle Jaccard with ``query`` is >= ``threshold``, best first.
+
+    With shingle tokens in the index this is the threshold search of :mod:`neardup_solr.engine.threshold`: complete,
+    no row cap, no first-word filter. A collection indexed with LSH tokens only is searched through its bands
+    (no first-word filter, no edit-distance cap, no row cap), and every candidate's Jaccard is computed exactly.
+    Documents this process added that Solr's searcher does not show yet are searched too (:mod:`.recent`), by
+    the same rule."""
+    from neardup_solr.engine.threshold import ThresholdFinder
+
+    settings = searcher.settings
+    client = searcher.client
+    recent = recent_adds(client)
+    recent.settle(client)  # before the query: whatever that commit covers, the query then finds
+    if "shingles" in settings.fields and settings.sample_mod == 1:
+        finder = ThresholdFinder(searcher, threshold=threshold)
+        found = finder.similar_to_text(query.text, exclude_id=exclude_id, dataset=dataset)
+        matches = describe(searcher, query, found)
+        pending = recent.candidates(hash_set=query.hash_set)
+    elif "lsh" in settings.fields:
+        # Every band candidate (no first-word filter, no edit-distance cap, no row cap), verified exactly.
+        near = searcher.search(query, mode="lsh", max_distance=None, rows=None, first_word_filter=False,
+                               min_jaccard=threshold)
+        matches = [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
+                   if m.id != exclude_id and (dataset is None or m.dataset == dataset)]
+        pending = recent.candidates(band_tokens=searcher.query_tokens(query, "lsh"))
+    else:
+        raise InvalidParameterError(
+            "threshold", "used on a collection indexed with shingle or LSH tokens", threshold,
+            f"this one holds only {', '.join(settings.fields) or 'no'} tokens; re-index with --fields including "
+            "shingles or lsh")
+    if pending:
+        skip: set[str | None] = {m.id for m in matches}
+        skip.add(exclude_id)
+        matches += _recent_matches(searcher, query, threshold, pending, skip, dataset)
+    return sort_matches(matches)
+
+
+def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending: list[RecentAdd],
+                    skip: set[str | None], dataset: str | None) -> list[Match]:
+    """Recent adds (not yet searchable in Solr) that reach ``threshold``, each confirmed by a real-time get: one
+    deleted or replaced since, here or by another process, is dropped rather than reported."""
+    found: list[Match] = []
+    for entry in pending:
+        if entry.id in skip or (dataset is not None and entry.dataset != dataset):
+            continue
+        if entry.md5_hash == query.md5_hash:
+            found.append(Match(entry.id, 1.0, 0, True, entry.dataset, entry.content))
+            continue
+        similarity = _sorted_jaccard(query.hash_set, entry.hash_set)
+        if similarity >= threshold:
+            words = searcher.builder.shingler.process(entry.content).words
+            found.append(Match(entry.id, similarity, int(Levenshtein.distance(query.processed.words, words)), False,
+                               entry.dataset, entry.content))
+    if not found:
+        return []
+    md5_of = {e.id: e.md5_hash for e in pending}
+    present = {d["id"] for d in searcher.client.get_by_ids([m.id for m in found], "id,md5_hash")
+               if d.get("md5_hash") == md5_of[d["id"]]}
+    gone = [m.id for m in found if m.id not in present]
+    if gone:
+        recent_adds(searcher.client).forget(gone)
+    return [m for m in found if m.id in present]
+
+
+# ----------------------------------------------------------------------------------------------- claims
+
+
+def claim_id(md5_hash: str) -> str:
+    """The id of the claim document of a normalised text's MD5."""
+    return CLAIM_PREFIX + md5_hash
+
+
+def _post_update(client: SolrClient, body: Any, *, commit_within_ms: int | None = None,
+                 soft_commit: bool = False) -> None:
+    params: list[tuple[str, object]] = [("wt", "json")]
+    if soft_commit:
+        params += [("softCommit", "true")]
+    elif commit_within_ms is not None:
+        params += [("commitWithin", commit_within_ms)]
+    client.request("POST", "update", params=params, data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                   headers={"Content-Type": "application/json"})
+
+
+def _create(client: SolrClient, doc: dict, version: int, *, commit_within_ms: int | None = None,
+            soft_commit: bool = False) -> bool:
+    """Add ``doc`` only if its version is still ``version`` (-1: only if it does not exist). False on 409."""
+    try:
+        _post_update(client, [{**doc, "_version_": version}], commit_within_ms=commit_within_ms,
+                     soft_commit=soft_commit)
+        return True
+    except SolrRequestError as exc:
+        if exc.status == 409:
+            return False
+        raise
+
+
+def _release(client: SolrClient, cid: str) -> None:
+    """Remove a claim this call made and could not honour; a failure only leaves a claim that goes stale."""
+    try:
+        _post_update(client, {"delete": {"id": cid}})
+    except NeardupError as exc:
+        log.warning("could not remove claim %s (it expires after %.0f s): %s", cid, CLAIM_LEASE_SECONDS, exc)
+
+
+def _claim_document(md5_hash: str, doc_id: str, ttl: str | None) -> dict[str, Any]:
+    """The claim of a text for ``doc_id``; ``nonce`` tells this very claim apart from an older one of the same id."""
+    owner = {"owner": doc_id, "md5": md5_hash, "claimed_at": time.time(), "nonce": uuid.uuid4().hex}
+    return {"id": claim_id(md5_hash), "dataset": META_DATASET, "content": json.dumps(owner),
+            **({"ttl": ttl} if ttl is not None else {})}
+
+
+def _claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: dict, ttl: str | None,
+                      commit_within_ms: int | None) -> bool | None:
+    """On a single core, claim the text and add ``document`` in one update request; True when both were added,
+    None when the claim was taken (the caller then finds out by whom, through :func:`_claim`).
+
+    A single core applies the documents of one request in order and stops at the first one that fails, so when
+    the claim is refused (409) the document after it is never written. Whatever went wrong, a real-time get says
+    whether this request's claim is there, and it is removed if so. On SolrCloud the two documents may live on
+    different shards, which are written independently: there the caller sends them one after the other."""
+    claim = _claim_document(md5_hash, doc_id, ttl)
+    try:
+        _post_update(client, [{**claim, "_version_": -1}, {**document, "_version_": -1}],
+                     commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
+        return True
+    except BaseException as exc:
+        refused = isinstance(exc, SolrRequestError) and exc.status == 409
+        try:
+            seen = {d["id"]: d for d in client.get_by_ids([claim["id"], doc_id], "id,content,md5_hash")}
+        except NeardupError:
+            raise exc from None  # Solr is away: a claim written anyway goes stale after the lease
+        ours = seen.get(claim["id"], {}).get("content") == claim["content"]
+        if ours and not refused and seen.get(doc_id, {}).get("md5_hash") == document.get("md5_hash"):
+            log.info("the add of %r failed to answer (%s) but both documents are in: it took effect", doc_id, exc)
+            return True
+        if ours:
+            _release(client, claim["id"])
+        if refused:
+            if ours:
+                raise _exists(client, doc_id) from None
+            return None
+        raise
+
+
+def _exists(client: SolrClient, doc_id: str) -> "DocumentExistsError":
+    return DocumentExistsError(
+        f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites it: delete "
+        "it first, or choose another id", doc_id)
+
+
+def _claim(client: SolrClient, md5_hash: str, doc_id: str,
+           ttl: str | None = None) -> tuple[bool, Match | None, bool]:
+    """Claim the text for ``doc_id``. Returns (won, owner, same_id): when lost, ``owner`` is the document (or the
+    pending add) that holds the claim, and ``same_id`` says it is ``doc_id`` itself. A claim made with ``ttl``
+    expires with the document it was made for."""
+    cid = claim_id(md5_hash)
+    for _ in range(8):
+        now = time.time()
+        doc = _claim_document(md5_hash, doc_id, ttl)
+        if _create(client, doc, -1):
+            return True, None, False
+        seen = client.get_by_ids([cid], "id,content,_version_")
+        if not seen:
+            continue  # released between our attempt and our read: try again
+        try:
+            info = json.loads(seen[0].get("content") or "{}")
+        except ValueError:
+            info = {}
+        owner = str(info.get("owner", ""))
+        owner_docs = client.get_by_ids([owner], "id,content,md5_hash,dataset") if owner else []
+        if owner_docs and owner_docs[0].get("md5_hash") == md5_hash:
+            d = owner_docs[0]
+            return False, Match(owner, 1.0, 0, True, d.get("dataset"), d.get("content", "")), owner == doc_id
+        age = now - float(info.get("claimed_at", 0) or 0)
+        if owner and age < CLAIM_LEASE_SECONDS:
+            # The owner's add is under way (or failed moments ago): report it rather than race it.
+            return False, Match(owner, 1.0, 0, True, pending=True), owner == doc_id
+        # Stale: the owner was deleted, or changed text, or never arrived. Take it over if nobody else does first.
+        if _create(client, doc, int(seen[0]["_version_"])):
+            log.info("took over the stale claim %s of %r for %r", cid, owner, doc_id)
+            return True, None, False
+    raise NeardupError(f"could not claim the text for {doc_id!r}: its claim kept changing under concurrent checks; "
+                       "try again")
+
+
+class _StripeLocks:
+    """The in-process locks of a text's LSH bands, taken in index order (so two checks never deadlock)."""
+
+    def __init__(self, searcher: Searcher, query: Query):
+        keys = searcher.band_keys_of(query)
+        self.indices = sorted({int(k) % _STRIPES for k in np.asarray(keys).tolist()})
+
+    def __enter__(self) -> "_StripeLocks":
+        for i in self.indices:
+            _stripe_locks[i].acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for i in reversed(self.indices):
+            _stripe_locks[i].release()
+
+
+def remember_add(client: SolrClient, document: dict, query: Query, commit_within_ms: int) -> None:
+    """Keep a document just sent with ``commitWithin`` searchable in this process until a commit covers it."""
+    now = time.monotonic()
+    recent_adds(client).add(RecentAdd(
+        id=document["id"], dataset=document.get("dataset"), content=document["content"],
+        md5_hash=document["md5_hash"], hash_set=query.hash_set, band_tokens=tuple(document.get("content_lsh", ())),
+        added_at=now, visible_by=now + commit_within_ms / 1000.0 + GRACE_SECONDS))
+
+
+# ----------------------------------------------------------------------------------------------- the check
+
+
+def check_and_add(
+    client: SolrClient,
+    doc_id: Any,
+    text: Any,
+    threshold: float | None = None,
+    *,
+    add: bool = True,
+    dataset: str | None = None,
+    settings: IndexSettings | None = None,
+    searcher: Searcher | None = None,
+    ttl: str | None = None,
+    commit_within_ms: int | None = None,
+) -> CheckResult:
+    """Look up ``text``'s near duplicates (shingle Jaccard >= ``threshold``; None: the collection's
+    ``lsh_threshold``) and add it under ``doc_id`` (to ``dataset``) only when there are none.
+
+    Race-free for identical texts across threads and processes, and for near duplicates within one process
+    (see the module docstring for how, and for the limits). ``add=False`` only looks up. The collection's stored
+    settings are used; ``settings`` only seeds an empty collection. ``ttl`` (Solr date math, e.g. ``+30DAYS``)
+    makes the added document and its claim expire that long after they are added. Raises
+    :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
+    bad arguments, :class:`~neardup_solr.errors.InvalidTextError` for a text without words,
+    :class:`DocumentExistsError` when ``doc_id`` holds another document, and the client's Solr errors.
+    ``searcher``, a :class:`Searcher` on ``client`` kept between calls, saves reading the settings and building
+    the signer at every call (what :class:`~neardup_solr.NearDupIndex` does).
+
+    ``commit_within_ms`` None soft-commits the add, so every process's next lookup sees it. A number sends it
+    with that ``commitWithin`` instead (about half the time of a check) and remembers it in this process
+    (:mod:`neardup_solr.solr.recent`): this process's lookups see it at once, other processes within that time.
+    """
+    if not isinstance(client, SolrClient):
+        from neardup_solr.errors import ParameterTypeError
+
+        raise ParameterTypeError("client", "a SolrClient", client)
+    doc_id = _checked_user_id(doc_id, "id")
+    text = check_text(text)
+    threshold = check_float("threshold", threshold, "threshold", none_ok=True)
+    add = check_bool("add", add)
+    dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
+    ttl = check_ttl(ttl)
+    commit_within_ms = check_int("commit_within_ms", commit_within_ms, minimum=0, maximum=3_600_000,
+                                 none_ok=True) or None  # 0: visible at once, which is what a soft commit gives
+
+    if searcher is not None and searcher.client is not client:
+        raise InvalidParameterError("searcher", "a Searcher on the same client", searcher, show_value=False)
+    stored = read_index_settings(client) if searcher is None else searcher.stored_settings()
+    if stored is None and add:
+        # First document of an empty collection: store settings before anything else, on a core that is ours.
+        require_neardup_schema(client)
+        stored = ensure_index_settings(client, settings)
+        searcher = None  # made again below, with the settings now stored
+    if searcher is None:
+        searcher = Searcher(client, stored or settings or IndexSettings())
+    if threshold is None:
+        threshold = searcher.settings.lsh_threshold
+    query = searcher.prepare(text, doc_id)  # InvalidTextError for a text without words
+
+    if not add:
+        return CheckResult(doc_id, False, NOT_REQUESTED, threshold, find_similar(searcher, query, threshold,
+                                                                                  exclude_id=doc_id))
+    with _StripeLocks(searcher, query):
+        matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
+        if matches:
+            return CheckResult(doc_id, False, DUPLICATE, threshold, matches)
+        document = searcher.builder.build_prepared(doc_id, text, query.processed, query.signature, dataset,
+                                                   band_keys_row=searcher.band_keys_of(query))
+        if ttl is not None:
+            document["ttl"] = ttl
+        added = None
+        if client.is_single_core():
+            added = _claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
+        if added is None:
+            won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
+            if not won:
+                if same_id and owner is not None and not owner.pending:
+                    return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
+                return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
+            try:
+                if not _create(client, document, -1, commit_within_ms=commit_within_ms,
+                               soft_commit=commit_within_ms is None):
+                    raise _exists(client, doc_id)
+            except BaseException:
+                _release(client, claim_id(query.md5_hash))
+                raise
+        if commit_within_ms is not None:
+            remember_add(client, document, query, commit_within_ms)
+    log.debug("check_and_add: added %r (no near duplicate >= %g)", doc_id, threshold)
+    return CheckResult(doc_id, True, ADDED, threshold, [])
+
+
+# ----------------------------------------------------------------------------------------------- deleting
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
+    """Delete the documents with these ids (and their claims) and commit. Ids not in the collection are listed
+    in ``missing``; reserved ids (the settings document, claims) are never deleted here and count as missing.
+    Refuses a core whose schema is not ours, before any change."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        from neardup_solr.errors import ParameterTypeError
+
+        raise ParameterTypeError("ids", "a list of document ids", ids)
+    wanted = list(dict.fromkeys(check_id(i, "ids") for i in ids))
+    if not wanted:
+        return DeleteResult([], [])
+    require_neardup_schema(client)
+    found: dict[str, dict] = {}
+    for chunk in _chunks([i for i in wanted if not is_reserved_id(i)]):
+        for doc in client.get_by_ids(chunk, "id,md5_hash,dataset"):
+            if doc.get("dataset") != META_DATASET:
+                found[doc["id"]] = doc
+    deleted = [i for i in wanted if i in found]
+    missing = [i for i in wanted if i not in found]
+    recent_adds(client).forget(wanted)
+    targets = deleted + sorted({claim_id(d["md5_hash"]) for d in found.values() if d.get("md5_hash")})
+    for chunk in _chunks(targets):
+        client.delete_ids(chunk)
+    if targets:
+        client.commit()
+    log.info("deleted %d document(s) from %s (%d not found)", len(deleted), client.url, len(missing))
+    return DeleteResult(deleted, missing)
+
+
+def delete_dataset(client: SolrClient, dataset: Any) -> int:
+    """Delete every document of ``dataset`` and commit; returns how many. Their claims go stale (and are taken
+    over by the next check of the same text). Refuses a core whose schema is not ours."""
+    dataset = check_label("dataset", dataset, reserved=(META_DATASET,), none_ok=False)
+    return clear(client, dataset)
+

@@ -1,0 +1,207 @@
+"""The near-duplicate report of a whole collection (or an id range): one lookup per document, every pair
+reported once (the neighbour's id is greater than the source's), written as TSV.
+
+Output format::
+
+    # id<TAB>neighbor_id<TAB>edit_distance<TAB>score
+    3<TAB>536<TAB>1<TAB>6.0
+
+Documents are visited in id order, so a run that stops (Solr away for longer than the client waits) keeps the
+documents it finished in ``<out>.partial`` and ``resume=True`` (``report --resume``) continues after them; the
+file appears only when complete (:mod:`neardup_solr.io.outputs`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+
+from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.io.outputs import ResumableOutput, digest_of
+from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs
+from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.validation import tsv_id
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+GroupCallback = Callable[[StoredDocument, list[NearDuplicate]], None]
+REPORT_HEADER = "# id\tneighbor_id\tedit_distance\tscore\n"
+
+
+@dataclass
+class ReportSummary:
+    documents: int = 0
+    pairs: int = 0
+    seconds: float = 0.0
+    out_path: str | None = None
+
+    def format(self) -> str:
+        return (f"{self.pairs} pairs from {self.documents} documents in {self.seconds:.1f} s"
+                + (f" -> {self.out_path}" if self.out_path else ""))
+
+
+STORED_FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json"
+
+
+def iter_documents(searcher: Searcher, page_size: int = 1000, *, dataset: str | None = None,
+                   fields: str = STORED_FIELDS) -> Iterator[StoredDocument]:
+    """Every indexed document (of ``dataset``, filtered by Solr), in id order, with a cursor (no deep paging
+    cost). ``fields`` may name fewer of the stored fields; the others are left at their defaults."""
+    params: list[tuple[str, object]] = [
+        ("q", "*:*"),
+        ("fq", "-{!term f=dataset v=$nd.meta}"),
+        ("nd.meta", META_DATASET),
+        ("sort", "id asc"),
+        ("fl", fields),
+    ]
+    if dataset is not None:
+        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    for doc in cursor_docs(searcher.client, params, page_size):
+        if doc["id"] != SETTINGS_DOC_ID:
+            yield StoredDocument.from_solr(doc)
+
+
+def select_range(docs: Iterator[StoredDocument], start_id: str | int | None, end_id: str | int | None):
+    """Documents with start_id <= id <= end_id (numeric-aware), sorted by that order."""
+    lo = id_sort_key(str(start_id)) if start_id is not None else None
+    hi = id_sort_key(str(end_id)) if end_id is not None else None
+    chosen = [d for d in docs if (lo is None or id_sort_key(d.id) >= lo) and (hi is None or id_sort_key(d.id) <= hi)]
+    chosen.sort(key=lambda d: id_sort_key(d.id))
+    return chosen
+
+
+def report_near_dups(
+    searcher: Searcher,
+    out: str | Path | None,
+    start_id: str | int | None = None,
+    end_id: str | int | None = None,
+    max_distance: int | None = 2,
+    mode: str = "shingles",
+    *,
+    rows: int = 10,
+    first_word_filter: bool = True,
+    num_hashes: int | None = None,
+    min_jaccard: float | None = None,
+    workers: int = 1,
+    progress: bool = False,
+    on_group: GroupCallback | None = None,
+    resume: bool = False,
+) -> tuple[ReportSummary, list[tuple[str, str, int, float]]]:
+    """Look up every document with id in [start_id, end_id] and write its near duplicates with greater ids.
+
+    Returns the summary and the pairs (id, neighbor_id, edit_distance, score). ``workers`` > 1 sends that many
+    lookups at a time; the output is identical to a single worker's (results are collected in id order).
+
+    ``out`` appears only when the report is complete (see :mod:`neardup_solr.io.outputs`). If Solr stays away
+    longer than the client's retry policy waits, :class:`~neardup_solr.io.outputs.RunStopped` is raised and
+    ``<out>.partial`` keeps the documents done so far; ``resume=True`` with the same arguments continues after
+    them, and the file (and the returned pairs) equal a clean run's. ``on_group`` sees only the documents
+    looked up in this call.
+    """
+    started = time.monotonic()
+    with ResumableOutput(out, job="report", resume=resume) as output:
+        documents = select_range(iter_documents(searcher), start_id, end_id)
+        params = {
+            "mode": mode, "start_id": _optional_str(start_id), "end_id": _optional_str(end_id),
+            "max_distance": max_distance, "rows": rows, "first_word_filter": first_word_filter,
+            "num_hashes": num_hashes, "min_jaccard": min_jaccard, "index": asdict(searcher.settings),
+            "documents": digest_of((d.id, d.md5_hash, d.dataset) for d in documents),
+        }
+        pairs: list[tuple[str, str, int, float]] = [tuple(r) for r in output.begin(params, total=len(documents))]
+        todo = documents[output.done:]
+
+        def lookup(doc: StoredDocument) -> list[NearDuplicate]:
+            if doc.num_shingles == 0:
+                return []
+            query = searcher.prepare(doc.content, doc.id)
+            return searcher.search(
+                query, mode=mode, max_distance=max_distance, rows=rows, first_word_filter=first_word_filter,
+                num_hashes=num_hashes, min_jaccard=min_jaccard, only_greater_ids=True,
+            )
+
+        results = ordered_map(lookup, todo, workers, progress=progress, label=f"report ({mode})",
+                              total=len(documents), done=output.done)
+        for doc, matches in zip(todo, results):
+            found = [(doc.id, m.id, m.edit_distance, m.score) for m in matches]
+            output.add(doc.id, [list(p) for p in found])
+            pairs.extend(found)
+            if matches and on_group:
+                on_group(doc, matches)
+        output.commit(report_lines(pairs))
+    summary = ReportSummary(documents=len(documents), pairs=len(pairs), seconds=time.monotonic() - started,
+                            out_path=str(out) if out else None)
+    return summary, pairs
+
+
+def report_lines(pairs: Iterable[tuple[str, str, int, float]]) -> Iterator[str]:
+    """The report file: the header, then one line per pair."""
+    yield REPORT_HEADER
+    for doc_id, neighbor_id, distance, score in pairs:
+        yield f"{tsv_id(doc_id)}\t{tsv_id(neighbor_id)}\t{distance}\t{score:g}\n"
+
+
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int = 1, *, progress: bool = False,
+                label: str = "", total: int | None = None, done: int = 0) -> Iterator[R]:
+    """``fn`` over ``items`` on ``workers`` threads, results in the items' order.
+
+    Only a few calls per worker are in flight (not the whole list, as ``Executor.map`` would submit): memory
+    stays flat on a million documents, and a run that stops has little work in the air.
+    """
+    workers = max(1, workers)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items) + done if total is None else total, initial=done, desc=label, unit=" docs",
+                   dynamic_ncols=True)
+    failed = threading.Event()
+
+    def call(item: T) -> R:
+        # Once a call has failed (Solr gone for longer than the client waits), the calls queued behind it must
+        # not each wait out the same absence again before the run can stop.
+        if failed.is_set():
+            raise _Abandoned()
+        try:
+            return fn(item)
+        except BaseException:
+            failed.set()
+            raise
+
+    pending: deque[Future] = deque()
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        for item in items:
+            pending.append(pool.submit(call, item))
+            if len(pending) >= 2 * workers:
+                yield _next_result(pending, bar)
+        while pending:
+            yield _next_result(pending, bar)
+    finally:
+        # On a stop, calls not yet started are dropped rather than each waiting out Solr's absence in turn.
+        pool.shutdown(wait=True, cancel_futures=True)
+        if bar:
+            bar.close()
+
+
+class _Abandoned(Exception):
+    """A call skipped because an earlier one failed; the caller sees that earlier failure first."""
+
+
+def _next_result(pending: deque, bar):
+    result = pending.popleft().result()
+    if bar:
+        bar.update(1)
+    return result
+
+
+def _optional_str(value) -> str | None:
+    return None if value is None else str(value)
