@@ -47,6 +47,9 @@ from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold
 from neardup_solr.pairs.similar_pairs import one_to_one
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_pairs
 
+from neardup_solr.options import JoinOptions, LookupOptions, ThresholdOptions
+from neardup_solr.engine.find import PairsResult, find_cross_pairs, find_pairs
+
 __version__ = "0.1.0"
 
 # A library stays silent unless the application configures logging: without this handler Python's last-resort
@@ -68,4 +71,5 @@ __all__ = [
     "collision_probability", "optimal_params", "report_near_dups", "NearDupIndex", "NearDuplicate", "Searcher", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "StoredDocument",
     "SOLR_VERSION", "SolrClient", "LocalSolr", "MinHash", "Shingler", "estimate_jaccard", "jaccard", "normalize",
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
+    "LookupOptions", "ThresholdOptions", "JoinOptions", "find_pairs", "find_cross_pairs", "PairsResult",
 ]

@@ -1,7 +1,7 @@
 """The package's layout is its architecture: these tests read every module's imports (AST, nothing is run) and
 hold the layers to it.
 
-    base (errors, validation, version)
+    base (errors, validation, version, options)
     text/    normalise, shingle, hash, sign               -> base
     io/      inputs, readers, outputs, sample data        -> base
     pairs/   pure set similarity, no Solr                 -> base, text, io
@@ -24,7 +24,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "neardup_solr"
 
-BASE = {"errors", "validation", "version"}
+BASE = {"errors", "validation", "version", "options"}
 LAYERS = ["base", "text", "io", "pairs", "solr", "engine", "front"]
 FRONT_DOORS = {"cli", "service", "spark", "neardup_index"}
 # front door -> the other front doors it may import (see the module docstring)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
+from neardup_solr.options import WRITEUP_LOOKUP, LookupOptions
 from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
 
 if TYPE_CHECKING:
@@ -179,11 +181,10 @@ def add_solr_options(p: argparse.ArgumentParser) -> None:
 # defaults. report keeps the write-up's ranking by default (its pairs file is the write-up's report); near-dups
 # looks up like the API: every document at the collection's threshold, no edit-distance cap, no first-word
 # filter, no row cap; --writeup-ranking asks for the write-up's ranking instead.
-SEARCH_DEFAULTS = {"mode": "shingles", "max_edit_distance": 2, "min_jaccard": None, "rows": 10,
-                   "first_word_filter": True, "num_hashes": None}
+# Both sets of defaults are neardup_solr.options' own (one place for the CLI, the service and the API).
+SEARCH_DEFAULTS = asdict(WRITEUP_LOOKUP)
 WRITEUP_DEFAULTS = SEARCH_DEFAULTS
-LOOKUP_DEFAULTS = {"mode": "shingles", "max_edit_distance": "none", "min_jaccard": "collection", "rows": None,
-                   "first_word_filter": False, "num_hashes": None}
+LOOKUP_DEFAULTS = asdict(LookupOptions())
 SEARCH_FLAGS = {"mode": "--mode", "max_edit_distance": "--max-edit-distance", "min_jaccard": "--min-jaccard",
                 "rows": "--rows", "first_word_filter": "--first-word-filter/--no-first-word-filter",
                 "num_hashes": "--num-hashes"}

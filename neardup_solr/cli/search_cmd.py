@@ -22,6 +22,8 @@ from neardup_solr.cli.common import (
     parse_field_weights,
     refuse_unless,
 )
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET, METHODS, SIMILARITIES, JoinOptions, ThresholdOptions
+from neardup_solr.validation import Limit
 
 
 def _say(args: argparse.Namespace):
@@ -108,7 +110,8 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
 
 # Options of report's threshold mode, and the defaults they take there.
 THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset": "--dataset",
-                   "field_weights": "--field-weights", "idf_snapshot": "--idf-snapshot", "idf_tokens": "--idf-tokens"}
+                   "field_weights": "--field-weights", "idf_snapshot": "--idf-snapshot", "idf_tokens": "--idf-tokens",
+                   "split_bucket": "--split-bucket"}
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -126,8 +129,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                   "first-word filter or edit distance; leave them out, or drop --threshold")
     refuse_unless(args, threshold, THRESHOLD_FLAGS, "without --threshold (they choose the threshold mode)")
     if threshold:
-        args.similarity = args.similarity or "jaccard"
-        args.method = args.method or "exact"
+        args.similarity = args.similarity or ThresholdOptions.similarity
+        args.method = args.method or ThresholdOptions.method
         if args.method == "lsh":
             refuse_unless(args, False, {"workers": "--workers"},
                           "to --method lsh, a single batch job over exported signatures")
@@ -136,7 +139,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         _check_idf_options(args)
     else:
         fill_search_defaults(args)
-    args.workers = args.workers or 1
+        args.workers = args.workers or 1
     field_weights = parse_field_weights(args.field_weights)
     args.snapshot = _load_snapshot(args) if threshold else None  # a bad file is refused before any Solr work
     check_output_path(args.out)  # before any Solr work
@@ -174,15 +177,8 @@ def _check_idf_options(args: argparse.Namespace) -> None:
         raise UsageError("--idf-tokens grams weighs the whole text; it does not combine with --field-weights")
     if args.idf_snapshot is not None and (args.similarity != "idf" or args.method != "lsh"):
         raise UsageError("--idf-snapshot signs weighted signatures: use it with --similarity idf --method lsh")
-
-
-def _idf_lsh_summary(args: argparse.Namespace, result) -> str:
-    from neardup_solr.engine.weighted_lsh import snapshot_path
-
-    where = "" if args.out == "-" else f"; IDF snapshot -> {snapshot_path(args.out)}"
-    s = result.stats
-    return (f" ({s.candidate_pairs} candidates from {s.bands}x{s.rows} weighted MinHash bands, every pair "
-            f"verified exactly{where})")
+    if args.split_bucket is not None and args.method != "lsh":
+        raise UsageError("--split-bucket refines LSH band buckets: use it with --method lsh")
 
 
 def _load_snapshot(args: argparse.Namespace):
@@ -193,52 +189,62 @@ def _load_snapshot(args: argparse.Namespace):
     return IdfSnapshot.load(args.idf_snapshot)
 
 
+def _threshold_options(args: argparse.Namespace, field_weights: dict[str, float] | None) -> ThresholdOptions:
+    """report --threshold's flags as the library's options (flags not given take the options' defaults)."""
+    given = {"threshold": args.threshold, "similarity": args.similarity, "method": args.method,
+             "dataset": args.dataset, "field_weights": field_weights, "idf_tokens": args.idf_tokens,
+             "workers": args.workers, "split_bucket": args.split_bucket}
+    return _options(ThresholdOptions, given)
+
+
+def _options(cls, given: dict):
+    """An options object from the flags that were given; its own refusal is said with the flag's name."""
+    from neardup_solr.errors import InvalidParameterError
+
+    try:
+        return cls(**{k: v for k, v in given.items() if v is not None})
+    except InvalidParameterError as exc:
+        raise UsageError(exc.render("--" + exc.param.replace("_", "-"))) from None
+
+
 def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[str, float] | None) -> int:
-    import time
+    from neardup_solr.engine.find import find_pairs
 
-    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
-    from neardup_solr.pairs.similar_pairs import write_pairs
-
-    started = time.monotonic()
-    detail = ""
-    if args.method == "lsh" and args.similarity == "idf":
-        from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
-
-        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity="idf", field_weights=field_weights,
-                                 idf_tokens=args.idf_tokens or "words")
-        weighted = idf_lsh_pairs(finder, dataset=args.dataset, out=args.out, snapshot=args.snapshot)
-        pairs = weighted.pairs
-        detail = _idf_lsh_summary(args, weighted)
-    elif args.method == "lsh":
-        from neardup_solr.engine.collection import dedupe_collection
-
-        result = dedupe_collection(searcher.client, args.threshold, dataset=args.dataset, progress=not args.quiet)
-        write_pairs(result.pairs, args.out)
-        pairs = result.pairs
-    else:
-        finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
-                                 field_weights=field_weights, idf_tokens=args.idf_tokens or "words")
-        pairs = threshold_pairs(finder, workers=args.workers, progress=not args.quiet, dataset=args.dataset,
-                                out=args.out, resume=args.resume)
-    seconds = time.monotonic() - started
+    options = _threshold_options(args, field_weights)
+    result = find_pairs(searcher, options, out=args.out, resume=args.resume, progress=not args.quiet,
+                        snapshot=args.snapshot)
     say = _say(args)
     if args.json:
-        say(json.dumps({"kind": "threshold", "method": args.method, "similarity": args.similarity,
-                        "threshold": args.threshold, "pairs": len(pairs), "seconds": round(seconds, 3),
-                        "out": args.out}))
+        say(json.dumps({"kind": "threshold", "method": options.method, "similarity": options.similarity,
+                        "threshold": options.threshold, "pairs": len(result), "seconds": round(result.seconds, 3),
+                        "out": args.out, "stats": result.stats}))
     else:
-        say(f"{len(pairs)} pairs with {args.similarity} similarity >= {args.threshold} in {seconds:.1f} s -> "
-            f"{args.out}{detail}")
+        say(f"{len(result)} pairs with {options.similarity} similarity >= {options.threshold} in "
+            f"{result.seconds:.1f} s -> {args.out}{_detail(args, result)}")
     return 0
+
+
+def _detail(args: argparse.Namespace, result) -> str:
+    """What an LSH engine did, for the summary line."""
+    s = result.stats
+    if result.engine in ("idf_lsh_pairs", "idf_lsh_join"):
+        where = "" if result.snapshot is None or args.out == "-" else f"; IDF snapshot -> {result.snapshot}"
+        return (f" ({s['candidate_pairs']} candidates from {s['bands']}x{s['rows']} weighted MinHash bands, every "
+                f"pair verified exactly{where})")
+    return ""
 
 
 def cmd_join(args: argparse.Namespace) -> int:
     """Stream a file against the indexed data set: every cross pair above --threshold."""
+    from neardup_solr.engine.find import find_cross_pairs
+    from neardup_solr.engine.lsh_join import LshJoinSummary
     from neardup_solr.io.outputs import check_output_path
-    from neardup_solr.io.readers import Record, RecordReader
+    from neardup_solr.io.readers import Record, RecordReader, input_format
     from neardup_solr.solr.searcher import Searcher
-    from neardup_solr.engine.threshold import ThresholdFinder, join_pairs
 
+    # The options' defaults, then the refusals in the flags' own words, then the options' own checks.
+    args.similarity = args.similarity or JoinOptions.similarity
+    args.method = args.method or JoinOptions.method
     if args.method == "lsh":
         if args.resume:
             raise UsageError("join --method lsh is one batch job and does not resume; run it again without --resume")
@@ -247,10 +253,13 @@ def cmd_join(args: argparse.Namespace) -> int:
     if (args.bloom_fp_rate is not None or args.no_bloom) and (args.method != "lsh" or args.similarity != "jaccard"):
         raise UsageError("--bloom-fp-rate and --no-bloom apply to join --method lsh with plain Jaccard only")
     _check_idf_options(args)
-    field_weights = parse_field_weights(args.field_weights)
+    options = _options(JoinOptions, {
+        "threshold": args.threshold, "similarity": args.similarity, "method": args.method,
+        "indexed_dataset": args.indexed_dataset, "one_to_one": args.one_to_one or None,
+        "field_weights": parse_field_weights(args.field_weights), "idf_tokens": args.idf_tokens,
+        "workers": args.workers, "bloom": False if args.no_bloom else None, "bloom_fp_rate": args.bloom_fp_rate,
+        "split_bucket": args.split_bucket})
     snapshot = _load_snapshot(args)
-    from neardup_solr.io.readers import input_format
-
     input_format(args.file, args.format)  # a missing or binary input is refused before any Solr work
     _refuse_resume_to_stdout(args)
     check_output_path(args.out)  # before any Solr work
@@ -259,37 +268,14 @@ def cmd_join(args: argparse.Namespace) -> int:
     records = [r for r in reader if isinstance(r, Record)]
     if reader.stats.invalid:
         print(f"warning: {reader.stats.invalid} unreadable record(s) in {args.file} skipped", file=sys.stderr)
-    if args.method == "lsh" and args.similarity == "jaccard":
-        return _lsh_join(args, searcher, records)
-    finder = ThresholdFinder(searcher, threshold=args.threshold, similarity=args.similarity,
-                             field_weights=field_weights, idf_tokens=args.idf_tokens or "words")
-    detail = ""
-    if args.method == "lsh":
-        from neardup_solr.engine.weighted_lsh import idf_lsh_join
-
-        result = idf_lsh_join(finder, records, indexed_dataset=args.indexed_dataset, one_to_one=args.one_to_one,
-                              out=args.out, snapshot=snapshot)
-        pairs = result.pairs
-        detail = _idf_lsh_summary(args, result)
+    result = find_cross_pairs(searcher, records, options, out=args.out, resume=args.resume, progress=not args.quiet,
+                              snapshot=snapshot)
+    if result.engine == "lsh_join":
+        _say(args)(f"{len(result)} cross pairs (lsh) with jaccard similarity >= {options.threshold} -> {args.out}; "
+                   + LshJoinSummary(**result.stats).format())
     else:
-        pairs = join_pairs(finder, records, indexed_dataset=args.indexed_dataset, workers=args.workers or 2,
-                           progress=not args.quiet, one_to_one=args.one_to_one, out=args.out, resume=args.resume)
-    _say(args)(f"{len(pairs)} cross pairs (streamed {len(records)} records) with {args.similarity} similarity "
-               f">= {args.threshold} -> {args.out}{detail}")
-    return 0
-
-
-def _lsh_join(args: argparse.Namespace, searcher, records) -> int:
-    """join --method lsh: band candidates, a Bloom filter of the indexed band keys skipping hopeless records."""
-    from neardup_solr.engine.lsh_join import DEFAULT_FP_RATE, lsh_join
-    from neardup_solr.pairs.similar_pairs import write_pairs
-
-    pairs, summary = lsh_join(searcher, records, args.threshold, args.indexed_dataset, bloom=not args.no_bloom,
-                              fp_rate=args.bloom_fp_rate or DEFAULT_FP_RATE, workers=args.workers or 2,
-                              progress=not args.quiet, one_to_one=args.one_to_one)
-    write_pairs(pairs, args.out)
-    _say(args)(f"{len(pairs)} cross pairs (lsh) with jaccard similarity >= {args.threshold} -> {args.out}; "
-               + summary.format())
+        _say(args)(f"{len(result)} cross pairs (streamed {len(records)} records) with {options.similarity} "
+                   f"similarity >= {options.threshold} -> {args.out}{_detail(args, result)}")
     return 0
 
 
@@ -390,6 +376,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --similarity idf: weigh the words (default), or the words and their character "
                         "4-grams, which survive typos (needs an index with --fields including grams; the "
                         "README's record matching recipe)")
+    p.add_argument("--split-bucket", type=number("--split-bucket", Limit("int", 2, 10**9)), default=None,
+                   help="--method lsh: refine LSH band buckets of more members than this by further signature "
+                        f"values (default {DEFAULT_SPLIT_BUCKET}; see the README's section on oversized buckets)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
     add_search_options(p)
     add_solr_options(p)
@@ -406,10 +395,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "output)")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and input required)")
-    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=0.8,
-                   help="similarity a pair must reach (default 0.8)")
-    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard")
-    p.add_argument("--method", choices=["exact", "lsh"], default="exact",
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
+                   help=f"similarity a pair must reach (default {JoinOptions.threshold})")
+    p.add_argument("--similarity", choices=SIMILARITIES, default=None, help="jaccard (default) or idf")
+    p.add_argument("--method", choices=METHODS, default=None,
                    help="'exact' = one bounded query per streamed record (complete); 'lsh' = the record's LSH bands, "
                         "every candidate verified exactly: with plain Jaccard, records none of whose bands the "
                         "indexed side holds (a Bloom filter) are never queried; with --similarity idf, weighted "
@@ -436,6 +425,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-column", default="text")
     p.add_argument("--workers", type=number("--workers", "workers"), default=None,
                    help="lookups in flight at once (default 2; --method exact only)")
+    p.add_argument("--split-bucket", type=number("--split-bucket", Limit("int", 2, 10**9)), default=None,
+                   help="--method lsh: refine LSH band buckets of more members than this by further signature "
+                        f"values (default {DEFAULT_SPLIT_BUCKET}; see the README's section on oversized buckets)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_solr_options(p)
     p.set_defaults(func=cmd_join)

@@ -23,6 +23,7 @@ import hmac
 import logging
 import time
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -54,6 +55,7 @@ from neardup_solr.engine.online import (
     delete_documents,
     is_reserved_id,
 )
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET, ThresholdOptions, option_names
 from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.solr.ttl import check_ttl
@@ -136,6 +138,13 @@ class ReportRequest(BaseModel):
     similarity: Literal["jaccard", "idf"] | None = None
     method: Literal["exact", "lsh"] | None = None
     dataset: StrictStr | None = None
+    field_weights: dict[StrictStr, float] | None = Field(
+        None, description="similarity idf on records of several text columns: column -> weight")
+    idf_tokens: Literal["words", "grams"] | None = Field(
+        None, description="similarity idf: weigh the words (default) or the words and their character 4-grams")
+    split_bucket: StrictInt | None = Field(
+        None, description="method lsh: refine band buckets of more members than this (default "
+                          f"{DEFAULT_SPLIT_BUCKET})")
     start_id: Union[StrictStr, StrictInt, None] = None
     end_id: Union[StrictStr, StrictInt, None] = None
     workers: StrictInt | None = None
@@ -512,31 +521,27 @@ def _finished_pairs(jobs: JobStore, job: str) -> Path:
 
 
 def _report_params(request: ReportRequest) -> dict[str, Any]:
-    """The report's options checked as the command line's ``report`` checks them."""
-    workers = check_int("workers", request.workers if request.workers is not None else 1, "workers")
+    """The report's options checked as the command line's ``report`` checks them (the same options classes)."""
     if request.threshold is not None:
         search = {k: getattr(request, k) for k in ("start_id", "end_id", *lookups.SEARCH_OPTIONS)}
         given = [k for k, v in search.items() if v is not None]
         if given:
             raise lookups.OptionError(given, "with threshold, which compares every document with every other one")
-        lookup = lookups.resolve({"threshold": request.threshold, "similarity": request.similarity})
-        method = request.method or "exact"
-        if method == "lsh" and lookup.similarity != "jaccard":
-            raise InvalidParameterError("similarity", "'jaccard' with method 'lsh'", lookup.similarity,
-                                        "use method 'exact' for idf")
-        dataset = check_label("dataset", request.dataset, reserved=(META_DATASET,))
-        return {"threshold": lookup.threshold, "similarity": lookup.similarity, "method": method,
-                "dataset": dataset, "workers": workers}
-    given = [k for k in ("similarity", "method", "dataset") if getattr(request, k) is not None]
+        keys = option_names(ThresholdOptions)
+        options = ThresholdOptions(**{k: getattr(request, k) for k in keys if getattr(request, k) is not None})
+        return {"kind": "threshold", **asdict(options)}
+    given = [k for k in ("similarity", "method", "dataset", "field_weights", "idf_tokens", "split_bucket")
+             if getattr(request, k) is not None]
     if given:
         raise lookups.OptionError(given, "without threshold (they choose the threshold report)")
+    workers = check_int("workers", request.workers if request.workers is not None else 1, "workers")
     lookup = lookups.resolve({k: getattr(request, k) for k in lookups.SEARCH_OPTIONS}, report=True)
     for name in ("start_id", "end_id"):
         value = getattr(request, name)
         if value is not None and id_problem(value):
             check_id(value, name)
-    return {"threshold": None, "mode": lookup.mode, "max_distance": lookup.max_distance, "rows": lookup.rows,
-            "first_word_filter": lookup.first_word_filter, "num_hashes": lookup.num_hashes,
+    return {"kind": "lookups", "threshold": None, "mode": lookup.mode, "max_distance": lookup.max_distance,
+            "rows": lookup.rows, "first_word_filter": lookup.first_word_filter, "num_hashes": lookup.num_hashes,
             "min_jaccard": lookup.min_jaccard, "workers": workers,
             "start_id": None if request.start_id is None else str(request.start_id),
             "end_id": None if request.end_id is None else str(request.end_id)}

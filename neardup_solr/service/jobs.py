@@ -113,30 +113,24 @@ class JobStore:
 
 
 def run_report(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """One report into ``directory/pairs.tsv``: a threshold report (exact or LSH method) when ``threshold`` is
-    set, else a lookup report with the lookup options."""
+    """One report into ``directory/pairs.tsv``: a threshold report (:func:`~neardup_solr.engine.find.find_pairs`,
+    the engine the command line's ``report --threshold`` uses) when ``params`` are threshold options, else a
+    lookup report with the lookup options."""
+    from neardup_solr.engine.find import find_pairs
     from neardup_solr.engine.report import report_near_dups
-    from neardup_solr.solr.searcher import Searcher
-    from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs
-    from neardup_solr.pairs.similar_pairs import write_pairs
-
+    from neardup_solr.options import ThresholdOptions, option_names
     from neardup_solr.solr.documents import META_DATASET
+    from neardup_solr.solr.searcher import Searcher
 
     out = directory / PAIRS_FILE
     searcher = Searcher(client)
-    # The report's own progress file says how far it is while it runs and goes away when it completes.
-    total = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
-    if params.get("threshold") is not None:
-        if params["method"] == "lsh":
-            from neardup_solr.engine.collection import dedupe_collection
-
-            result = dedupe_collection(client, params["threshold"], dataset=params.get("dataset"),
-                                       work_dir=str(directory))
-            write_pairs(result.pairs, out)
-            return {"pairs": len(result.pairs), "done": result.stats.documents, "total": result.stats.documents}
-        finder = ThresholdFinder(searcher, threshold=params["threshold"], similarity=params["similarity"])
-        pairs = threshold_pairs(finder, workers=params["workers"], dataset=params.get("dataset"), out=out)
-        return {"pairs": len(pairs), "done": total, "total": total}
+    if params.get("kind") == "threshold":
+        options = ThresholdOptions(**{k: params[k] for k in option_names(ThresholdOptions) if k in params})
+        result = find_pairs(searcher, options, out=out, work_dir=directory)
+        documents = result.stats.get("documents")
+        if documents is None:
+            documents = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
+        return {"pairs": len(result), "done": documents, "total": documents, "stats": result.stats}
     summary, _ = report_near_dups(
         searcher, out, params.get("start_id"), params.get("end_id"), params["max_distance"], params["mode"],
         rows=params["rows"], first_word_filter=params["first_word_filter"], num_hashes=params.get("num_hashes"),

@@ -7,7 +7,7 @@ Lookups have the library's honest defaults (:meth:`neardup_solr.solr.searcher.Se
 candidate at the collection's threshold, no edit-distance limit, no first-word filter, no row cap; an option
 left out (or null) takes its default, and a negative edit distance is refused as it is in Python and on the
 command line. Reports keep the write-up's ranking by default, as ``report`` does
-(:data:`neardup_solr.solr.searcher.WRITEUP_RANKING`). Options that do not apply to the chosen lookup are refused,
+(:data:`neardup_solr.options.WRITEUP_LOOKUP`). Options that do not apply to the chosen lookup are refused,
 never ignored, as on the command line.
 """
 
@@ -15,18 +15,26 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from neardup_solr.solr.documents import IndexSettings, read_index_settings
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.engine.online import Match, describe, sort_matches
-from neardup_solr.solr.searcher import COLLECTION_THRESHOLD, MODES, WRITEUP_RANKING, MinJaccard, Query, Searcher
+from neardup_solr.options import (
+    COLLECTION_THRESHOLD,
+    MODES,
+    SIMILARITIES,
+    WRITEUP_LOOKUP,
+    LookupOptions,
+    MinJaccard,
+    option_names,
+)
+from neardup_solr.solr.searcher import Query, Searcher
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int
 
-SIMILARITIES = ("jaccard", "idf")
-SEARCH_OPTIONS = ("mode", "max_edit_distance", "min_jaccard", "rows", "first_word_filter", "num_hashes")
+SEARCH_OPTIONS = tuple(option_names(LookupOptions))
 
 
 class OptionError(InvalidParameterError):
@@ -124,13 +132,9 @@ def resolve(options: dict[str, Any], *, report: bool = False) -> Lookup:
                                             "the text's shingles")
         return Lookup("share", min_share=check_float("min_share", given["min_share"], "min_share"))
     mode = check_choice("mode", given.get("mode", "shingles"), MODES)
-    # The write-up's report filters by first word for shingles and minhash only (lsh bands already match
-    # beginnings and ends alike); lookups never do unless asked.
-    defaults: dict[str, Any] = (
-        {"max_edit_distance": WRITEUP_RANKING["max_distance"], "rows": WRITEUP_RANKING["rows"],
-         "first_word_filter": mode != "lsh" and WRITEUP_RANKING["first_word_filter"], "min_jaccard": None}
-        if report else
-        {"max_edit_distance": None, "rows": None, "first_word_filter": False, "min_jaccard": COLLECTION_THRESHOLD})
+    # Reports keep the write-up's ranking, in every mode as the command line's report does; lookups have the
+    # library's defaults. Both come from neardup_solr.options, the one place the CLI reads them too.
+    defaults: dict[str, Any] = asdict(WRITEUP_LOOKUP if report else LookupOptions())
     distance = check_int("max_edit_distance", given.get("max_edit_distance", defaults["max_edit_distance"]),
                          "max_edit_distance", none_ok=True)
     num_hashes = check_int("num_hashes", given["num_hashes"], "num_hashes") if "num_hashes" in given else None

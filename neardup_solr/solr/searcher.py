@@ -21,7 +21,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Sequence, Union
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -41,23 +41,21 @@ from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.text import ProcessedText
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_str, check_text
+from neardup_solr.options import COLLECTION_THRESHOLD, MODES, WRITEUP_LOOKUP, MinJaccard
 
 log = logging.getLogger(__name__)
 
-MODES = ("shingles", "minhash", "lsh")
 _FIELD_OF_MODE = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh"}
 _FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json,score"
 # Candidates read per request when nothing caps them (rows=None): paged with a cursor.
 _PAGE_SIZE = 500
 
-#: ``min_jaccard``'s default: the collection's own threshold (its stored ``lsh_threshold``).
-COLLECTION_THRESHOLD: Literal["collection"] = "collection"
-MinJaccard = Union[float, Literal["collection"], None]
-
-#: The reference write-up's ranking, as explicit parameters: only candidates with the query's first word,
-#: the 10 best-scoring candidates, word edit distance <= 2, no Jaccard filter. Pass it on purpose:
+#: The reference write-up's ranking (:data:`neardup_solr.options.WRITEUP_LOOKUP`) as keyword arguments of
+#: :meth:`Searcher.find_near_dups`: only candidates with the query's first word, the 10 best-scoring
+#: candidates, word edit distance <= 2, no Jaccard filter. Pass it on purpose:
 #: ``searcher.find_near_dups(doc_id, **WRITEUP_RANKING)`` (the CLI's ``--writeup-ranking``).
-WRITEUP_RANKING: dict[str, Any] = {"max_distance": 2, "rows": 10, "first_word_filter": True, "min_jaccard": None}
+WRITEUP_RANKING: dict[str, Any] = {k: v for k, v in WRITEUP_LOOKUP.searcher_kwargs().items()
+                                   if k in ("max_distance", "rows", "first_word_filter", "min_jaccard")}
 
 # MinHash-mode lookups keep candidates whose agreeing positions reach (threshold - margin) * k: the count is
 # close to Binomial(k, J), and a pair at exactly the threshold falls below 3 standard deviations ~0.13% of the time.
