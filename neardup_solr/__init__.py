@@ -10,16 +10,27 @@ import logging
 
 from neardup_solr.solr.documents import IndexSettings, SettingsRepair, read_index_settings, repair_index_settings
 from neardup_solr.errors import (
+    OUTCOMES,
     ClientClosedError,
+    CollectionSetupError,
+    DocumentExistsError,
     DocumentNotFoundError,
     ForeignCollectionError,
+    IndexIncomplete,
+    IndexingInterrupted,
+    InputFormatError,
     InvalidParameterError,
     InvalidRecordError,
     InvalidTextError,
     LauncherError,
     NeardupError,
+    OptionError,
+    Outcome,
+    OutputInUseError,
     ParameterTypeError,
+    RunStopped,
     SettingsConflictError,
+    SignatureDisagreementError,
     SignatureMismatchError,
     SolrAuthError,
     SolrCoreNotFoundError,
@@ -27,19 +38,21 @@ from neardup_solr.errors import (
     SolrServerError,
     SolrTimeoutError,
     SolrUnavailableError,
+    SparkUnavailableError,
     StoredSettingsError,
+    UsageError,
+    outcome_of,
 )
 from neardup_solr.pairs.evaluate import evaluate, evaluate_files, read_pairs
 from neardup_solr.pairs.groups import group_pairs, keep_list, write_groups_jsonl
-from neardup_solr.solr.indexer import Indexer, IndexIncomplete, IndexingInterrupted, IndexSummary, Rejection
+from neardup_solr.solr.indexer import Indexer, IndexSummary, Rejection
 from neardup_solr.pairs.lsh import LSHParams, collision_probability, optimal_params
 from neardup_solr.engine.report import report_near_dups
-from neardup_solr.io.outputs import OutputInUseError, RunStopped
-from neardup_solr.io.inputs import InputFormatError
 from neardup_solr.neardup_index import NearDupIndex
 from neardup_solr.solr.searcher import COLLECTION_THRESHOLD, WRITEUP_RANKING, NearDuplicate, Searcher, StoredDocument
 from neardup_solr.solr.settings import SOLR_VERSION
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.backends.base import Backend, StartResult
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.text import MinHash, Shingler, Signature, estimate_jaccard, jaccard, normalize
 from neardup_solr.text.weighted import BoostedMinHash, WeightedMinHash, WeightedSignature, estimate_weighted_jaccard
@@ -71,5 +84,7 @@ __all__ = [
     "collision_probability", "optimal_params", "report_near_dups", "NearDupIndex", "NearDuplicate", "Searcher", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "StoredDocument",
     "SOLR_VERSION", "SolrClient", "LocalSolr", "MinHash", "Shingler", "estimate_jaccard", "jaccard", "normalize",
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
+    "CollectionSetupError", "DocumentExistsError", "OptionError", "SignatureDisagreementError",
+    "SparkUnavailableError", "UsageError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
     "LookupOptions", "ThresholdOptions", "JoinOptions", "find_pairs", "find_cross_pairs", "PairsResult",
 ]

@@ -8,6 +8,8 @@ flag (``--num-hashes``) or environment variable instead of the Python name (``nu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -171,6 +173,147 @@ class ClientClosedError(NeardupError, RuntimeError):
 
 class LauncherError(NeardupError, RuntimeError):
     """The local Solr launcher could not build, start or stop Solr."""
+
+
+class CollectionSetupError(LauncherError):
+    """A Configsets/Collections API step was refused or could not be sent; ``step`` names it."""
+
+    def __init__(self, step: str, message: str):
+        super().__init__(message)
+        self.step = step
+
+
+class DocumentExistsError(NeardupError, ValueError):
+    """``check_and_add`` was asked to add a text under an id that already holds another document. A check never
+    overwrites: delete the document first, or choose another id. ``doc_id`` is the id."""
+
+    def __init__(self, message: str, doc_id: str):
+        super().__init__(message)
+        self.doc_id = doc_id
+
+
+class SignatureDisagreementError(NeardupError, RuntimeError):
+    """The indexer's builder signed a record differently from the Spark job (a bug in one of them)."""
+
+
+class SparkUnavailableError(NeardupError, RuntimeError):
+    """PySpark is not installed, or no Java runtime can be found to start its JVM."""
+
+
+class OutputInUseError(NeardupError, ValueError):
+    """Another run holds the lock on this output file."""
+
+
+class RunStopped(SolrUnavailableError):
+    """A resumable job stopped because Solr stayed away; its partial result is kept for ``resume=True``."""
+
+    def __init__(self, message: str, partial_path: Path, done: int, total: int):
+        super().__init__(message)
+        self.partial_path = partial_path
+        self.done = done
+        self.total = total
+
+
+class InputFormatError(NeardupError, ValueError):
+    """An input is not something neardup-solr reads (an archive, an image, binary data, corrupt compressed
+    data), or reading it needs an optional package that is not installed. Raised before any record of it is
+    read, so nothing is written."""
+
+
+class IndexingInterrupted(SolrUnavailableError):
+    """Solr stayed away or failed on its side; ``summary`` says how far the run got and where its checkpoint is."""
+
+    def __init__(self, summary: Any):  # a solr.indexer.IndexSummary (errors import nothing above them)
+        self.summary = summary
+        super().__init__(summary.interrupted)
+
+
+class IndexIncomplete(NeardupError):
+    """After the final commit, the index lacks documents Solr had acknowledged in this run; ``summary.verification``
+    names how many and the first few, and the checkpoint is set so that ``resume=True`` sends them again."""
+
+    def __init__(self, summary: Any):  # a solr.indexer.IndexSummary (errors import nothing above them)
+        self.summary = summary
+        super().__init__(summary.verification.format() if summary.verification else "index incomplete")
+
+
+class OptionError(InvalidParameterError):
+    """An option given with a request it does not apply to (``options`` names them all; ``param`` the first)."""
+
+    def __init__(self, options: list[str], why: str):
+        super().__init__(options[0], f"left out {why}", None, show_value=False)
+        self.options = options
+
+
+class UsageError(NeardupError, ValueError):
+    """A combination of command-line options the command refuses."""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# One table of outcomes: what each error means to the command line (exit code) and to the HTTP service
+# (status). ``neardup_solr.cli`` and ``neardup_solr.service`` both read it through :func:`outcome_of`.
+
+EXIT_OK = 0
+EXIT_REJECTED = 1  # the run went through, but some records were rejected (see the rejects file)
+EXIT_USAGE = 2  # a bad flag value, an option that does not apply, an unreadable input, an unwritable output
+EXIT_UNAVAILABLE = 3  # Solr is unavailable, timed out or failed on its side: a re-run (with --resume) goes on
+EXIT_INCOMPLETE = 4  # the index lacks what was acknowledged (index) or what the file holds (verify)
+# A bug: an exception nothing expects. One line (the traceback with -vv), never 1 or 2, which say something
+# about the user's records or options.
+EXIT_INTERNAL = 70
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an error means to each front door."""
+
+    exit_code: int
+    http_status: int
+
+
+OUTCOMES: dict[type[BaseException], Outcome] = {
+    # the caller's parameters, options and inputs
+    InvalidParameterError: Outcome(EXIT_USAGE, 422),
+    UsageError: Outcome(EXIT_USAGE, 422),
+    InvalidTextError: Outcome(EXIT_USAGE, 422),
+    InvalidRecordError: Outcome(EXIT_USAGE, 422),
+    InputFormatError: Outcome(EXIT_USAGE, 422),
+    SignatureMismatchError: Outcome(EXIT_USAGE, 400),
+    # Inputs are checked before Solr sees them; what Solr still refuses is the request's (e.g. too long).
+    SolrRequestError: Outcome(EXIT_USAGE, 400),
+    # the state of the collection or of a file, against the request
+    DocumentNotFoundError: Outcome(EXIT_USAGE, 404),
+    DocumentExistsError: Outcome(EXIT_USAGE, 409),
+    SettingsConflictError: Outcome(EXIT_USAGE, 409),
+    StoredSettingsError: Outcome(EXIT_USAGE, 409),
+    ForeignCollectionError: Outcome(EXIT_USAGE, 409),
+    OutputInUseError: Outcome(EXIT_USAGE, 409),
+    # Solr: away, slow, failing, or refusing our credentials (the service's own configuration, not the caller's)
+    SolrUnavailableError: Outcome(EXIT_UNAVAILABLE, 503),
+    SolrAuthError: Outcome(EXIT_USAGE, 502),
+    IndexIncomplete: Outcome(EXIT_INCOMPLETE, 502),
+    # the machinery around Solr and Spark
+    LauncherError: Outcome(EXIT_USAGE, 500),
+    SparkUnavailableError: Outcome(EXIT_USAGE, 500),
+    # bugs
+    SignatureDisagreementError: Outcome(EXIT_INTERNAL, 500),
+    ClientClosedError: Outcome(EXIT_INTERNAL, 500),
+    # Python's own, as the library raises them for a request it cannot serve against this collection
+    # ("indexed without 'lsh' tokens"), and the file system's
+    ValueError: Outcome(EXIT_USAGE, 400),
+    TypeError: Outcome(EXIT_USAGE, 400),
+    OSError: Outcome(EXIT_USAGE, 500),
+}
+INTERNAL = Outcome(EXIT_INTERNAL, 500)
+
+
+def outcome_of(error: BaseException) -> Outcome:
+    """The outcome of the most specific class of ``error`` in :data:`OUTCOMES` (:data:`INTERNAL` if none)."""
+    for cls in type(error).__mro__:
+        found = OUTCOMES.get(cls)
+        if found is not None:
+            return found
+    return INTERNAL
 
 
 def _shown(value: Any) -> str:

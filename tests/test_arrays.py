@@ -9,7 +9,7 @@ from neardup_solr.pairs._arrays import sorted_distinct
 @pytest.mark.parametrize("size", [0, 1, 2, 7, 1000])
 def test_sorted_distinct_equals_np_unique(size):
     rng = np.random.default_rng(size)
-    # Packed (slot << 32 | hash) keys with repeats, as _fetch_sets and token_sets build them.
+    # Packed (slot << 32 | hash) keys with repeats, as fetch_shingle_sets and token_sets build them.
     values = (rng.integers(0, 5, size) << 32) | rng.integers(0, 50, size)
     got = sorted_distinct(values)
     assert got.dtype == values.dtype

@@ -20,7 +20,8 @@ from indexcheck import equals_clean_run
 from netutil import free_port
 
 from neardup_solr.solr.backends.local import probe_update
-from neardup_solr.solr.backends.cloud import LocalSolrCloud, cluster_status, create_collection, _admin
+from neardup_solr.solr.backends.cloud import LocalSolrCloud
+from neardup_solr.solr.cluster import admin_call, cluster_status, create_collection
 from neardup_solr.solr.indexer import Indexer, IndexingInterrupted
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr.client import RetryPolicy, SolrClient
@@ -134,7 +135,7 @@ def test_a_shard_without_replica_stops_with_its_name_and_resume_completes(cloud,
         assert resumed.skipped_by_resume + resumed.indexed == 2000
         _assert_equals_clean_run(SolrClient(url), path)
     finally:
-        _admin(cloud.node_urls[0], "admin/collections", {"action": "DELETE", "name": name}, f"delete {name}")
+        admin_call(cloud.node_urls[0], "admin/collections", {"action": "DELETE", "name": name}, f"delete {name}")
 
 
 def _big_records(path, docs: int, words: int, seed: int = 7) -> None:
@@ -188,7 +189,7 @@ def test_a_node_out_of_memory_after_failover_stops_the_run_and_resume_completes(
             # After the crash the replica that led has an empty update log and the other one is behind: Solr
             # will elect neither (see the report). FORCELEADER is Solr's own way out for a shard with no leader.
             for shard in _leaderless(big.node_urls[0]):
-                _admin(big.node_urls[0], "admin/collections",
+                admin_call(big.node_urls[0], "admin/collections",
                        {"action": "FORCELEADER", "collection": "neardup", "shard": shard}, f"force a leader of {shard}")
             big.wait_for_active(timeout=120)
         _wait_updatable(big.collection_url)

@@ -15,7 +15,8 @@ import requests
 
 from netutil import free_port, listening_addresses
 
-from neardup_solr.solr.backends.cloud import LocalSolrCloud, cluster_status, upload_configset, _admin
+from neardup_solr.solr.backends.cloud import LocalSolrCloud
+from neardup_solr.solr.cluster import admin_call, cluster_status, upload_configset
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
@@ -126,7 +127,7 @@ def test_create_collection_is_idempotent_and_refuses_foreign_collections(cluster
 
     # A collection made from another configset is not ours: refused in one line, left as it was.
     upload_configset(node2, "foreign")
-    _admin(node2, "admin/collections", {"action": "CREATE", "name": "theirs", "numShards": 1,
+    admin_call(node2, "admin/collections", {"action": "CREATE", "name": "theirs", "numShards": 1,
                                          "replicationFactor": 1, "collection.configName": "foreign",
                                          "waitForFinalState": "true"}, "create a foreign collection")
     refused = _cli("solr", "create-collection", "theirs", "--solr-url", node2)
@@ -140,7 +141,7 @@ def test_create_collection_is_idempotent_and_refuses_foreign_collections(cluster
     assert "Solr refused to create collection 'bad name!' (HTTP 400)" in bad.stderr
 
     for name in ("extra", "theirs"):
-        _admin(node2, "admin/collections", {"action": "DELETE", "name": name}, f"delete {name}")
+        admin_call(node2, "admin/collections", {"action": "DELETE", "name": name}, f"delete {name}")
 
 
 def test_a_killed_node_leaves_every_document_served_and_comes_back(cluster):

@@ -14,14 +14,14 @@ from benchmarks.corpus import generate, iter_documents
 from benchmarks.exact_pairs import exact_pairs, shingle_sets
 from neardup_solr.pairs.candidates import (
     CollectionStats,
-    _exact_jaccard,
+    exact_jaccard,
     candidate_pairs,
     estimate_margin,
     matching_positions,
     store_candidate_pairs,
     store_matching_positions,
 )
-from neardup_solr.solr.signatures import _fetch_texts
+from neardup_solr.solr.signatures import fetch_texts
 from neardup_solr.engine.collection import dedupe_collection
 from neardup_solr.pairs import signature_store
 from neardup_solr.pairs.signature_store import SignatureStore
@@ -168,7 +168,7 @@ def test_exact_jaccard_matches_sets():
     sizes = np.array([s.size for s in sets], dtype=np.int64)
     keyed = np.concatenate([(np.int64(slot) << 32) | s for slot, s in enumerate(sets)])
     x, y = np.array(list(itertools.combinations(range(30), 2))).T
-    got = _exact_jaccard(keyed, sizes, x, y)
+    got = exact_jaccard(keyed, sizes, x, y)
     for i, j, value in zip(x, y, got):
         a, b = set(sets[i].tolist()), set(sets[j].tolist())
         expected = len(a & b) / len(a | b) if a | b else 0.0
@@ -249,7 +249,7 @@ def test_fetch_texts_survives_every_separator(solr):
     solr.add([{"id": "a\u001f\u001e\n\t,b", "content": "some words to index here"},
               {"id": "plain", "content": "x y z"}])
     solr.commit()
-    docs = _fetch_texts(solr, ["a\u001f\u001e\n\t,b", "plain", "absent"])  # falls back to real-time get
+    docs = fetch_texts(solr, ["a\u001f\u001e\n\t,b", "plain", "absent"])  # falls back to real-time get
     assert sorted(d["id"] for d in docs) == ["a\u001f\u001e\n\t,b", "plain"]
 
 

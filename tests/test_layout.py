@@ -1,7 +1,7 @@
 """The package's layout is its architecture: these tests read every module's imports (AST, nothing is run) and
 hold the layers to it.
 
-    base (errors, validation, version, options)
+    base (errors, validation, version, options, processes)
     text/    normalise, shingle, hash, sign               -> base
     io/      inputs, readers, outputs, sample data        -> base
     pairs/   pure set similarity, no Solr                 -> base, text, io
@@ -13,6 +13,9 @@ One exception, stated here rather than hidden: the command line is how the servi
 started (``neardup-solr serve``, ``neardup-solr spark``), so ``cli`` may import ``service`` and ``spark``.
 Neither of those imports ``cli``, and no front door imports another otherwise. The package root
 (``neardup_solr/__init__.py``) is the public facade and re-exports from every layer.
+
+A module's private names (``_name``) stay inside its own part of the tree: what another part needs is public, so
+nothing above the backends reaches into a backend's internals, nor an engine into the searcher's.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "neardup_solr"
 
-BASE = {"errors", "validation", "version", "options"}
+BASE = {"errors", "validation", "version", "options", "processes"}
 LAYERS = ["base", "text", "io", "pairs", "solr", "engine", "front"]
 FRONT_DOORS = {"cli", "service", "spark", "neardup_index"}
 # front door -> the other front doors it may import (see the module docstring)
@@ -128,3 +131,29 @@ def test_the_import_reader_resolves_relative_imports(tmp_path):
     path = PACKAGE / "text" / "minhash.py"
     imported = {m for _, m in package_imports(path)}
     assert "neardup_solr.errors" in imported and "neardup_solr.text.murmur" in imported
+
+
+def private_imports(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, name) of every ``from neardup_solr... import _name`` in ``path``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("neardup_solr"):
+            found += [(node.lineno, node.module, a.name) for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_private_names_stay_in_their_part(path):
+    importer = module_name(path)
+    if layer_of(importer)[0] == "root":
+        return
+    wrong = [f"line {line}: {name} from {module}" for line, module, name in private_imports(path)
+             if layer_of(module)[1] != layer_of(importer)[1]]
+    assert wrong == [], f"{importer} imports private names of another part (make them public): {wrong}"
+
+
+def test_the_private_rule_reads_names(tmp_path):
+    path = PACKAGE / "text" / "shingles.py"
+    assert any(name.startswith("_") for _, _, name in private_imports(path))  # within text/: allowed
+    assert all(layer_of(module)[1] == "text" for _, module, _ in private_imports(path))

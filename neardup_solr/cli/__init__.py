@@ -1,10 +1,11 @@
 """``neardup-solr``: a thin command line over the library. Every command is also a Python call.
 
-Errors are printed as one line (no traceback) and set a non-zero exit code:
-2 for usage and input errors (a bad flag value, an option that does not apply, an unwritable output, an
-invalid environment variable), 3 when Solr is unavailable, timed out or failed, 1 when records were rejected,
-4 when the index lacks documents it should hold (an ``index`` run's final check, or ``verify``), 70 for an
-unexpected internal error (a bug; ``-vv`` shows its traceback).
+Errors are printed as one line (no traceback) and set a non-zero exit code, the same table
+(:data:`neardup_solr.errors.OUTCOMES`) that gives the HTTP service its statuses: 2 for usage and input errors
+(a bad flag value, an option that does not apply, an unwritable output, an invalid environment variable), 3 when
+Solr is unavailable, timed out or failed, 1 when records were rejected, 4 when the index lacks documents it
+should hold (an ``index`` run's final check, or ``verify``), 70 for an unexpected internal error (a bug; ``-vv``
+shows its traceback).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import logging
 import sys
 
-from neardup_solr.errors import InvalidParameterError, NeardupError, SolrUnavailableError
+from neardup_solr.errors import EXIT_INTERNAL, InvalidParameterError, outcome_of
 from neardup_solr.cli import (
     delete_cmd,
     index_cmd,
@@ -26,7 +27,7 @@ from neardup_solr.cli import (
 )
 from neardup_solr.cli import spark_cmd
 from neardup_solr.version import package_version
-from neardup_solr.cli.common import EXIT_INTERNAL, EXIT_UNAVAILABLE, EXIT_USAGE, Parser, flag_for, print_error
+from neardup_solr.cli.common import Parser, flag_for, print_error
 
 log = logging.getLogger("neardup_solr")
 
@@ -56,21 +57,18 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("neardup_solr.solr.indexer").setLevel(logging.ERROR)
     try:
         return int(args.func(args))
-    except InvalidParameterError as exc:
-        # The library names its parameters (num_hashes); say it with this command's flags (--num-hashes).
-        print_error(exc.render(flag_for(exc.param, getattr(args, "param_flags", None))))
-        return EXIT_USAGE
-    except SolrUnavailableError as exc:
-        print_error(exc.cli_message or str(exc))
-        return EXIT_UNAVAILABLE
-    except (NeardupError, ValueError, OSError) as exc:
-        print_error(getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # a bug: still one line, with the traceback in the debug log
-        log.debug("internal error", exc_info=True)
-        print_error(f"internal error ({type(exc).__name__}: {exc}); this is a bug in neardup-solr: please report "
-                    "it with the output of the same command with -vv")
-        return EXIT_INTERNAL
+    except Exception as exc:
+        code = outcome_of(exc).exit_code
+        if code == EXIT_INTERNAL:  # a bug: still one line, with the traceback in the debug log
+            log.debug("internal error", exc_info=True)
+            print_error(f"internal error ({type(exc).__name__}: {exc}); this is a bug in neardup-solr: please "
+                        "report it with the output of the same command with -vv")
+        elif isinstance(exc, InvalidParameterError):
+            # The library names its parameters (num_hashes); say it with this command's flags (--num-hashes).
+            print_error(exc.render(flag_for(exc.param, getattr(args, "param_flags", None))))
+        else:
+            print_error(getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__)
+        return code

@@ -15,6 +15,17 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
+# The exit codes are defined beside errors.OUTCOMES (what each error means, shared with the HTTP service);
+# the commands import them from here.
+from neardup_solr.errors import (  # noqa: F401
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    UsageError,
+)
 from neardup_solr.options import WRITEUP_LOOKUP, LookupOptions
 from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
 
@@ -23,15 +34,6 @@ if TYPE_CHECKING:
     from neardup_solr.solr.searcher import Searcher
     from neardup_solr.solr.client import SolrClient
 
-EXIT_OK = 0
-EXIT_REJECTED = 1
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 3
-# The index lacks what was acknowledged (index) or what the file holds (verify).
-EXIT_INCOMPLETE = 4
-# A bug: an exception the command does not expect. One line (the traceback with -vv), never exit 1 or 2,
-# which mean something about the user's records or options.
-EXIT_INTERNAL = 70
 
 # Python parameter (as the library names it in InvalidParameterError) -> the flag that sets it. Parameters
 # that are spelled the same with dashes (num_hashes -> --num-hashes) need no entry; environment variables
@@ -129,10 +131,6 @@ def refuse_unless(args: argparse.Namespace, applies: bool, flags: dict[str, str]
     given = [flag for dest, flag in flags.items() if getattr(args, dest, None) is not None]
     if given:
         raise UsageError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply {why}")
-
-
-class UsageError(ValueError):
-    """A combination of options the command refuses (exit 2)."""
 
 
 def open_client(args: argparse.Namespace) -> "SolrClient":

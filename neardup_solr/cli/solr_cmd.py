@@ -169,7 +169,7 @@ def _cloud(args, data_dir: Path) -> int:
 
 
 def _create_collection(args) -> int:
-    from neardup_solr.solr.backends.cloud import create_collection, node_base_url
+    from neardup_solr.solr.cluster import create_collection, node_base_url
     from neardup_solr.solr.client import load_credentials
 
     if not args.name:

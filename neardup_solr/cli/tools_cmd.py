@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neardup_solr.cli.common import UsageError, add_solr_options, number, refuse_unless
+from neardup_solr.cli.common import UsageError, number, refuse_unless
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

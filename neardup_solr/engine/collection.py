@@ -66,8 +66,8 @@ from neardup_solr.pairs.candidates import (
     DEFAULT_MAX_BUCKET,
     DEFAULT_SPLIT_BUCKET,
     CollectionStats,
-    _check_split,
-    _exact_jaccard,
+    check_split_bucket,
+    exact_jaccard,
     estimate_margin,
     min_matches,
     store_candidate_pairs,
@@ -78,7 +78,7 @@ from neardup_solr.pairs.signature_store import SignatureStore
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, read_index_settings
-from neardup_solr.solr.signatures import _dataset_filters, _fetch_sets, _parallel_pages, shard_readers, signature_pages
+from neardup_solr.solr.signatures import dataset_filters, fetch_shingle_sets, parallel_pages, shard_readers, signature_pages
 from neardup_solr.validation import Limit, check_float, check_int
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def dedupe_collection(
     false_negative_weight = check_float("false_negative_weight", false_negative_weight,
                                         Limit("float", 0.0, 1.0, open_min=True, open_max=True))
     max_bucket = check_int("max_bucket", max_bucket, minimum=2)
-    _check_split(split_bucket)
+    check_split_bucket(split_bucket)
     verify_documents = check_int("verify_documents", verify_documents, minimum=2)
     started = time.perf_counter()
     settings = read_index_settings(client)
@@ -151,7 +151,7 @@ def dedupe_collection(
     if params.num_hashes > k:
         raise ValueError(f"{params} needs {params.num_hashes} signature values; the index holds {k}")
     stats = CollectionStats(bands=params.bands, rows=params.rows, exact=exact)
-    expected = client.count("*:*", _dataset_filters(dataset))
+    expected = client.count("*:*", dataset_filters(dataset))
     stats.requests += 1
     with SignatureStore(k, params, expected_documents=expected, directory=work_dir) as store:
         stats.partitions = store.partitions
@@ -162,7 +162,7 @@ def dedupe_collection(
         if readers:
             log.info("reading the signatures of %d shards side by side: %s", len(readers),
                      ", ".join(f"{name} from {reader.url}" for name, reader in readers))
-            pages = _parallel_pages([signature_pages(reader, k, dataset=dataset, page_size=page_size, stats=stats,
+            pages = parallel_pages([signature_pages(reader, k, dataset=dataset, page_size=page_size, stats=stats,
                                                      local=True) for _, reader in readers])
         else:
             pages = signature_pages(client, k, dataset=dataset, page_size=page_size, stats=stats)
@@ -219,12 +219,12 @@ def dedupe_collection(
                 x, y = inverse[: hi - lo], inverse[hi - lo :]
                 need_ids = store.ids(need)
                 if shingler is not None:
-                    keyed, sizes, found = _fetch_sets(client, shingler, need_ids, stats, bar.update if bar else None)
+                    keyed, sizes, found = fetch_shingle_sets(client, shingler, need_ids, stats, bar.update if bar else None)
                     missing = int(need.size - found.sum())
                     stats.missing_documents += missing
                     both = found[x] & found[y]
                     x, y = x[both], y[both]
-                    similarity = _exact_jaccard(keyed, sizes, x, y)
+                    similarity = exact_jaccard(keyed, sizes, x, y)
                     del keyed
                 else:
                     similarity = matches[lo:hi] / k

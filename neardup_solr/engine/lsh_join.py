@@ -29,7 +29,8 @@ from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import ordered_map
-from neardup_solr.solr.searcher import Searcher, _sorted_jaccard, cursor_docs
+from neardup_solr.pairs._arrays import sorted_jaccard
+from neardup_solr.solr.searcher import Searcher, cursor_docs
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one as greedy_one_to_one
 from neardup_solr.validation import check_bool, check_float, check_int
@@ -192,7 +193,7 @@ def _candidates(searcher: Searcher, hashes: np.ndarray, tokens: Sequence[str], t
     sets = token_sets(searcher.builder.shingler, [d.get("content", "") for d in docs])
     out = []
     for i, doc in enumerate(docs):
-        sim = _sorted_jaccard(hashes, sets.hashes[sets.offsets[i]:sets.offsets[i + 1]])
+        sim = sorted_jaccard(hashes, sets.hashes[sets.offsets[i]:sets.offsets[i + 1]])
         if sim >= threshold - TOLERANCE:
             out.append((doc["id"], sim))
     out.sort(key=lambda r: (-r[1], id_sort_key(r[0])))

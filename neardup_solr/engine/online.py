@@ -64,6 +64,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
+from neardup_solr.errors import DocumentExistsError  # noqa: F401 (defined in errors, importable here too)
 from neardup_solr.solr.documents import (
     META_DATASET,
     RESERVED_IDS,
@@ -71,10 +72,11 @@ from neardup_solr.solr.documents import (
     ensure_index_settings,
     read_index_settings,
 )
-from neardup_solr.errors import InvalidParameterError, InvalidTextError, NeardupError, SolrRequestError
+from neardup_solr.errors import InvalidParameterError, NeardupError, SolrRequestError
 from neardup_solr.solr.maintenance import clear, require_neardup_schema
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
-from neardup_solr.solr.searcher import Query, Searcher, _sorted_jaccard
+from neardup_solr.pairs._arrays import sorted_jaccard
+from neardup_solr.solr.searcher import Query, Searcher
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
@@ -93,15 +95,6 @@ __all__ = [
     "check_and_add", "find_similar", "describe", "delete_documents", "delete_dataset", "is_reserved_id",
     "claim_id", "sort_matches",
 ]
-
-
-class DocumentExistsError(NeardupError, ValueError):
-    """``check_and_add`` was asked to add a text under an id that already holds another document. A check never
-    overwrites: delete the document first, or choose another id. ``doc_id`` is the id."""
-
-    def __init__(self, message: str, doc_id: str):
-        super().__init__(message)
-        self.doc_id = doc_id
 
 
 @dataclass
@@ -250,7 +243,7 @@ def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending:
         if entry.md5_hash == query.md5_hash:
             found.append(Match(entry.id, 1.0, 0, True, entry.dataset, entry.content))
             continue
-        similarity = _sorted_jaccard(query.hash_set, entry.hash_set)
+        similarity = sorted_jaccard(query.hash_set, entry.hash_set)
         if similarity >= threshold:
             words = searcher.builder.shingler.process(entry.content).words
             found.append(Match(entry.id, similarity, int(Levenshtein.distance(query.processed.words, words)), False,

@@ -24,21 +24,22 @@ import json
 import logging
 import math
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, TOKEN_FIELDS, text_tokens
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
-from neardup_solr.io.outputs import ResumableOutput, digest_of, write_atomically
+from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import iter_documents, ordered_map
-from neardup_solr.solr.searcher import Searcher, StoredDocument, _quoted, _sorted_jaccard, cursor_docs
+from neardup_solr.pairs._arrays import sorted_jaccard
+from neardup_solr.solr.searcher import Searcher, StoredDocument, cursor_docs, quoted_term
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key, one_to_one, pair_lines
-from neardup_solr.validation import check_bool, check_choice, check_float, check_int, tsv_id
+from neardup_solr.validation import check_bool, check_choice, check_float, check_int
 from neardup_solr.solr.idf import IdfWeights
 from neardup_solr.pairs.weighted import weighted_jaccard
 
@@ -208,7 +209,7 @@ class ThresholdFinder:
             # One vectorised hashing pass over every candidate: only the hashes are compared, so building each
             # candidate's shingle strings (as process() does) would be wasted work.
             hashes, offsets = self.searcher.builder.shingler.batch_hashes([d.get("content", "") for d in docs])
-            return [_sorted_jaccard(basis, np.unique(hashes[offsets[i]:offsets[i + 1]])) for i in range(len(docs))]
+            return [sorted_jaccard(basis, np.unique(hashes[offsets[i]:offsets[i + 1]])) for i in range(len(docs))]
         return [self._weighted_similarity(basis, d.get("content", ""),
                                           json.loads(d["fields_json"]) if d.get("fields_json") else None)
                 for d in docs]
@@ -236,7 +237,7 @@ class ThresholdFinder:
         prefix = self._prefix(tokens, bound)
         params: list[tuple[str, object]]
         with_overlap = prefix is None or len(tokens) <= OVERLAP_FILTER_MAX_TOKENS
-        overlap_query = (" ".join(_quoted(t) if b == 1.0 else f"{_quoted(t)}^{b:.9g}" for t, b in tokens)
+        overlap_query = (" ".join(quoted_term(t) if b == 1.0 else f"{quoted_term(t)}^{b:.9g}" for t, b in tokens)
                          if with_overlap else "")
         if prefix is None:
             params = [("q", overlap_query), ("fq", f"{{!frange l={bound:.9g}}}query($q)"), ("sort", "score desc,id asc")]

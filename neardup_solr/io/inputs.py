@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from neardup_solr.errors import NeardupError
+from neardup_solr.errors import InputFormatError  # noqa: F401 (defined in errors, importable here too)
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -53,12 +53,6 @@ _BINARY_MAGICS = (
 )
 # Control bytes that text files do contain (tab, newline, vertical tab, form feed, carriage return, escape).
 _TEXT_CONTROLS = frozenset(b"\t\n\x0b\x0c\r\x1b")
-
-
-class InputFormatError(NeardupError, ValueError):
-    """An input is not something neardup-solr reads (an archive, an image, binary data, corrupt compressed
-    data), or reading it needs an optional package that is not installed. Raised before any record of it is
-    read, so nothing is written."""
 
 
 @dataclass(frozen=True)

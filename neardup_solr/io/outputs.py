@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from neardup_solr.errors import InvalidParameterError, NeardupError, ParameterTypeError, SolrUnavailableError
+from neardup_solr.errors import OutputInUseError, RunStopped  # noqa: F401 (defined in errors, importable here too)
+from neardup_solr.errors import InvalidParameterError, ParameterTypeError, SolrUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +49,6 @@ PARTIAL_HEADER = "# partial result of a stopped neardup-solr run: not a result; 
 PROGRESS_INTERVAL_S = 1.0
 # Parameters that are digests of the input (see digest_of): a changed digest means changed data, not an option.
 DIGEST_KEYS = ("documents", "records")
-
-
-class OutputInUseError(NeardupError, ValueError):
-    """Another run holds the lock on this output file."""
-
-
-class RunStopped(SolrUnavailableError):
-    """A resumable job stopped because Solr stayed away; its partial result is kept for ``resume=True``."""
-
-    def __init__(self, message: str, partial_path: Path, done: int, total: int):
-        super().__init__(message)
-        self.partial_path = partial_path
-        self.done = done
-        self.total = total
 
 
 def sibling(path: str | Path, suffix: str) -> Path:

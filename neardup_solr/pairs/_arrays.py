@@ -52,3 +52,11 @@ def set_intersections(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np
             on_batch(hi, x.size)
         lo = hi
     return inter
+
+
+def sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard similarity of two sets held as sorted arrays of distinct values (two empty sets are identical)."""
+    if a.size == 0 and b.size == 0:
+        return 1.0
+    inter = np.intersect1d(a, b, assume_unique=True).size
+    return inter / (a.size + b.size - inter)

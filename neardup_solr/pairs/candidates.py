@@ -252,7 +252,7 @@ def candidate_pairs(
     members are refined by further signature values (``None``: never)."""
     if max_bucket < 2:
         raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
-    _check_split(split_bucket)
+    check_split_bucket(split_bucket)
     stats = stats if stats is not None else CollectionStats()
     sigs = np.asarray(signatures)
     if sigs.ndim != 2 or sigs.shape[1] < params.num_hashes:
@@ -286,7 +286,7 @@ def store_candidate_pairs(
     Oversized buckets are refined as in :func:`candidate_pairs`, their members' signatures read from the store."""
     if max_bucket < 2:
         raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
-    _check_split(split_bucket)
+    check_split_bucket(split_bucket)
     stats = stats if stats is not None else CollectionStats()
     seen = np.empty(0, dtype=np.int64)
     for band, keys, ordinals in store.band_partitions():
@@ -302,7 +302,7 @@ def store_candidate_pairs(
     return seen
 
 
-def _check_split(split_bucket: int | None) -> None:
+def check_split_bucket(split_bucket: int | None) -> None:
     if split_bucket is not None:
         check_int("split_bucket", split_bucket, minimum=2)
 
@@ -347,7 +347,7 @@ def min_matches(threshold: float, num_hashes: int, margin: float) -> int:
 
 
 
-def _shingle_sets(shingler: Shingler, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def shingle_sets(shingler: Shingler, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Concatenated shingle hashes of ``texts`` (duplicates kept) and each text's offsets."""
     try:
         return shingler.batch_hashes(texts)
@@ -361,7 +361,7 @@ def _shingle_sets(shingler: Shingler, texts: Sequence[str]) -> tuple[np.ndarray,
 
 
 
-def _exact_jaccard(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def exact_jaccard(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Jaccard of the sets of slots x[i] and y[i] (``keyed`` is sorted by slot, then hash)."""
     inter = set_intersections(keyed, sizes, x, y, _VERIFY_LOOKUPS)
     union = sizes[x] + sizes[y] - inter

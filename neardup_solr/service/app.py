@@ -37,18 +37,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup_solr.solr.documents import META_DATASET, read_index_settings
 from neardup_solr.errors import (
-    ForeignCollectionError,
+    DocumentNotFoundError,
     InvalidParameterError,
-    InvalidRecordError,
-    InvalidTextError,
     NeardupError,
-    SettingsConflictError,
-    SolrRequestError,
     SolrUnavailableError,
-    StoredSettingsError,
+    outcome_of,
 )
 from neardup_solr.engine.online import (
-    DocumentExistsError,
     Match,
     check_and_add,
     delete_dataset,
@@ -56,7 +51,6 @@ from neardup_solr.engine.online import (
     is_reserved_id,
 )
 from neardup_solr.options import DEFAULT_SPLIT_BUCKET, ThresholdOptions, option_names
-from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.solr.ttl import check_ttl
 from neardup_solr.validation import check_id, check_int, check_label, id_problem
@@ -167,22 +161,8 @@ def problem(status: int, detail: str, **extra: Any) -> JSONResponse:
 
 
 def _status_of(exc: BaseException) -> int:
-    if isinstance(exc, DocumentNotFoundError):
-        return 404
-    if isinstance(exc, (DocumentExistsError, SettingsConflictError, StoredSettingsError, ForeignCollectionError)):
-        return 409
-    if isinstance(exc, SolrUnavailableError):
-        return 503
-    if isinstance(exc, (InvalidParameterError, InvalidTextError, InvalidRecordError)):
-        return 422
-    if isinstance(exc, SolrRequestError):
-        # Inputs are checked before Solr sees them; what Solr still refuses is the request's (e.g. too long).
-        return 400
-    if isinstance(exc, (ValueError, TypeError)):
-        # The library's remaining ValueErrors are about the request against this collection ("indexed without
-        # 'lsh' tokens", "the index holds 128 MinHash values").
-        return 400
-    return 500
+    """The HTTP status of a library error: the table the command line takes its exit codes from."""
+    return outcome_of(exc).http_status
 
 
 def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:

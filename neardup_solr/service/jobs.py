@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from neardup_solr.solr.backends.local import _process_alive
+from neardup_solr.processes import process_alive
 from neardup_solr.io.outputs import PROGRESS_SUFFIX
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.validation import parse_tsv_id
@@ -89,7 +89,7 @@ class JobStore:
                     pass  # being replaced at this instant: the next poll reads it
             pid = int(state.get("pid", 0))
             # A state without a pid is not judged: kill(0)/waitpid(0) would mean our own process group.
-            if pid > 0 and not _process_alive(pid):
+            if pid > 0 and not process_alive(pid):
                 state.update(status="failed", error="the service process running this job exited")
         return state
 

@@ -18,8 +18,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from neardup_solr.errors import OptionError  # noqa: F401 (defined in errors, importable here too)
 from neardup_solr.solr.documents import IndexSettings, read_index_settings
-from neardup_solr.errors import InvalidParameterError
 from neardup_solr.engine.online import Match, describe, sort_matches
 from neardup_solr.options import (
     COLLECTION_THRESHOLD,
@@ -35,14 +35,6 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int
 
 SEARCH_OPTIONS = tuple(option_names(LookupOptions))
-
-
-class OptionError(InvalidParameterError):
-    """An option given with a lookup it does not apply to."""
-
-    def __init__(self, options: list[str], why: str):
-        super().__init__(options[0], f"left out {why}", None, show_value=False)
-        self.options = options
 
 
 @dataclass

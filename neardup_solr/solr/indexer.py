@@ -28,12 +28,12 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TextIO
+from typing import Any, Iterable, Iterator, TextIO
 
+from neardup_solr.errors import IndexingInterrupted, IndexIncomplete  # noqa: F401 (defined in errors, importable here too)
 from neardup_solr.solr.documents import META_DATASET, DocumentBuilder, IndexSettings, ensure_index_settings
 from neardup_solr.errors import (
     InvalidRecordError,
-    NeardupError,
     ParameterTypeError,
     SolrRequestError,
     SolrUnavailableError,
@@ -479,23 +479,6 @@ class Indexer:
         ok_a, bad_a = self._send(docs[:mid], records)
         ok_b, bad_b = self._send(docs[mid:], records)
         return ok_a + ok_b, bad_a + bad_b
-
-
-class IndexingInterrupted(SolrUnavailableError):
-    """Solr stayed away or failed on its side; ``summary`` says how far the run got and where its checkpoint is."""
-
-    def __init__(self, summary: IndexSummary):
-        self.summary = summary
-        super().__init__(summary.interrupted)
-
-
-class IndexIncomplete(NeardupError):
-    """After the final commit, the index lacks documents Solr had acknowledged in this run; ``summary.verification``
-    names how many and the first few, and the checkpoint is set so that ``resume=True`` sends them again."""
-
-    def __init__(self, summary: IndexSummary):
-        self.summary = summary
-        super().__init__(summary.verification.format() if summary.verification else "index incomplete")
 
 
 RECORDS_SOURCE = "<records>"

@@ -36,6 +36,7 @@ from neardup_solr.solr.documents import (
     text_token,
 )
 from neardup_solr.errors import DocumentNotFoundError, InvalidParameterError, ParameterTypeError
+from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.pairs.groups import id_key
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.solr.client import SolrClient
@@ -309,7 +310,7 @@ class Searcher:
         if tokens:
             bound = math.ceil(min_share * len(tokens) - 1e-9)
             params = [
-                ("q", " ".join(_quoted(t) for t in tokens)), ("defType", "lucene"), ("df", "content_ng"),
+                ("q", " ".join(quoted_term(t) for t in tokens)), ("defType", "lucene"), ("df", "content_ng"),
                 ("q.op", "OR"), ("fq", f"{{!frange l={bound}}}query($q)"), ("fl", "id,score"),
                 ("sort", "score desc,id asc"),
             ]
@@ -354,7 +355,7 @@ class Searcher:
         ``min_overlap`` keeps only candidates sharing at least that many tokens."""
         tokens = self.query_tokens(query, mode, num_hashes)
         params: list[tuple[str, object]] = [
-            ("q", " ".join(_quoted(t) for t in dict.fromkeys(tokens))),
+            ("q", " ".join(quoted_term(t) for t in dict.fromkeys(tokens))),
             ("defType", "lucene"),
             ("df", _FIELD_OF_MODE[mode]),
             ("q.op", "OR"),
@@ -505,7 +506,7 @@ class Searcher:
                 distance, jac = 0, 1.0
             else:
                 other = shingler.process(content)
-                jac = _sorted_jaccard(query.hash_set, np.unique(other.shingle_hashes))
+                jac = sorted_jaccard(query.hash_set, np.unique(other.shingle_hashes))
                 if min_jaccard is not None and jac < min_jaccard:
                     continue  # checked before the edit distance, which costs more
                 distance = Levenshtein.distance(query.processed.words, other.words)
@@ -547,15 +548,6 @@ def cursor_docs(client: SolrClient, params: Sequence[tuple[str, object]], page_s
         cursor = next_cursor
 
 
-def _quoted(token: str) -> str:
+def quoted_term(token: str) -> str:
     """A token as a quoted term of the standard query parser; inside quotes only \\ and " are special."""
     return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _sorted_jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    if a.size == 0 and b.size == 0:
-        return 1.0
-    inter = np.intersect1d(a, b, assume_unique=True).size
-    return inter / (a.size + b.size - inter)
-
-

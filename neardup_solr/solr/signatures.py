@@ -16,7 +16,7 @@ import numpy as np
 
 from neardup_solr.errors import SolrUnavailableError
 from neardup_solr.pairs._arrays import sorted_distinct
-from neardup_solr.pairs.candidates import CollectionStats, _shingle_sets
+from neardup_solr.pairs.candidates import CollectionStats, shingle_sets
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, decode_signatures
 from neardup_solr.text import Shingler
@@ -100,7 +100,7 @@ def shard_readers(client: SolrClient) -> list[tuple[str, SolrClient]]:
         client.check()
     if not client.is_cloud:
         return []
-    from neardup_solr.solr.backends.cloud import cluster_status
+    from neardup_solr.solr.cluster import cluster_status
 
     auth = client.session.auth if isinstance(client.session.auth, tuple) else None
     cluster = cluster_status(client.node_url, client.collection, auth=auth)
@@ -124,7 +124,7 @@ def shard_readers(client: SolrClient) -> list[tuple[str, SolrClient]]:
     return readers
 
 
-def _parallel_pages(
+def parallel_pages(
     sources: list[Iterator[tuple[list[str], np.ndarray]]],
 ) -> Iterator[tuple[list[str], np.ndarray]]:
     """Pages of several page iterators, each drained by its own thread, as they come (at most a few pages
@@ -197,7 +197,7 @@ def fetch_signatures(
 _SEPARATORS = ("\u001f", "\u001e", "\n", "\t", ",")
 
 
-def _fetch_texts(client: SolrClient, doc_ids: Sequence[str]) -> list[dict]:
+def fetch_texts(client: SolrClient, doc_ids: Sequence[str]) -> list[dict]:
     """``id`` and ``content`` of the given documents in one request.
 
     A ``{!terms}`` query over ``/select`` measured 2.3x faster than real-time get (``/get``) for batches of
@@ -216,7 +216,7 @@ def _fetch_texts(client: SolrClient, doc_ids: Sequence[str]) -> list[dict]:
     return data["response"]["docs"]
 
 
-def _fetch_sets(
+def fetch_shingle_sets(
     client: SolrClient,
     shingler: Shingler,
     doc_ids: Sequence[str],
@@ -232,7 +232,7 @@ def _fetch_sets(
     batches = [(lo, doc_ids[lo : lo + FETCH_BATCH]) for lo in range(0, count, FETCH_BATCH)]
 
     def fetch(batch):
-        return _fetch_texts(client, batch[1])
+        return fetch_texts(client, batch[1])
 
     with ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="collection-fetch") as pool:
         pending: deque = deque()
@@ -256,7 +256,7 @@ def _fetch_sets(
                     slots.append(lo + i)
                     texts.append(text)
             if texts:
-                hashes, offsets = _shingle_sets(shingler, texts)
+                hashes, offsets = shingle_sets(shingler, texts)
                 slot_arr = np.asarray(slots, dtype=np.int64)
                 keyed = np.repeat(slot_arr << 32, np.diff(offsets)) | hashes.astype(np.int64)
                 keyed = sorted_distinct(keyed)  # sorted, and each hash once per document (see sorted_distinct)
@@ -272,7 +272,7 @@ def _fetch_sets(
 
 
 
-def _dataset_filters(dataset: str | None) -> list[str]:
+def dataset_filters(dataset: str | None) -> list[str]:
     filters = [f"-dataset:{META_DATASET}"]
     if dataset is not None:
         filters.append("{!term f=dataset}" + dataset)

@@ -32,7 +32,6 @@ a driver holds them long after the documents stop fitting anywhere but a cluster
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neardup_solr.errors import NeardupError
+from neardup_solr.errors import SparkUnavailableError  # noqa: F401 (defined in errors, importable here too)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,10 +24,6 @@ DEFAULT_MASTER = "local[*]"
 # Local runs shuffle little data; Spark's default of 200 partitions would mostly schedule empty tasks.
 DEFAULT_SHUFFLE_PARTITIONS = 8
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
-
-
-class SparkUnavailableError(NeardupError, RuntimeError):
-    """PySpark is not installed, or no Java runtime can be found to start its JVM."""
 
 
 def require_pyspark() -> None:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 import numpy as np
 
+from neardup_solr.errors import SignatureDisagreementError  # noqa: F401 (defined in errors, importable here too)
 from neardup_solr.solr.documents import IndexSettings, encode_signature, ensure_index_settings
-from neardup_solr.errors import NeardupError
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.verify import VerifyResult, verify_ids
 from neardup_solr.spark.signing import document_builder
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BATCH = 500
-
-
-class SignatureDisagreementError(NeardupError, RuntimeError):
-    """The indexer's builder signed a record differently from the Spark job (a bug in one of them)."""
 
 
 @dataclass

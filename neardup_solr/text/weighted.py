@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 import mmh3
 import numpy as np
 
-from neardup_solr.errors import InvalidParameterError, InvalidTextError, SignatureMismatchError
+from neardup_solr.errors import InvalidParameterError, InvalidTextError
 from neardup_solr.validation import Limit, check_float, check_int
 from neardup_solr.text.minhash import MinHash, Signature
 from neardup_solr.text.murmur import fmix32

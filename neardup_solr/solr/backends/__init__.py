@@ -6,3 +6,7 @@
 - :mod:`.cloud`: a local SolrCloud (ZooKeeper plus one JVM per node) and the Collections API for users' own
   clusters.
 """
+
+from neardup_solr.solr.backends.base import Backend, StartResult
+
+__all__ = ["Backend", "StartResult"]

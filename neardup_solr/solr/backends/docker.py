@@ -18,7 +18,7 @@ import requests
 
 from neardup_solr.solr import settings
 from neardup_solr.errors import LauncherError
-from neardup_solr.solr.backends.local import StartResult
+from neardup_solr.solr.backends.base import StartResult
 
 log = logging.getLogger(__name__)
 
@@ -101,3 +101,13 @@ class DockerSolr:
                 container.stop(timeout=10)
                 return True
         return False
+
+    def status(self) -> dict:
+        """Whether the container runs, and its core URL; ``error`` says why when no Docker engine answers."""
+        try:
+            client = self._client()
+        except LauncherError as exc:
+            return {"running": False, "core_url": None, "container": self.name, "error": str(exc)}
+        running = any(c.name == self.name for c in client.containers.list(filters={"name": self.name}))
+        return {"running": running, "core_url": self.core_url if running else None, "container": self.name,
+                "image": IMAGE, "error": None}

@@ -26,13 +26,14 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
 from neardup_solr.solr import settings
 from neardup_solr.errors import LauncherError
+from neardup_solr.processes import process_alive
+from neardup_solr.solr.backends.base import StartResult
 
 log = logging.getLogger(__name__)
 
@@ -99,15 +100,6 @@ def java_command(heap: str, classpath: str, main: str, *args: str, props: dict |
     ]
     cmd += [f"-D{key}={value}" for key, value in (props or {}).items()]
     return cmd + ["-cp", classpath, main, *args]
-
-
-@dataclass
-class StartResult:
-    url: str
-    already_running: bool
-    seconds: float
-    # Seconds start() waited, after ping answered, for Solr to finish replaying its update log (0: no replay).
-    replay_wait: float = 0.0
 
 
 class LocalSolr:
@@ -200,7 +192,7 @@ class LocalSolr:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        if _process_alive(pid) and _is_our_java(pid):
+        if process_alive(pid) and _is_our_java(pid):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None
@@ -381,7 +373,7 @@ class LocalSolr:
             return False
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _process_alive(pid):
+        while process_alive(pid):
             if time.monotonic() > deadline:
                 log.warning("Solr (pid %s) did not stop within %.0f s; killing it", pid, timeout)
                 os.kill(pid, signal.SIGKILL)
@@ -445,25 +437,6 @@ def registered(port: int) -> dict | None:
         return json.loads(_registry_file(port).read_text())
     except (OSError, ValueError):
         return None
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); reap it if it is ours.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        stat = Path(f"/proc/{pid}/stat")
-        try:
-            return stat.read_text().split(") ", 1)[1][0] != "Z"
-        except (OSError, IndexError):
-            return True
 
 
 def _is_our_java(pid: int) -> bool:
