@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -197,12 +198,24 @@ def _threshold_options(args: argparse.Namespace, field_weights: dict[str, float]
     return _options(ThresholdOptions, given)
 
 
+# --split-bucket none: never split (the options' split_bucket=None), told apart from the flag not given.
+NEVER_SPLIT = "none"
+
+
+def _split_bucket(text: str) -> int | str:
+    if text.strip().lower() == NEVER_SPLIT:
+        return NEVER_SPLIT
+    return number("--split-bucket", Limit("int", 2, 10**9))(text)
+
+
 def _options(cls, given: dict):
     """An options object from the flags that were given; its own refusal is said with the flag's name."""
     from neardup_solr.errors import InvalidParameterError
 
+    never_split = given.get("split_bucket") == NEVER_SPLIT
     try:
-        return cls(**{k: v for k, v in given.items() if v is not None})
+        options = cls(**{k: v for k, v in given.items() if v is not None and not (k == "split_bucket" and never_split)})
+        return dataclasses.replace(options, split_bucket=None) if never_split else options
     except InvalidParameterError as exc:
         raise UsageError(exc.render("--" + exc.param.replace("_", "-"))) from None
 
@@ -376,9 +389,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --similarity idf: weigh the words (default), or the words and their character "
                         "4-grams, which survive typos (needs an index with --fields including grams; the "
                         "README's record matching recipe)")
-    p.add_argument("--split-bucket", type=number("--split-bucket", Limit("int", 2, 10**9)), default=None,
-                   help="--method lsh: refine LSH band buckets of more members than this by further signature "
-                        f"values (default {DEFAULT_SPLIT_BUCKET}; see the README's section on oversized buckets)")
+    p.add_argument("--split-bucket", type=_split_bucket, default=None, metavar="N|none",
+                   help="--method lsh: LSH band buckets of more members than this are judged: verified in place "
+                        "when small or dense, split by further signature values when large and sparse (default "
+                        f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits; see the README's section on oversized "
+                        "buckets)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or listing")
     add_search_options(p)
     add_solr_options(p)
@@ -425,9 +440,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-column", default="text")
     p.add_argument("--workers", type=number("--workers", "workers"), default=None,
                    help="lookups in flight at once (default 2; --method exact only)")
-    p.add_argument("--split-bucket", type=number("--split-bucket", Limit("int", 2, 10**9)), default=None,
-                   help="--method lsh: refine LSH band buckets of more members than this by further signature "
-                        f"values (default {DEFAULT_SPLIT_BUCKET}; see the README's section on oversized buckets)")
+    p.add_argument("--split-bucket", type=_split_bucket, default=None, metavar="N|none",
+                   help="--method lsh: LSH band buckets of more members than this are judged: verified in place "
+                        "when small or dense, split by further signature values when large and sparse (default "
+                        f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits; see the README's section on oversized "
+                        "buckets)")
     p.add_argument("-q", "--quiet", action="store_true")
     add_solr_options(p)
     p.set_defaults(func=cmd_join)

@@ -62,6 +62,7 @@ from typing import Iterator
 import numpy as np
 
 from neardup_solr.pairs.candidates import (
+    log_refinement,
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
     DEFAULT_MAX_BUCKET,
     DEFAULT_SPLIT_BUCKET,
@@ -178,12 +179,15 @@ def dedupe_collection(
         log.info("read %d signatures in %.1f s (%d requests; %.0f MiB in %s)", n, stats.seconds["signatures"],
                  stats.requests, stats.work_dir_mib, store.path)
 
-        # 2. candidates
+        # 2. candidates (the bar an estimate must reach is known first: oversized buckets are judged by it)
+        stats.margin = estimate_margin(threshold, k) if exact else 0.0
+        agreeing = min_matches(threshold, k, stats.margin)
         t0 = time.perf_counter()
         with _bar(progress, desc=f"LSH {params.bands}x{params.rows}", total=params.bands * store.partitions,
                   unit=" slices") as bar:
             codes = store_candidate_pairs(store, max_bucket=max_bucket, split_bucket=split_bucket, stats=stats,
-                                          on_partition=bar.update if bar else None)
+                                          on_partition=bar.update if bar else None, keep_matches=agreeing)
+        log_refinement(stats, split_bucket)
         stats.candidate_pairs = int(codes.size)
         stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
         log.info("%d candidate pairs from %d bands of %d rows in %.1f s", codes.size, params.bands, params.rows,
@@ -194,8 +198,6 @@ def dedupe_collection(
         a, b = np.divmod(codes, np.int64(max(n, 1)))
         del codes
         matches = store_matching_positions(store, a, b)
-        stats.margin = estimate_margin(threshold, k) if exact else 0.0
-        agreeing = min_matches(threshold, k, stats.margin)
         keep = matches >= agreeing
         a, b, matches = a[keep], b[keep], matches[keep]
         stats.estimated_pairs = int(a.size)

@@ -132,7 +132,7 @@ def find_pairs(
         if out is not None:
             write_pairs(collection.pairs, out)
         return PairsResult(collection.pairs, options, "dedupe_collection", time.monotonic() - started,
-                           asdict(collection.stats))
+                           {**asdict(collection.stats), "refinement": collection.stats.refinement()})
     from neardup_solr.engine.threshold import threshold_pairs
 
     pairs = threshold_pairs(_finder(searcher, options), workers=options.lookups_in_flight, progress=progress,

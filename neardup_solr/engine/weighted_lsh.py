@@ -52,6 +52,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from neardup_solr.pairs.candidates import (
+    log_refinement,
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
     DEFAULT_MAX_BUCKET,
     DEFAULT_SPLIT_BUCKET,
@@ -157,6 +158,7 @@ class WeightedLshStats:
     margin: float = 0.0
     distinct_tokens: int = 0
     snapshot_digest: str = ""
+    refinement: dict[str, float | int] = field(default_factory=dict)  # see pairs.candidates.refinement_summary
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -273,7 +275,12 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     t0 = time.perf_counter()
     params = lsh_params or weighted_band_params(threshold, num_hashes, false_negative_weight)
     stats.bands, stats.rows = params.bands, params.rows
-    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, split_bucket=split_bucket, stats=CollectionStats())
+    refinement = CollectionStats()
+    need = min_matches(threshold, sigs.shape[1], estimate_margin(threshold, sigs.shape[1]))
+    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, split_bucket=split_bucket, stats=refinement,
+                            keep_matches=need)
+    log_refinement(refinement, split_bucket)
+    stats.refinement = refinement.refinement()
     a, b = np.divmod(codes, np.int64(max(len(docs), 1)))
     if right is not None:  # a join pairs the two sides only
         cross = (a < len(left)) & (b >= len(left))

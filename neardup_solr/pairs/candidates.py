@@ -18,17 +18,40 @@ Oversized buckets
     of a band for every document holding it, or common 3-grams shared by names and addresses. Measured on
     100,000 generated person records: at T = 0.4 (IDF, 42 x 2) 54 buckets of over 300 members (the largest
     5,123) made 25.5 million of the 31 million band pairs, and the candidates grew with the square of the
-    records (355 thousand at 10,000, 28.8 million at 100,000). A record has only a few near duplicates, so
-    past ``split_bucket`` members a bucket is mostly unrelated documents. Its members' keys then fold in their
-    next signature value (positions outside the band, in order, :func:`~neardup_solr.pairs.lsh.extension_positions`),
-    and sub-buckets still above the limit fold in the next: an unrelated pair (similarity ~0.1) survives each
-    extra value with probability ~0.1, a pair at the threshold with probability >= t, and only in the bands
-    where it fell into a large bucket. Measured at 100,000 records, ``split_bucket=10``: 0.55 million
-    candidates instead of 28.8 million at T = 0.4 (IDF), 2.0 million instead of 32.8 million at T = 0.5
-    (3-shingles), and 2 of the 26,506 (IDF) and 2 of the 32,359 (plain) pairs the unrefined bands found were
-    lost (the IDF run's recall against the exact method: 0.99985, 26,504 of 26,508).
-    The candidates per record still grow, but slowly (x1.28 per doubling of the records instead of x2).
-    ``split_bucket=None`` turns the refinement off.
+    records (355 thousand at 10,000, 28.8 million at 100,000).
+
+    But a large bucket is not always noise. Versions of one contract, licence, template or news story make
+    clusters of 20-60 near duplicates, and every band they share is a large bucket of *related* documents.
+    The first rule here (split every bucket over ``split_bucket=10`` members by its members' next signature
+    values) treated both alike: a pair at similarity s survives each extra value with probability ~s, so on a
+    corpus of such clusters it kept 0.918 of the pairs at J >= 0.5, and said nothing.
+
+    So each bucket of more than ``split_bucket`` members is judged from its own signatures
+    (:func:`_refine_oversized`):
+
+    - **small** (at most ``VERIFY_IN_PLACE`` = 100 members) or **dense** (of ``DENSITY_SAMPLE`` = 16 members
+      spread over it, each compared with every other member, at least ``DENSE_SHARE`` = half of those pairs
+      reach the candidate bar): it is *verified in place*: each of its pairs is estimated from the whole
+      signatures and becomes a candidate only if it reaches the bar (``keep_matches``, the
+      :func:`min_matches` rule the next stage applies anyway). This loses nothing: a pair below the bar would
+      be dropped by the estimate a moment later. Its cost is m(m-1)/2 estimates, bounded by 4,950 for a small
+      bucket, and for a dense one proportional to the near pairs it holds, which are the output.
+    - **large and sparse**: mostly unrelated documents (the person-record case). Its members' keys fold in
+      their next signature value (positions outside the band, in order,
+      :func:`~neardup_solr.pairs.lsh.extension_positions`) and each sub-bucket still over ``split_bucket`` is
+      judged again. Only here can a pair be lost, and only in a band where it sat in such a bucket; the
+      sample's near pairs that a split parts are counted and scaled to the bucket (``pairs_at_risk``: an upper
+      estimate, since other bands may still find them).
+
+    Why this rule, against the others the issue proposed: several independent extensions (a pair survives with
+    ``1 - (1 - s^d)^m``) multiply the cost of every oversized bucket by m and still lose pairs at low s; a
+    global candidate budget splits whichever buckets are largest, which is exactly the clusters. Judging each
+    bucket by its own pairs splits only what is noise. ``tests/test_refinement.py`` holds the rule to brute
+    force; ``benchmarks/refinement.py`` measures recall against the exact method on clustered, planted-copy and
+    person-record corpora (README, "Oversized buckets").
+
+    ``split_bucket=None`` turns the refinement off (every bucket emits all its pairs, up to ``max_bucket``).
+    Without a candidate bar (``keep_matches=None``) every oversized bucket is split, the first rule.
 
 Margin
     The number of equal positions of two signatures is close to Binomial(k, J) (``k = num_hashes``; see
@@ -69,8 +92,14 @@ __all__ = [
 
 DEFAULT_FALSE_NEGATIVE_WEIGHT = 0.998
 DEFAULT_MAX_BUCKET = 5000
-# Members above which a band bucket is refined by further signature values (see "Oversized buckets" above).
+# Members above which a band bucket is oversized and judged (see "Oversized buckets" above).
 DEFAULT_SPLIT_BUCKET = 10
+# Oversized buckets of at most this many members are verified in place (at most 4,950 pair estimates each).
+VERIFY_IN_PLACE = 100
+# Members sampled per oversized bucket (each compared with every other member), and the share of those pairs
+# at the candidate bar that makes the bucket a cluster.
+DENSITY_SAMPLE = 16
+DENSE_SHARE = 0.5
 # One-sided z of the estimate margin: P(Binomial estimate < t - margin | J = t) ~ 0.13%.
 MARGIN_Z = 3.0
 # Pairs materialised at once when expanding buckets (int64 temporaries of this length).
@@ -93,9 +122,15 @@ class CollectionStats:
     margin: float = 0.0
     oversized_buckets: int = 0
     pairs_not_generated: int = 0  # pairs inside oversized buckets that were not emitted
-    refined_buckets: int = 0  # buckets over split_bucket, refined by further signature values
-    refined_members: int = 0  # documents (per band) in those buckets
+    # Refinement of buckets over split_bucket members (counted per band: a pair in two bands counts twice)
+    oversized_pairs: int = 0  # pairs inside the buckets over split_bucket, before refinement
+    oversized_emitted: int = 0  # of those, the pairs that became candidates
+    verified_buckets: int = 0  # oversized buckets (or sub-buckets) verified in place: small or dense
+    verified_in_place: int = 0  # pairs estimated in place (emitted only when their estimate reached the bar)
+    refined_buckets: int = 0  # oversized buckets (or sub-buckets) split by one more signature value
+    refined_members: int = 0  # documents (per band and level) in those buckets
     deepest_refinement: int = 0  # most extra signature values one bucket needed
+    pairs_at_risk: float = 0.0  # estimated near pairs the splits parted in some band (other bands may find them)
     fetched_documents: int = 0  # texts fetched for exact verification (a text needed by two slices: twice)
     missing_documents: int = 0  # gone (deleted) between reading signatures and fetching texts
     requests: int = 0  # HTTP requests to Solr
@@ -105,8 +140,44 @@ class CollectionStats:
     partitions: int = 1  # slices of each band's keys read one at a time (see signature_store)
     work_dir_mib: float = 0.0  # disk taken by the signature store
 
+    def refinement(self) -> dict[str, float | int]:
+        """What the refinement of oversized buckets did, for logs and ``--json`` stats (see the fields)."""
+        return refinement_summary(self)
 
 
+REFINEMENT_FIELDS = ("oversized_pairs", "oversized_emitted", "verified_buckets", "verified_in_place",
+                     "refined_buckets", "refined_members", "deepest_refinement", "pairs_at_risk")
+
+
+def refinement_summary(stats: object) -> dict[str, float | int]:
+    """The refinement counters of ``stats`` (any object with :data:`REFINEMENT_FIELDS`), with
+    ``candidates_avoided`` (band pairs of oversized buckets that never became candidates) and ``pairs_at_risk``
+    rounded to a whole number of pairs."""
+    out: dict[str, float | int] = {name: getattr(stats, name) for name in REFINEMENT_FIELDS}
+    out["candidates_avoided"] = int(out["oversized_pairs"]) - int(out["oversized_emitted"])
+    out["pairs_at_risk"] = round(float(out["pairs_at_risk"]))
+    return out
+
+
+def log_refinement(stats: object, split_bucket: int | None) -> None:
+    """One log line on what the refinement did (INFO), raised to WARNING when splits may have cost pairs."""
+    summary = refinement_summary(stats)
+    if not summary["oversized_pairs"]:
+        return
+    level = logging.WARNING if summary["pairs_at_risk"] >= 1 else logging.INFO
+    log.log(level,
+            "buckets over split_bucket=%s members: %d verified in place (small or dense), %d split by further "
+            "signature values; %d of %d band pairs inside them avoided as candidates; estimated near pairs the "
+            "splits parted: %d (other bands may still find them; split_bucket=None never splits)",
+            split_bucket, summary["verified_buckets"], summary["refined_buckets"], summary["candidates_avoided"],
+            summary["oversized_pairs"], summary["pairs_at_risk"])
+
+
+
+
+# Reads whole signatures of some members of a band: (sorted distinct positions into the band's key array) ->
+# (len(positions), num_hashes) signature values.
+SignatureReader = Callable[[np.ndarray], np.ndarray]
 
 # Reads the extension values of some members of a band: (positions into the band's key array) ->
 # (len(positions), len(extension_positions)) signature values, one column per extra row in order of use.
@@ -119,29 +190,129 @@ def _bucket_sizes(keys: np.ndarray) -> np.ndarray:
     return counts[inverse.reshape(-1)]
 
 
-def _split_oversized(keys: np.ndarray, split_bucket: int, extension: ExtensionReader,
-                     stats: CollectionStats) -> np.ndarray:
-    """``keys`` where every bucket of more than ``split_bucket`` members is refined: its members' keys fold in
-    their next signature value (:func:`~neardup_solr.pairs.lsh.extend_keys`), and sub-buckets still too large fold in
-    the next, until each is small enough or the values run out (identical signatures: the caller's
-    ``max_bucket`` blocks take over)."""
+def _bucket_bounds(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and size of each run of equal values in ``sorted_keys``."""
+    n = sorted_keys.size
+    boundary = np.empty(n, dtype=bool)
+    boundary[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    return starts, np.diff(np.append(starts, n))
+
+
+class _Judge:
+    """Decides, bucket by bucket, what an oversized bucket is (see "Oversized buckets" in the module docstring)
+    and estimates pairs of members from their whole signatures: ``signatures(positions)`` reads the rows of
+    members (positions into the band's key array, any order, repeats allowed)."""
+
+    def __init__(self, signatures: "SignatureReader", keep_matches: int, stats: CollectionStats,
+                 params: LSHParams):
+        self.signatures = signatures
+        self.keep_matches = keep_matches
+        self.stats = stats
+        self.params = params
+
+    def shared_bands(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """How many bands each pair (x[i], y[i]) agrees on entirely (so shares a bucket in, before refinement)."""
+        if not x.size:
+            return np.zeros(0, dtype=np.int64)
+        rows, inverse = np.unique(np.concatenate((x, y)), return_inverse=True)
+        sigs = self.signatures(rows)[:, : self.params.num_hashes]
+        equal = sigs[inverse[: x.size]] == sigs[inverse[x.size:]]
+        return equal.reshape(x.size, self.params.bands, self.params.rows).all(axis=2).sum(axis=1)
+
+    def matches(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Equal signature positions of the member pairs (x[i], y[i]), a chunk of pairs at a time."""
+        out = np.empty(x.size, dtype=np.int32)
+        for lo in range(0, x.size, _ESTIMATE_CHUNK):
+            hi = min(lo + _ESTIMATE_CHUNK, x.size)
+            rows, inverse = np.unique(np.concatenate((x[lo:hi], y[lo:hi])), return_inverse=True)
+            sigs = self.signatures(rows)
+            out[lo:hi] = np.count_nonzero(sigs[inverse[: hi - lo]] == sigs[inverse[hi - lo:]], axis=1)
+        return out
+
+    @staticmethod
+    def sample(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Pairs that sample each bucket ``starts[i]:starts[i] + sizes[i]`` (of an array sorted by bucket): up to
+        DENSITY_SAMPLE members spread evenly over the bucket, each with every other member. A member against all
+        the others finds its whole cluster where random pairs would miss a small one. The same every run.
+        Returns (bucket of each pair, pairs per bucket, first, second) as positions of the sorted array."""
+        taken = np.minimum(sizes, DENSITY_SAMPLE)
+        bucket_of_member = np.repeat(np.arange(sizes.size), taken)
+        i = concat_ranges(np.zeros_like(taken), taken)
+        sampled = starts[bucket_of_member] + i * sizes[bucket_of_member] // taken[bucket_of_member]
+        others = sizes[bucket_of_member] - 1
+        bucket = np.repeat(bucket_of_member, others)
+        first = np.repeat(sampled, others)
+        offset = concat_ranges(np.ones_like(others), others)  # 1 .. m-1: every other member, wrapping
+        second = starts[bucket] + (first - starts[bucket] + offset) % sizes[bucket]
+        return bucket, taken * (sizes - 1), first, second
+
+
+def _refine_oversized(keys: np.ndarray, split_bucket: int, extension: ExtensionReader, judge: "_Judge | None",
+                      stats: CollectionStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``keys`` with the oversized buckets (more than ``split_bucket`` members) refined, a mask of the members
+    whose final bucket is verified in place (its pairs pass :meth:`_Judge.matches` before they become
+    candidates), and a mask of the members of the oversized buckets.
+
+    Each oversized bucket is judged on its own: verified in place when it has at most VERIFY_IN_PLACE members,
+    or when most of a sample of its pairs already reach the candidate bar (a cluster of near duplicates);
+    otherwise its members' keys fold in their next signature value and the sub-buckets still oversized are
+    judged again. Without a judge (no threshold known) every oversized bucket is split, level after level."""
+    n = keys.size
+    in_place = np.zeros(n, dtype=bool)
+    oversized = np.zeros(n, dtype=bool)
     sizes = _bucket_sizes(keys)
     active = np.flatnonzero(sizes > split_bucket)
     if not active.size:
-        return keys
-    stats.refined_buckets += int(np.unique(keys[active]).size)
-    stats.refined_members += int(active.size)
+        return keys, in_place, oversized
+    oversized[active] = True
+    stats.oversized_pairs += int((sizes[active] - 1).sum() // 2)  # sum over buckets of m(m-1)/2
     keys = keys.copy()
     values = extension(active)
     depth = 0
-    while active.size and depth < values.shape[1]:
-        refined = extend_keys(keys[active], values[:, depth])
-        keys[active] = refined
+    while active.size:
+        order = np.argsort(keys[active], kind="stable")
+        members, vals = active[order], values[order]
+        starts, counts = _bucket_bounds(keys[members])
+        settle = np.zeros(counts.size, dtype=bool)
+        if depth >= vals.shape[1]:
+            settle[:] = True  # identical signatures: nothing left to split on (max_bucket blocks take over)
+        elif judge is not None:
+            settle |= counts <= VERIFY_IN_PLACE
+            large = np.flatnonzero(~settle)
+            if large.size:
+                bucket, taken, first, second = judge.sample(starts[large], counts[large])
+                near = judge.matches(members[first], members[second]) >= judge.keep_matches
+                share = np.bincount(bucket, weights=near, minlength=large.size) / taken
+                dense = share >= DENSE_SHARE
+                settle[large[dense]] = True
+                # What splitting the others may cost: their sampled near pairs that the next value parts and that
+                # share no other band (where they would meet again), scaled to the bucket's pairs. Another band
+                # may part them too, and a pair parted here may meet again deeper: an estimate, not a bound.
+                apart = near & (vals[first, depth] != vals[second, depth]) & ~dense[bucket]
+                if apart.any():
+                    where = np.flatnonzero(apart)
+                    apart[where] = judge.shared_bands(members[first[where]], members[second[where]]) <= 1
+                m = counts[large].astype(np.float64)
+                stats.pairs_at_risk += float((np.bincount(bucket, weights=apart, minlength=large.size) / taken
+                                              * m * (m - 1) / 2).sum())
+        settled_members = np.repeat(settle, counts)
+        if judge is not None:
+            stats.verified_buckets += int(settle.sum())
+            in_place[members[settled_members]] = True
+        stats.refined_buckets += int((~settle).sum())
+        split = ~settled_members
+        stats.refined_members += int(split.sum())
+        members, vals = members[split], vals[split]
+        if not members.size:
+            break
+        keys[members] = extend_keys(keys[members], vals[:, depth])
         depth += 1
-        still = _bucket_sizes(refined) > split_bucket
-        active, values = active[still], values[still]
+        still = _bucket_sizes(keys[members]) > split_bucket
+        active, values = members[still], vals[still]
     stats.deepest_refinement = max(stats.deepest_refinement, depth)
-    return keys
+    return keys, in_place, oversized
 
 
 def _bucket_pairs(
@@ -152,18 +323,22 @@ def _bucket_pairs(
     total: int | None = None,
     split_bucket: int | None = None,
     extension: ExtensionReader | None = None,
+    judge: _Judge | None = None,
 ) -> Iterator[np.ndarray]:
     """Codes ``i * total + j`` (i < j) of every pair of documents with equal keys, in chunks.
 
     ``ordinals`` (ascending) name the documents whose keys these are (default: 0, 1, 2...); ``total`` is the
     number of documents the codes are counted over (default: ``keys.size``). With ``split_bucket`` and
-    ``extension``, buckets of more members are first refined by further signature values
-    (:func:`_split_oversized`)."""
+    ``extension``, buckets of more members are first refined (:func:`_refine_oversized`); with a ``judge``, the
+    pairs of a bucket verified in place are emitted only when their estimate reaches the candidate bar."""
     n = keys.size
     if n < 2:
         return
+    in_place = oversized = None
     if split_bucket is not None and extension is not None and n > split_bucket:
-        keys = _split_oversized(keys, split_bucket, extension, stats)
+        keys, in_place, oversized = _refine_oversized(keys, split_bucket, extension, judge, stats)
+        if not oversized.any():
+            in_place = oversized = None
     labels = ordinals if ordinals is not None else np.arange(n, dtype=np.int64)
     total = n if total is None else total
     # Stable: equal keys keep ascending ordinal order, so the first of two members is the smaller ordinal.
@@ -208,7 +383,17 @@ def _bucket_pairs(
         pos, cnt = positions[lo:hi], later[lo:hi]
         first = np.repeat(pos, cnt)
         step = np.arange(first.size, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        yield labels[order[first]] * np.int64(total) + labels[order[first + 1 + step]]
+        left, right = order[first], order[first + 1 + step]
+        if oversized is not None:
+            if judge is not None and in_place is not None:
+                check = np.flatnonzero(in_place[left])
+                if check.size:
+                    stats.verified_in_place += int(check.size)
+                    keep = np.ones(left.size, dtype=bool)
+                    keep[check] = judge.matches(left[check], right[check]) >= judge.keep_matches
+                    left, right = left[keep], right[keep]
+            stats.oversized_emitted += int(np.count_nonzero(oversized[left]))
+        yield labels[left] * np.int64(total) + labels[right]
         lo = hi
 
 
@@ -228,11 +413,11 @@ def _merge_unique(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _partition_candidates(
     keys: np.ndarray, ordinals: np.ndarray | None, total: int, max_bucket: int, stats: CollectionStats,
-    split_bucket: int | None = None, extension: ExtensionReader | None = None,
+    split_bucket: int | None = None, extension: ExtensionReader | None = None, judge: _Judge | None = None,
 ) -> np.ndarray:
     """Sorted distinct codes of the pairs sharing a key within one band (or one partition of a band)."""
     chunks = [sorted_distinct(codes) for codes in _bucket_pairs(keys, max_bucket, stats, ordinals, total,
-                                                                 split_bucket, extension)]
+                                                                 split_bucket, extension, judge)]
     if not chunks:
         return np.empty(0, dtype=np.int64)
     return chunks[0] if len(chunks) == 1 else sorted_distinct(np.concatenate(chunks))
@@ -246,10 +431,13 @@ def candidate_pairs(
     split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
     stats: CollectionStats | None = None,
     on_band: Callable[[], None] | None = None,
+    keep_matches: int | None = None,
 ) -> np.ndarray:
     """Sorted distinct codes ``i * n + j`` (i < j, rows of ``signatures``) of pairs sharing a band (in memory;
     :func:`store_candidate_pairs` does the same from a store on disk). Buckets of more than ``split_bucket``
-    members are refined by further signature values (``None``: never)."""
+    members are refined (``None``: never): with ``keep_matches`` (the agreeing positions a candidate needs to
+    go on, :func:`min_matches`), small or dense ones are verified in place and only the others split; without
+    it, every one is split by further signature values."""
     if max_bucket < 2:
         raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
     check_split_bucket(split_bucket)
@@ -265,8 +453,9 @@ def candidate_pairs(
         keys = band_keys(sigs[:, band * params.rows : (band + 1) * params.rows], one_band)[:, 0]
         columns = extension_positions(band, params, sigs.shape[1])
         extension = lambda positions, columns=columns: sigs[positions][:, columns]  # noqa: E731
+        judge = None if keep_matches is None else _Judge(lambda rows: sigs[rows], keep_matches, stats, params)
         seen = _merge_unique(seen, _partition_candidates(keys, None, sigs.shape[0], max_bucket, stats,
-                                                         split_bucket, extension))
+                                                         split_bucket, extension, judge))
         del keys
         if on_band:
             on_band()
@@ -280,6 +469,7 @@ def store_candidate_pairs(
     split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
     stats: CollectionStats | None = None,
     on_partition: Callable[[], None] | None = None,
+    keep_matches: int | None = None,
 ) -> np.ndarray:
     """Sorted distinct codes ``i * n + j`` (i < j, ordinals of ``store``) of pairs sharing a band, reading one
     (band, partition) of keys at a time: memory follows the partition size and the candidates, not ``n``.
@@ -292,10 +482,16 @@ def store_candidate_pairs(
     for band, keys, ordinals in store.band_partitions():
         columns = extension_positions(band, store.params, store.num_hashes)
         # Ordinals are ascending, so the members' rows come back from the store in one ordered pass.
-        extension = lambda positions, ordinals=ordinals, columns=columns: (  # noqa: E731
-            store.signatures(ordinals[positions])[:, columns])
+        def members(rows: np.ndarray, ordinals: np.ndarray = ordinals) -> np.ndarray:
+            return store.signatures(ordinals[rows])
+
+        def extension(rows: np.ndarray, columns: np.ndarray = columns,
+                      members: SignatureReader = members) -> np.ndarray:
+            return members(rows)[:, columns]
+
+        judge = None if keep_matches is None else _Judge(members, keep_matches, stats, store.params)
         seen = _merge_unique(seen, _partition_candidates(keys, ordinals, store.count, max_bucket, stats,
-                                                         split_bucket, extension))
+                                                         split_bucket, extension, judge))
         del keys, ordinals
         if on_partition:
             on_partition()
