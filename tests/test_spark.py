@@ -21,7 +21,7 @@ pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'ne
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
 from neardup_solr.io import restaurants  # noqa: E402
-from neardup_solr.pairs.candidates import candidate_pairs, CollectionStats
+from neardup_solr.pairs.candidates import CollectionStats, candidate_pairs, estimate_margin, min_matches
 from neardup_solr.engine.collection import dedupe_collection  # noqa: E402
 from neardup_solr.solr.documents import IndexSettings, encode_signature  # noqa: E402
 from neardup_solr.solr.indexer import Indexer  # noqa: E402
@@ -146,17 +146,50 @@ def test_exploding_buckets_are_split_and_counted_as_collection_does(spark):
     records = [(f"b{i:03d}", "the same boilerplate footer text appears on every page of this site")
                for i in range(40)] + [("x1", "one two three four five six"), ("x2", "one two three four five seven")]
     params = LSHParams(4, 8)
-    result = dedup(_frame(spark, records), 0.5, lsh_params=params, max_bucket=16)
+    result = dedup(_frame(spark, records), 0.5, lsh_params=params, max_bucket=16, split_bucket=None)
     sigs = {r["id"]: np.asarray(r["signature"], dtype="<i4").view("<u4") for r in result.signed.collect()}
     ids = sorted(sigs)
     stats = CollectionStats()
-    codes = candidate_pairs(np.stack([sigs[i] for i in ids]), params, max_bucket=16, stats=stats)
+    codes = candidate_pairs(np.stack([sigs[i] for i in ids]), params, max_bucket=16, stats=stats,
+                            split_bucket=None)
     a, b = np.divmod(codes, len(ids))
     assert result.stats.candidate_pairs == codes.size
     assert result.stats.oversized_buckets == stats.oversized_buckets == 4  # one per band
     assert result.stats.pairs_not_generated == stats.pairs_not_generated > 0
     expected = {(ids[i], ids[j]) for i, j in zip(a.tolist(), b.tolist())}
     assert {(p.id, p.neighbor_id) for p in result.collect()} == expected  # identical texts: every candidate holds
+
+
+def _versions(rng: np.random.Generator, base: list[str], count: int, edit: float) -> list[str]:
+    out = []
+    for _ in range(count):
+        words = [w if rng.random() > edit else f"w{rng.integers(10**6)}" for w in base]
+        out.append(" ".join(words))
+    return out
+
+
+def test_oversized_buckets_are_judged_as_the_single_process_judges_them(spark):
+    """Clusters of 25-40 versions of a document (buckets far over split_bucket=10) among unrelated texts: the
+    Spark job's candidates are those candidate_pairs gives on the same signatures with the same bar, and no
+    pair of a cluster is lost to the refinement (the unrefined bands find no more pairs)."""
+    rng = np.random.default_rng(3)
+    records = []
+    for c, size in enumerate((25, 40, 30)):
+        base = [f"c{c}x{rng.integers(10**6)}" for _ in range(120)]
+        records += [(f"c{c}v{v:02d}", text) for v, text in enumerate(_versions(rng, base, size, 0.08))]
+    records += [(f"u{i:03d}", " ".join(f"u{rng.integers(10**6)}" for _ in range(60))) for i in range(100)]
+    result = dedup(_frame(spark, records), 0.5)
+    sigs = {r["id"]: np.asarray(r["signature"], dtype="<i4").view("<u4") for r in result.signed.collect()}
+    ids = sorted(sigs)
+    matrix = np.stack([sigs[i] for i in ids])
+    params = LSHParams(result.stats.bands, result.stats.rows)
+    need = min_matches(0.5, 128, estimate_margin(0.5, 128))
+    codes = candidate_pairs(matrix, params, keep_matches=need)
+    assert result.stats.candidate_pairs == codes.size
+    unjudged = dedup(_frame(spark, records), 0.5, split_bucket=None)
+    pairs = [(p.id, p.neighbor_id) for p in result.collect()]
+    assert pairs == [(p.id, p.neighbor_id) for p in unjudged.collect()]
+    assert len(pairs) >= 200 and all(a[:2] == b[:2] for a, b in pairs)  # the clusters' pairs, none across
 
 
 def test_bad_records_are_rejected_with_their_reason_and_the_rest_used(spark):

@@ -318,3 +318,14 @@ def max_distance(args: argparse.Namespace) -> int | None:
 def print_error(message: str) -> None:
     """One line on stderr: ``error: ...``."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+# --split-bucket none: never split (the options' split_bucket=None), told apart from the flag not given.
+NEVER_SPLIT = "none"
+
+
+def split_bucket_arg(text: str) -> "int | str":
+    """The argparse type of --split-bucket: an integer >= 2, or ``none``."""
+    if text.strip().lower() == NEVER_SPLIT:
+        return NEVER_SPLIT
+    return number("--split-bucket", Limit("int", 2, 10**9))(text)

@@ -8,6 +8,8 @@ import json
 import sys
 
 from neardup_solr.cli.common import (
+    NEVER_SPLIT,
+    split_bucket_arg,
     LOOKUP_DEFAULTS,
     SEARCH_FLAGS,
     WRITEUP_DEFAULTS,
@@ -24,7 +26,6 @@ from neardup_solr.cli.common import (
     refuse_unless,
 )
 from neardup_solr.options import DEFAULT_SPLIT_BUCKET, METHODS, SIMILARITIES, JoinOptions, ThresholdOptions
-from neardup_solr.validation import Limit
 
 
 def _say(args: argparse.Namespace):
@@ -196,16 +197,6 @@ def _threshold_options(args: argparse.Namespace, field_weights: dict[str, float]
              "dataset": args.dataset, "field_weights": field_weights, "idf_tokens": args.idf_tokens,
              "workers": args.workers, "split_bucket": args.split_bucket}
     return _options(ThresholdOptions, given)
-
-
-# --split-bucket none: never split (the options' split_bucket=None), told apart from the flag not given.
-NEVER_SPLIT = "none"
-
-
-def _split_bucket(text: str) -> int | str:
-    if text.strip().lower() == NEVER_SPLIT:
-        return NEVER_SPLIT
-    return number("--split-bucket", Limit("int", 2, 10**9))(text)
 
 
 def _options(cls, given: dict):
@@ -389,7 +380,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --similarity idf: weigh the words (default), or the words and their character "
                         "4-grams, which survive typos (needs an index with --fields including grams; the "
                         "README's record matching recipe)")
-    p.add_argument("--split-bucket", type=_split_bucket, default=None, metavar="N|none",
+    p.add_argument("--split-bucket", type=split_bucket_arg, default=None, metavar="N|none",
                    help="--method lsh: LSH band buckets of more members than this are judged: verified in place "
                         "when small or dense, split by further signature values when large and sparse (default "
                         f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits; see the README's section on oversized "
@@ -440,7 +431,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-column", default="text")
     p.add_argument("--workers", type=number("--workers", "workers"), default=None,
                    help="lookups in flight at once (default 2; --method exact only)")
-    p.add_argument("--split-bucket", type=_split_bucket, default=None, metavar="N|none",
+    p.add_argument("--split-bucket", type=split_bucket_arg, default=None, metavar="N|none",
                    help="--method lsh: LSH band buckets of more members than this are judged: verified in place "
                         "when small or dense, split by further signature values when large and sparse (default "
                         f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits; see the README's section on oversized "

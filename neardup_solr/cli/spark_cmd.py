@@ -8,8 +8,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET
 from neardup_solr.validation import Limit
 from neardup_solr.cli.common import (
+    NEVER_SPLIT,
+    split_bucket_arg,
     EXIT_INCOMPLETE,
     EXIT_REJECTED,
     UsageError,
@@ -115,7 +118,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
         source = _read(spark, args, args.file, staging)
         result = dedup(source.records, args.threshold, settings=settings, lsh_params=_lsh(args),
-                       max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot)
+                       max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot,
+                       split_bucket=None if args.split_bucket == NEVER_SPLIT else args.split_bucket)
         pairs = result.collect()
         write_pairs_tsv(pairs, args.out)
         _save_snapshot(result, args.out)
@@ -223,6 +227,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "indexed. Exit 1 when records were rejected (the others are used).")
     p.add_argument("file", help="input (lines, tsv, jsonl, csv, or Parquet)")
     _add_common(p)
+    p.add_argument("--split-bucket", type=split_bucket_arg, default=DEFAULT_SPLIT_BUCKET, metavar="N|none",
+                   help="band buckets of more members than this are judged as report --method lsh judges them: "
+                        f"verified in place when small or dense, split when large and sparse (default "
+                        f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits)")
     p.add_argument("--groups", default=None, help="also write the groups (connected components) as JSONL here")
     p.add_argument("--keep", default=None, help="also write the keep list (every id except the non-representative "
                                                 "members of a group) here; needs --groups")

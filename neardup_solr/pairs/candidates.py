@@ -72,6 +72,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from neardup_solr.errors import InvalidTextError
+# Members above which a band bucket is oversized and judged (see "Oversized buckets" above): one default for
+# every front door.
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET
 from neardup_solr.pairs._arrays import concat_ranges, set_intersections, sorted_distinct
 from neardup_solr.pairs.lsh import LSHParams, band_keys, extend_keys, extension_positions
 from neardup_solr.pairs.signature_store import SignatureStore
@@ -92,8 +95,6 @@ __all__ = [
 
 DEFAULT_FALSE_NEGATIVE_WEIGHT = 0.998
 DEFAULT_MAX_BUCKET = 5000
-# Members above which a band bucket is oversized and judged (see "Oversized buckets" above).
-DEFAULT_SPLIT_BUCKET = 10
 # Oversized buckets of at most this many members are verified in place (at most 4,950 pair estimates each).
 VERIFY_IN_PLACE = 100
 # Members sampled per oversized bucket (each compared with every other member), and the share of those pairs
@@ -496,6 +497,36 @@ def store_candidate_pairs(
         if on_partition:
             on_partition()
     return seen
+
+
+def bucket_candidates(
+    signatures: np.ndarray,
+    band: int,
+    params: LSHParams,
+    *,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
+    keep_matches: int | None = None,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    stats: CollectionStats | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs ``(i, j)`` (i < j, rows of ``signatures``) of *one* band bucket whose members'
+    signatures are ``signatures``, in the order :func:`candidate_pairs` holds them (ascending ordinal, i.e. id
+    order for a store filled by the id-sorted cursor): the same rule, for engines that group buckets themselves
+    (the Spark jobs run it on each bucket of more than ``split_bucket`` members)."""
+    check_split_bucket(split_bucket)
+    stats = stats if stats is not None else CollectionStats()
+    sigs = np.asarray(signatures)
+    m = sigs.shape[0]
+    # One bucket: every member has the same band key, and the refinement only ever compares keys for equality.
+    keys = np.zeros(m, dtype=np.uint64)
+    columns = extension_positions(band, params, sigs.shape[1])
+
+    def extension(rows: np.ndarray) -> np.ndarray:
+        return sigs[rows][:, columns]
+
+    judge = None if keep_matches is None else _Judge(lambda rows: sigs[rows], keep_matches, stats, params)
+    codes = _partition_candidates(keys, None, m, max_bucket, stats, split_bucket, extension, judge)
+    return np.divmod(codes, np.int64(max(m, 1)))
 
 
 def check_split_bucket(split_bucket: int | None) -> None:

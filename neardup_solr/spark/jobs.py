@@ -14,6 +14,11 @@ lsh``), laid out as write-up 001's band join so that they run on a cluster:
    records) is split exactly as ``pairs/candidates.py`` splits it: members in id order, blocks of ``max_bucket``,
    pairs only inside a block. The buckets and the pairs not generated are counted in the stats and logged,
    never dropped silently; other bands may still find those pairs.
+   Before that, in :func:`dedup`, each bucket of more than ``split_bucket`` members is judged by the rule of
+   ``pairs/candidates.py`` (verified in place when small or dense, split by further signature values when
+   large and sparse): its members and signatures go to one Python worker in id order, which runs
+   :func:`~neardup_solr.pairs.candidates.bucket_candidates`, the very function the single process runs on
+   each bucket, so both give the same candidates. ``split_bucket=None`` turns it off.
 4. **Estimate**, then **exact verification**: a candidate whose signatures agree in fewer than
    ``ceil((t - margin) * k)`` positions (``margin`` = :func:`~neardup_solr.pairs.candidates.estimate_margin`) is
    dropped, the others get the exact Jaccard of their distinct shingle-hash sets
@@ -39,6 +44,8 @@ from typing import TYPE_CHECKING
 from neardup_solr.pairs.candidates import (
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
     DEFAULT_MAX_BUCKET,
+    DEFAULT_SPLIT_BUCKET,
+    check_split_bucket,
     estimate_margin,
     min_matches,
 )
@@ -118,12 +125,14 @@ def dedup(
     max_bucket: int = DEFAULT_MAX_BUCKET,
     similarity: str = "jaccard",
     snapshot: IdfSnapshot | None = None,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> SparkPairs:
     """Every pair of records of ``records`` (columns ``id``, ``text``) with exact Jaccard >= ``threshold``.
 
     ``settings`` are the index settings to sign with (default :class:`IndexSettings()`, the indexer's
-    default); ``lsh_params`` overrides the bands chosen for ``threshold``; buckets with more than
-    ``max_bucket`` members are split (counted in ``stats``). The pairs DataFrame is computed (and cached)
+    default); ``lsh_params`` overrides the bands chosen for ``threshold``; buckets of more than
+    ``split_bucket`` members are judged as ``report --method lsh`` judges them (``None``: never), and those
+    with more than ``max_bucket`` members are split into blocks (counted in ``stats``). The pairs DataFrame is computed (and cached)
     before this returns, so ``stats`` is complete.
 
     ``similarity="idf"`` finds the pairs of ``report --similarity idf --method lsh`` instead: IDF-weighted
@@ -152,7 +161,14 @@ def dedup(
     else:
         signed, rejected = _signed(records, settings, params, stats)
     bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
-    candidates = _band_join(bands, max_bucket, cross=False, stats=stats)
+    if split_bucket is None:
+        candidates = _band_join(bands, max_bucket, cross=False, stats=stats)
+    else:
+        check_split_bucket(split_bucket)
+        # The signature's length, not the bands': the estimate compares every value (as _estimated does).
+        k = snapshot.num_hashes if snapshot is not None else settings.num_hashes
+        need = min_matches(t, k, estimate_margin(t, k))
+        candidates = _judged_band_join(bands, signed, params, split_bucket, need, max_bucket, stats)
     pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats)
     first = _id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
@@ -358,6 +374,52 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
     log.info("%d candidate pairs from %d bands of %d rows", stats.candidate_pairs, stats.bands, stats.rows)
     return candidates
+
+
+def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams, split_bucket: int,
+                      keep_matches: int, max_bucket: int, stats: SparkJobStats) -> "DataFrame":
+    """Distinct candidate pairs ``a < b`` of a dedup: buckets of at most ``split_bucket`` members pair every
+    member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module docstring)."""
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    sizes = bands.groupBy("band", "key").agg(F.count("*").alias("size")).filter(F.col("size") > 1)
+    members = bands.join(sizes, ["band", "key"]).cache()
+    small = members.filter(F.col("size") <= split_bucket)
+    a, b = small.alias("a"), small.alias("b")
+    on = [F.col("a.band") == F.col("b.band"), F.col("a.key") == F.col("b.key"), F.col("a.id") < F.col("b.id")]
+    paired = a.join(b, on).select(F.col("a.id").alias("a"), F.col("b.id").alias("b"))
+    large = (members.filter(F.col("size") > split_bucket).select("band", "key", "id")
+             .join(signed.select("id", "signature"), "id"))
+    judged = large.groupBy("band", "key").applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket),
+                                                        "a string, b string")
+    candidates = paired.unionByName(judged).distinct().cache()
+    stats.candidate_pairs = candidates.count()
+    members.unpersist()
+    stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
+    log.info("%d candidate pairs from %d bands of %d rows (buckets over split_bucket=%d judged)",
+             stats.candidate_pairs, stats.bands, stats.rows, split_bucket)
+    return candidates
+
+
+def _bucket_judge(params: LSHParams, split_bucket: int, keep_matches: int, max_bucket: int):
+    """The function applyInPandas runs on one oversized bucket: its members in id order (the single process's
+    ordinal order: Solr's cursor sorts ids by code point, as Python sorts str), their pairs by the shared rule."""
+
+    def judge(bucket):  # a pandas DataFrame: band, key, id, signature
+        import numpy as np
+        import pandas as pd
+
+        from neardup_solr.pairs.candidates import bucket_candidates
+
+        bucket = bucket.sort_values("id", kind="stable")
+        ids = bucket["id"].to_numpy()
+        sigs = np.array(bucket["signature"].tolist(), dtype=np.int64).astype(np.uint32)
+        i, j = bucket_candidates(sigs, int(bucket["band"].iloc[0]), params, split_bucket=split_bucket,
+                                 keep_matches=keep_matches, max_bucket=max_bucket)
+        return pd.DataFrame({"a": ids[i], "b": ids[j]})
+
+    return judge
 
 
 def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: SparkJobStats) -> None:
