@@ -324,7 +324,9 @@ def test_lookup_and_lsh_report_jobs(api):
 def test_report_refusals(api):
     assert_problem(api.post("/v1/reports", json={"threshold": 0.5, "rows": 3}), 422, "rows")
     assert_problem(api.post("/v1/reports", json={"method": "lsh"}), 422, "method")
-    assert_problem(api.post("/v1/reports", json={"threshold": 0.5, "method": "lsh", "similarity": "idf"}), 422)
+    assert_problem(api.post("/v1/reports", json={"split_bucket": 20}), 422, "split_bucket")
+    assert_problem(api.post("/v1/reports", json={"threshold": 0.5, "method": "lsh", "split_bucket": 1}), 422,
+                   "split_bucket")
     assert_problem(api.post("/v1/reports", json={"workers": 0}), 422, "workers")
     assert_problem(api.get("/v1/reports/0123"), 404)
     assert_problem(api.get("/v1/reports/../../etc/passwd"), 404)

@@ -137,7 +137,8 @@ class ReportRequest(BaseModel):
     idf_tokens: Literal["words", "grams"] | None = Field(
         None, description="similarity idf: weigh the words (default) or the words and their character 4-grams")
     split_bucket: StrictInt | None = Field(
-        None, description="method lsh: refine band buckets of more members than this (default "
+        None, description="method lsh: band buckets of more members than this are verified in place when small "
+                          "or dense and split by further signature values when large and sparse (default "
                           f"{DEFAULT_SPLIT_BUCKET})")
     start_id: Union[StrictStr, StrictInt, None] = None
     end_id: Union[StrictStr, StrictInt, None] = None
