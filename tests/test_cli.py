@@ -32,7 +32,8 @@ def test_unreachable_solr_is_one_clear_line_without_traceback(tmp_path):
     path = tmp_path / "x.txt"
     path.write_text("1 some text\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "neardup_solr.cli", "index", str(path), "--solr-url", "http://127.0.0.1:9/solr/nope"],
+        [sys.executable, "-m", "neardup_solr.cli", "index", str(path), "--solr-url", "http://127.0.0.1:9/solr/nope",
+         "--max-wait", "0"],
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 3

@@ -139,15 +139,31 @@ def open_client(args: argparse.Namespace) -> "SolrClient":
     from neardup_solr.errors import SolrUnavailableError
     from neardup_solr.solr.client import RetryPolicy, SolrClient
 
+    from neardup_solr.solr import settings
+
     client = SolrClient(args.solr_url, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
+    # A refused connection is waited out (a node restarting, a cluster node down for a while), except where it
+    # surely means "not started": the local launcher's default URL with no Solr started there.
+    never_started = args.solr_url is None and settings.solr_url_is_local() and (
+        not local_solr_started(client.url) or local_crash_cause(client.url) is not None)
     try:
-        client.check()
+        client.check(wait_if_refused=not never_started)
     except SolrUnavailableError as exc:
         cause = local_crash_cause(client.url)
         if cause:
             raise SolrUnavailableError(f"{exc.cli_message or exc} Why: {cause}.") from None
         raise
     return client
+
+
+def local_solr_started(url: str) -> bool:
+    """Whether the local launcher started a Solr on ``url``'s port (its registry says so)."""
+    from urllib.parse import urlsplit
+
+    from neardup_solr.solr.backends.local import registered
+
+    port = urlsplit(url).port
+    return port is not None and registered(port) is not None
 
 
 def local_crash_cause(url: str) -> str | None:

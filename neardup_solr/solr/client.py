@@ -643,19 +643,23 @@ class SolrClient:
         except SolrUnavailableError:
             return False
 
-    def check(self) -> None:
+    def check(self, *, wait_if_refused: bool = True) -> None:
         """Raise SolrUnavailableError (one clear line) unless the core or collection answers a ping; then learn
         whether it is a SolrCloud collection (and its live nodes) or a single core.
 
-        Nothing listening fails at once (the user has to start Solr), and so does a ping that times out
-        (SolrTimeoutError: the timeout is too short, or Solr is stuck); a Solr that answers but is still
-        loading or recovering is waited for, as every other call does. A missing core raises
-        SolrCoreNotFoundError naming it."""
+        The first request rides out what every later one does: a node that refuses connections is left for the
+        other URLs given, and when none answers the ping is retried within the retry policy's ``max_wait`` (a
+        node restarting, a cluster whose node in the URL is down for a while). ``wait_if_refused=False`` fails
+        at once on a refused connection instead: the command line passes it when the URL is the local
+        launcher's and nothing was started there, so that a user who has not started Solr is told so at once.
+        A ping that times out raises SolrTimeoutError (the timeout is too short, or Solr is stuck); a missing
+        core raises SolrCoreNotFoundError naming it."""
         ping_timeout = min(self.timeout, 10)
         try:
             self.get_json("admin/ping", retry=False, timeout=ping_timeout)
         except SolrUnavailableError as exc:
-            if "connection refused" in str(exc) or isinstance(exc, (SolrTimeoutError, SolrCoreNotFoundError)):
+            refused = "connection refused" in str(exc)
+            if isinstance(exc, (SolrTimeoutError, SolrCoreNotFoundError)) or (refused and not wait_if_refused):
                 raise
             self.get_json("admin/ping", timeout=ping_timeout)
         if self._cloud is None:
