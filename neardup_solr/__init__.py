@@ -28,6 +28,7 @@ from neardup_solr.errors import (
     Outcome,
     OutputInUseError,
     ParameterTypeError,
+    ReplicationShortfallError,
     RunStopped,
     SettingsConflictError,
     SignatureDisagreementError,
@@ -85,6 +86,6 @@ __all__ = [
     "SOLR_VERSION", "SolrClient", "LocalSolr", "MinHash", "Shingler", "estimate_jaccard", "jaccard", "normalize",
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
     "CollectionSetupError", "DocumentExistsError", "OptionError", "SignatureDisagreementError",
-    "SparkUnavailableError", "UsageError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
+    "SparkUnavailableError", "UsageError", "ReplicationShortfallError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
     "LookupOptions", "ThresholdOptions", "JoinOptions", "find_pairs", "find_cross_pairs", "PairsResult",
 ]

@@ -133,6 +133,17 @@ class SolrTimeoutError(SolrUnavailableError):
         self.timeout = timeout
 
 
+class ReplicationShortfallError(SolrUnavailableError):
+    """A SolrCloud update was acknowledged by fewer replicas than ``min_replicas`` asked (Solr's achieved
+    replication factor, ``rf``), through every retry within ``max_wait``: a replica is down or recovering. The
+    documents of that update are not counted as indexed; a re-run with ``--resume`` sends them again."""
+
+    def __init__(self, message: str, achieved: int, wanted: int):
+        super().__init__(message)
+        self.achieved = achieved
+        self.wanted = wanted
+
+
 class SolrCoreNotFoundError(SolrUnavailableError):
     """Solr is up, but the core (or collection) in the URL does not exist there (HTTP 404)."""
 

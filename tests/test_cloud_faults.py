@@ -19,6 +19,8 @@ import pytest
 from indexcheck import equals_clean_run
 from netutil import free_port
 
+from neardup_solr.errors import InvalidParameterError
+from neardup_solr.solr.documents import ensure_index_settings
 from neardup_solr.solr.backends.local import probe_update
 from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.cluster import admin_call, cluster_status, create_collection
@@ -136,6 +138,40 @@ def test_a_shard_without_replica_stops_with_its_name_and_resume_completes(cloud,
         _assert_equals_clean_run(SolrClient(url), path)
     finally:
         admin_call(cloud.node_urls[0], "admin/collections", {"action": "DELETE", "name": name}, f"delete {name}")
+
+
+def test_min_replicas_counts_only_updates_every_asked_replica_acknowledged(cloud, tmp_path):
+    """Write concern (issue 26): with node 2 down every shard has one live replica, so an update acknowledged
+    with rf = 1 is not counted when two were asked: it is retried within max_wait, then the run stops with
+    nothing counted; once node 2 is back, --resume completes and every document is there."""
+    path = tmp_path / "records.txt"
+    path.write_text(_records(400))
+    node1 = f"{cloud.node_urls[0]}/neardup"
+    SolrClient(node1).delete_all()
+    ensure_index_settings(SolrClient(node1), None)  # so that the first update under test is a batch of records
+    cloud.kill_node(2)
+    try:
+        _wait_updatable(node1)
+        client = SolrClient(node1, min_replicas=2, retry=RetryPolicy(max_wait=3, seed=3))
+        with pytest.raises(IndexingInterrupted) as info:
+            Indexer(client, batch_size=100).index_file(path)
+        summary = info.value.summary
+        assert "acknowledged an update on only 1 of the 2 replicas asked" in summary.interrupted, summary.interrupted
+        assert summary.indexed == 0 and "--resume" in summary.format()
+        # The same run asking for the leader only (the default) goes through on the one live replica.
+        assert Indexer(SolrClient(node1), batch_size=100).index_file(path).verification.ok
+    finally:
+        cloud.start_node(2)
+        cloud.wait_for_active()
+    _wait_updatable(node1)
+    resumed = Indexer(SolrClient(node1, min_replicas=2), batch_size=100).index_file(path, resume=True)
+    assert resumed.verification.ok and resumed.rejected == 0
+    _assert_equals_clean_run(SolrClient(node1), path)
+
+
+def test_min_replicas_is_refused_on_a_single_core(solr_url):
+    with pytest.raises(InvalidParameterError, match="min_replicas"):
+        SolrClient(solr_url, min_replicas=2).check()
 
 
 def _big_records(path, docs: int, words: int, seed: int = 7) -> None:

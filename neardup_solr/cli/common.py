@@ -141,7 +141,8 @@ def open_client(args: argparse.Namespace) -> "SolrClient":
 
     from neardup_solr.solr import settings
 
-    client = SolrClient(args.solr_url, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait))
+    client = SolrClient(args.solr_url, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait),
+                        min_replicas=getattr(args, "min_replicas", None) or 1)
     # A refused connection is waited out (a node restarting, a cluster node down for a while), except where it
     # surely means "not started": the local launcher's default URL with no Solr started there.
     never_started = args.solr_url is None and settings.solr_url_is_local() and (
@@ -154,6 +155,14 @@ def open_client(args: argparse.Namespace) -> "SolrClient":
             raise SolrUnavailableError(f"{exc.cli_message or exc} Why: {cause}.") from None
         raise
     return client
+
+
+def add_min_replicas_option(p: argparse.ArgumentParser, what: str) -> None:
+    """--min-replicas: the write concern (SolrClient(min_replicas=))."""
+    p.add_argument("--min-replicas", type=number("--min-replicas", Limit("int", 1, 100)), default=None,
+                   help=f"SolrCloud: count {what} only once this many replicas of each shard acknowledged them "
+                        "(Solr's achieved replication factor); fewer is retried within --max-wait, then the run "
+                        "stops and --resume sends them again (default 1: the leader)")
 
 
 def local_solr_started(url: str) -> bool:

@@ -20,6 +20,7 @@ from neardup_solr.cli.common import (
     label,
     local_crash_cause,
     number,
+    add_min_replicas_option,
     open_client,
 )
 
@@ -184,6 +185,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "that long after it receives them")
     p.add_argument("--rejects", default=None, help="JSONL file for rejected records (default <file>.rejects.jsonl)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint")
+    add_min_replicas_option(p, "documents as indexed")
     p.add_argument("--clear", action="store_true",
                    help="first delete the documents of this --dataset (without --dataset: the unlabelled ones); "
                         "other data sets are kept")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from neardup_solr.cli.common import UsageError, add_solr_options, number
+from neardup_solr.cli.common import add_min_replicas_option, UsageError, add_solr_options, number
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -24,6 +24,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["SOLR_URL"] = args.solr_url
     if args.max_wait is not None:
         os.environ["NEARDUP_SOLR_MAX_WAIT"] = str(args.max_wait)
+    if args.min_replicas is not None:
+        os.environ[service_config.ENV_MIN_REPLICAS] = str(args.min_replicas)
     config = service_config.ServiceConfig.load()
     os.environ[service_config.ENV_JOBS_DIR] = str(config.resolved_jobs_dir())
     exposed = args.host not in ("127.0.0.1", "localhost", "::1")
@@ -53,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="worker processes (default 1; check-and-add keeps near duplicates apart within a process, "
                         "identical texts across all of them)")
     add_solr_options(p)
+    add_min_replicas_option(p, "the service's writes (check-and-add, deletes)")
     p.set_defaults(func=cmd_serve)
 
 

@@ -307,7 +307,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     config = config or ServiceConfig.load()
     if client is None:
         client = SolrClient(config.solr_url, timeout=config.solr_timeout,
-                            retry=RetryPolicy(max_wait=config.solr_max_wait))
+                            retry=RetryPolicy(max_wait=config.solr_max_wait), min_replicas=config.min_replicas)
     jobs = JobStore(config.resolved_jobs_dir())
     metrics = Metrics()
     searchers = lookups.SearcherCache(client)

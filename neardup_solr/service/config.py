@@ -40,10 +40,12 @@ ENV_CORS = "NEARDUP_SERVICE_CORS_ORIGINS"
 ENV_MAX_BODY = "NEARDUP_SERVICE_MAX_BODY_BYTES"
 ENV_JOBS_DIR = "NEARDUP_SERVICE_JOBS_DIR"
 ENV_CHECK_COMMIT = "NEARDUP_SERVICE_CHECK_COMMIT_MS"
+ENV_MIN_REPLICAS = "NEARDUP_SOLR_MIN_REPLICAS"
 DEFAULT_MAX_BODY = 64 * 2**20
 DEFAULT_CHECK_COMMIT_MS = 1000
 CHECK_COMMIT_LIMIT = Limit("int", 0, 3_600_000, unit="ms")
 MAX_BODY_LIMIT = Limit("int", 1024, 2**34, unit="bytes")
+MIN_REPLICAS_LIMIT = Limit("int", 1, 100)
 
 
 def _config_section() -> dict[str, str]:
@@ -77,6 +79,8 @@ class ServiceConfig:
     solr_timeout: float = 60.0
     solr_max_wait: float = 10.0
     check_commit_ms: int = DEFAULT_CHECK_COMMIT_MS
+    # Write concern of the service's writes (check-and-add, deletes): see SolrClient(min_replicas=).
+    min_replicas: int = 1
 
     @classmethod
     def load(cls, **given) -> "ServiceConfig":
@@ -99,9 +103,12 @@ class ServiceConfig:
         if check_commit is None:
             check_commit = _int_setting(section, ENV_CHECK_COMMIT, "check_commit_ms", CHECK_COMMIT_LIMIT,
                                         DEFAULT_CHECK_COMMIT_MS)
+        min_replicas = given.pop("min_replicas", None)
+        if min_replicas is None:
+            min_replicas = _int_setting(section, ENV_MIN_REPLICAS, "min_replicas", MIN_REPLICAS_LIMIT, 1)
         return cls(token=token, cors_origins=list(cors), max_body_bytes=max_body,
                    jobs_dir=Path(jobs) if jobs else None, solr_max_wait=max_wait, check_commit_ms=check_commit,
-                   **given)
+                   min_replicas=min_replicas, **given)
 
     def resolved_jobs_dir(self) -> Path:
         """The jobs directory, created when missing (a fresh temporary one when none is configured)."""

@@ -39,13 +39,14 @@ from neardup_solr.errors import (
     InvalidParameterError,
     ParameterTypeError,
     SolrAuthError,
+    ReplicationShortfallError,
     SolrCoreNotFoundError,
     SolrRequestError,
     SolrServerError,
     SolrTimeoutError,
     SolrUnavailableError,
 )
-from neardup_solr.validation import check_float, check_int, env_float, env_int
+from neardup_solr.validation import Limit, check_float, check_int, env_float, env_int
 
 log = logging.getLogger(__name__)
 
@@ -180,12 +181,17 @@ class SolrClient:
         retry: RetryPolicy | None = None,
         verify: bool | str = True,
         pool_size: int | None = None,
+        min_replicas: int = 1,
     ):
         if url is not None and not isinstance(url, str):
             raise ParameterTypeError("url", "a Solr core URL (str) or None", url)
         if not isinstance(verify, (bool, str)):
             raise ParameterTypeError("verify", "True, False or the path of a CA bundle", verify)
         self.timeout: float = check_float("timeout", timeout, "timeout")
+        # Write concern: an update counts only when this many replicas of each shard acknowledged it (Solr's
+        # achieved replication factor, "rf" in every SolrCloud update response); fewer is retried as a transient
+        # failure, then raised as ReplicationShortfallError.
+        self.min_replicas: int = check_int("min_replicas", min_replicas, Limit("int", 1, 100))
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ParameterTypeError("retry", "a RetryPolicy or None", retry)
         # pool_size (or NEARDUP_SOLR_MAX_CONNECTIONS) of 0 made every request wait forever for a connection.
@@ -445,10 +451,29 @@ class SolrClient:
                         f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
                         "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
                     )
-                if resp.status_code < 400:
+                shortfall = (self._replication_shortfall(method, path, resp)
+                             if resp.status_code < 400 and self.min_replicas > 1 else None)
+                if resp.status_code < 400 and shortfall is None:
                     if self._switches_said:
                         self._switches_said.clear()
                     return resp
+                if shortfall is not None:
+                    achieved = shortfall
+                    waited = time.monotonic() - started
+                    wait = self.retry.next_wait(attempt, waited) if retry else None
+                    if wait is None:
+                        raise ReplicationShortfallError(
+                            f"Solr at {self.url} acknowledged an update on only {achieved} of the "
+                            f"{self.min_replicas} replicas asked (min_replicas) after {waited:.0f} s of retries: a "
+                            "replica is down or recovering. Those documents are not counted as indexed; once the "
+                            "replicas are back, run the same command with --resume (resume=True in Python).",
+                            achieved, self.min_replicas)
+                    log.warning("Solr at %s: update acknowledged by %d of the %d replicas asked; sending it again "
+                                "(%.0f of at most %.0f s so far), next try in %.1f s", self.url, achieved,
+                                self.min_replicas, waited, self.retry.max_wait, wait)
+                    time.sleep(wait)
+                    attempt += 1
+                    continue
                 if resp.status_code == 404:
                     raise self._not_found(node, path, resp)
                 solr_message = _solr_error_text(resp)
@@ -479,6 +504,18 @@ class SolrClient:
             time.sleep(wait)
             attempt += 1
             node = self._node
+
+    def _replication_shortfall(self, method: str, path: str, resp: requests.Response) -> int | None:
+        """The replicas that acknowledged an update when fewer than ``min_replicas`` did, else None."""
+        if method != "POST" or path.split("?")[0].strip("/") not in ("update", "update/json"):
+            return None
+        try:
+            achieved = resp.json().get("responseHeader", {}).get("rf")
+        except ValueError:
+            return None
+        if achieved is None:  # a commit or a single core: nothing replicated to count
+            return None
+        return int(achieved) if int(achieved) < self.min_replicas else None
 
     def _send(self, node: str, method: str, url: str, *, params: Any, data: Any, json_body: Any,
               headers: dict | None, timeout: float, stream: bool) -> requests.Response:
@@ -665,6 +702,9 @@ class SolrClient:
         if self._cloud is None:
             # Once per client: a cluster's other nodes are what the client falls back on when this one dies.
             self._discover()
+        if self.min_replicas > 1 and self._cloud is False:
+            raise InvalidParameterError("min_replicas", "1 on a single Solr core (replicas are SolrCloud's)",
+                                        self.min_replicas, f"{self.url} is not a SolrCloud collection")
 
     def add(self, docs: list[dict], *, commit_within_ms: int | None = None, timeout: float | None = None) -> None:
         """Send documents (JSON) to the update handler; SolrRequestError when Solr refuses them as bad."""
