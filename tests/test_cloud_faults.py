@@ -8,6 +8,8 @@ nodes for the kill tests (a 2 x 2 collection, plus a 2 x 1 one), one of small-he
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import logging
 import random
@@ -167,6 +169,40 @@ def test_min_replicas_counts_only_updates_every_asked_replica_acknowledged(cloud
     resumed = Indexer(SolrClient(node1, min_replicas=2), batch_size=100).index_file(path, resume=True)
     assert resumed.verification.ok and resumed.rejected == 0
     _assert_equals_clean_run(SolrClient(node1), path)
+
+
+def test_zk_host_reaches_the_collection_while_the_node_of_the_url_is_down(cloud, tmp_path):
+    """Issue 26: a client that knows only ZooKeeper finds the live nodes; the command line's --zk-host too."""
+    path = tmp_path / "records.txt"
+    path.write_text(_records(300))
+    node2 = f"{cloud.node_urls[1]}/neardup"
+    SolrClient(node2).delete_all()
+    assert Indexer(SolrClient(node2), batch_size=100).index_file(path).verification.ok
+    cloud.kill_node(1)
+    try:
+        client = SolrClient.from_zookeeper(cloud.zk_host, retry=RetryPolicy(max_wait=30))
+        client.check()
+        assert client.node_url == cloud.node_urls[1] and client.count() == 301
+        proc = subprocess.run([sys.executable, "-m", "neardup_solr.cli", "verify", str(path), "--zk-host",
+                               cloud.zk_host, "--max-wait", "30"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "300" in proc.stdout
+    finally:
+        cloud.start_node(1)
+        cloud.wait_for_active()
+
+
+def test_a_zk_host_that_does_not_answer_is_one_line(tmp_path):
+    path = tmp_path / "records.txt"
+    path.write_text(_records(3))
+    proc = subprocess.run([sys.executable, "-m", "neardup_solr.cli", "verify", str(path),
+                           "--zk-host", f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=120)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 3 and len(lines) == 1, proc.stderr
+    assert "ZooKeeper at 127.0.0.1:" in lines[0] and "did not answer" in lines[0]
+    proc = subprocess.run([sys.executable, "-m", "neardup_solr.cli", "verify", str(path), "--zk-host", "nohost"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--zk-host must be ZooKeeper's HOST:PORT" in proc.stderr
 
 
 def test_min_replicas_is_refused_on_a_single_core(solr_url):

@@ -10,6 +10,7 @@ before anything is sent to Solr or written. Errors the library raises about a pa
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import asdict
@@ -141,8 +142,16 @@ def open_client(args: argparse.Namespace) -> "SolrClient":
 
     from neardup_solr.solr import settings
 
-    client = SolrClient(args.solr_url, timeout=args.timeout, retry=RetryPolicy(max_wait=args.max_wait),
-                        min_replicas=getattr(args, "min_replicas", None) or 1)
+    options = {"timeout": args.timeout, "retry": RetryPolicy(max_wait=args.max_wait),
+               "min_replicas": getattr(args, "min_replicas", None) or 1}
+    zk_host = getattr(args, "zk_host", None) or os.environ.get("NEARDUP_SOLR_ZK_HOST")
+    if zk_host and args.solr_url:
+        raise UsageError("--zk-host and --solr-url both say where Solr is: give one")
+    if zk_host:
+        client = SolrClient.from_zookeeper(zk_host, args.collection or settings.CORE_NAME, **options)
+        client.check()
+        return client
+    client = SolrClient(args.solr_url, **options)
     # A refused connection is waited out (a node restarting, a cluster node down for a while), except where it
     # surely means "not started": the local launcher's default URL with no Solr started there.
     never_started = args.solr_url is None and settings.solr_url_is_local() and (
@@ -192,6 +201,11 @@ def add_solr_options(p: argparse.ArgumentParser) -> None:
     # No default from $SOLR_URL here: the client reads it itself, so that its errors name SOLR_URL.
     p.add_argument("--solr-url", default=None,
                    help="core URL (default: $SOLR_URL, else the local launcher's http://127.0.0.1:8983/solr/neardup)")
+    p.add_argument("--zk-host", default=None, metavar="HOST:PORT[/chroot]",
+                   help="a SolrCloud's ZooKeeper (default $NEARDUP_SOLR_ZK_HOST): the live nodes are read there, "
+                        "so the command reaches the collection whichever nodes are down; instead of --solr-url")
+    p.add_argument("--collection", default=None,
+                   help="with --zk-host: the collection (default neardup)")
     p.add_argument("--timeout", type=number("--timeout", "timeout"), default=60.0,
                    help="seconds per HTTP call (default 60)")
     p.add_argument("--max-wait", type=number("--max-wait", "max_wait"), default=None,

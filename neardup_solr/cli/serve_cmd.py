@@ -22,6 +22,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # name), so the options travel there; the token stays where the user put it and is never printed.
     if args.solr_url:
         os.environ["SOLR_URL"] = args.solr_url
+    if args.zk_host:
+        # The workers build their clients from SOLR_URL: the live nodes now, and each client follows the
+        # cluster from there.
+        from neardup_solr.solr.zookeeper import live_node_urls
+
+        nodes = live_node_urls(args.zk_host)
+        if not nodes:
+            raise UsageError(f"ZooKeeper at {args.zk_host} lists no live Solr node: start the cluster first")
+        os.environ["SOLR_URL"] = ",".join(f"{node}/{args.collection or 'neardup'}" for node in nodes)
     if args.max_wait is not None:
         os.environ["NEARDUP_SOLR_MAX_WAIT"] = str(args.max_wait)
     if args.min_replicas is not None:

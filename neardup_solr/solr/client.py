@@ -250,6 +250,27 @@ class SolrClient:
         # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
         self._direct = DirectTransport(self.session)
 
+    @classmethod
+    def from_zookeeper(cls, zk_host: str, collection: str = settings.CORE_NAME, **kwargs: Any) -> "SolrClient":
+        """A client on ``collection`` through every live node ZooKeeper at ``zk_host`` lists
+        (``HOST:PORT[/chroot]``): for a cluster none of whose node URLs is known to be up. The node list is read
+        once; the client then follows the cluster itself (see the class docstring)."""
+        from neardup_solr.solr.zookeeper import live_node_urls
+
+        retry = kwargs.get("retry") or RetryPolicy()
+        started, attempt = time.monotonic(), 0
+        while True:
+            nodes = live_node_urls(zk_host)
+            if nodes:
+                return cls(",".join(f"{node}/{collection}" for node in nodes), **kwargs)
+            wait = retry.next_wait(attempt, time.monotonic() - started)
+            if wait is None:
+                raise SolrUnavailableError(f"ZooKeeper at {zk_host} lists no live Solr node: start the cluster's "
+                                           "nodes, then run the same command again")
+            log.warning("ZooKeeper at %s lists no live Solr node yet; asking again in %.1f s", zk_host, wait)
+            time.sleep(wait)
+            attempt += 1
+
     def __repr__(self) -> str:
         return f"SolrClient({self.url!r})"
 
