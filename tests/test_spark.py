@@ -192,6 +192,22 @@ def test_oversized_buckets_are_judged_as_the_single_process_judges_them(spark):
     assert len(pairs) >= 200 and all(a[:2] == b[:2] for a, b in pairs)  # the clusters' pairs, none across
 
 
+@pytest.mark.solr
+def test_dedup_equals_report_lsh_on_large_version_clusters(spark, solr):
+    """Issue 24: on a corpus of large version clusters (benchmarks/clustered.py) the Spark job judges the
+    oversized buckets as report --method lsh does: the same pairs, pair for pair, at T = 0.5."""
+    from benchmarks.clustered import generate as clustered
+
+    records = list(clustered(8, 80, seed=6, min_words=150, max_words=300))
+    Indexer(solr, IndexSettings(fields=()), batch_size=500).index_records(records)
+    solr.commit()
+    expected = dedupe_collection(solr, 0.5)
+    assert expected.stats.refinement()["oversized_pairs"] > 0  # the clusters made oversized buckets
+    got = dedup(_frame(spark, records), 0.5).collect()
+    assert [(p.id, p.neighbor_id, p.similarity) for p in got] == \
+        [(p.id, p.neighbor_id, p.similarity) for p in expected.pairs]
+
+
 def test_bad_records_are_rejected_with_their_reason_and_the_rest_used(spark):
     records = [("1", "alpha beta gamma delta"), ("2", "alpha beta gamma delta"), ("3", " ... !!! "),
                ("4", None), ("", "an id that is empty")]
