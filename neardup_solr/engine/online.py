@@ -339,6 +339,14 @@ def _claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: 
         raise
 
 
+def _holds_our_text(client: SolrClient, document: dict) -> bool:
+    """After a create answered "exists" (409): whether the document there is this very add. A create whose answer
+    was lost (a link cut after Solr took it) is sent again by the client's retry, and the second attempt finds
+    the first; we hold the claim on this text, so the same id with the same text is ours, not another's."""
+    found = client.get_by_ids([document["id"]], "id,md5_hash")
+    return bool(found) and found[0].get("md5_hash") == document.get("md5_hash")
+
+
 def _exists(client: SolrClient, doc_id: str) -> "DocumentExistsError":
     return DocumentExistsError(
         f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites it: delete "
@@ -488,7 +496,7 @@ def check_and_add(
                 return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
             try:
                 if not _create(client, document, -1, commit_within_ms=commit_within_ms,
-                               soft_commit=commit_within_ms is None):
+                               soft_commit=commit_within_ms is None) and not _holds_our_text(client, document):
                     raise _exists(client, doc_id)
             except BaseException:
                 _release(client, claim_id(query.md5_hash))
