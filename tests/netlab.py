@@ -10,11 +10,13 @@ tests can cut links (issue 26): ``ip netns``, veth pairs and a bridge, as root.
 The test process stays in the root namespace and is the client; it reaches the namespaces through the
 bridge's own address. Solr's embedded Jetty binds the loopback, so each node namespace also runs
 ``tcp_relay.py`` from its address to that loopback (a cut of the link cuts the relay's traffic too).
-Latency and loss need the kernel's netem qdisc: :func:`netem_available` says whether this kernel has it.
+Latency and loss come from the kernel's netem qdisc where it exists (:func:`netem_available`), else from the
+relay itself (``NetCloud.impair``: each chunk delayed, a share of connections reset).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -204,7 +206,23 @@ class NetCloud:
                                "solr.max.booleanClauses": 1000000, "solr.disableRequestId": "true"})
         self.node_procs[name] = self.lab.popen(name, cmd, home / "logs" / "launcher.out")
         self.lab.popen(name, [sys.executable, str(HERE / "tcp_relay.py"), self.lab.address[name],
-                              str(self.SOLR_PORT), str(self.SOLR_PORT)], home / "logs" / "relay.out")
+                              str(self.SOLR_PORT), str(self.SOLR_PORT), str(self.impairment_file(name))],
+                       home / "logs" / "relay.out")
+
+    def impairment_file(self, name: str) -> Path:
+        return self.workdir / name / "impairment.json"
+
+    def impair(self, name: str, delay_ms: float = 0.0, loss: float = 0.0) -> None:
+        """Delay and loss on the node's inbound traffic: netem where the kernel has it, else the relay's own
+        (tcp_relay.py). ``impair(name)`` with no arguments makes the link good again."""
+        if netem_available():
+            if delay_ms or loss:
+                self.lab.netem(name, "delay", f"{delay_ms:g}ms", "loss", f"{loss * 100:g}%")
+            else:
+                subprocess.run(["ip", "netns", "exec", self.lab.ns(name), "tc", "qdisc", "del", "dev", "eth0",
+                                "root"], capture_output=True)
+            return
+        self.impairment_file(name).write_text(json.dumps({"delay_ms": delay_ms, "loss": loss}))
 
     def answers(self, name: str) -> bool:
         try:
