@@ -13,11 +13,11 @@ import sys
 
 import logging
 import random
-import threading
 import time
 
 import pytest
 
+from faultclient import HookedClient
 from indexcheck import equals_clean_run
 from netutil import free_port
 
@@ -53,26 +53,6 @@ def cloud(tmp_path_factory):
         cluster.stop()
 
 
-class KillingClient(SolrClient):
-    """Kills a node right before the ``at``-th batch of documents is sent (the settings document is call 1)."""
-
-    def __init__(self, url, kill, at: int, **kw):
-        super().__init__(url, **kw)
-        self.kill, self.at = kill, at
-        self.calls = 0
-        self.lock = threading.Lock()
-        self.killed = threading.Event()
-
-    def add(self, docs, **kw):
-        with self.lock:
-            self.calls += 1
-            due = self.calls == self.at
-        if due:
-            self.kill()
-            self.killed.set()
-        return super().add(docs, **kw)
-
-
 def _assert_equals_clean_run(client: SolrClient, path) -> None:
     assert equals_clean_run(client, path)
     result = verify_file(client, path)
@@ -86,10 +66,10 @@ def test_a_killed_node_is_ridden_out_through_the_other_node(cloud, tmp_path, cap
     SolrClient(node1).delete_all()
 
     # The client is given node 2 only: it learns node 1 from the cluster at check() and must move there.
-    client = KillingClient(node2, lambda: cloud.kill_node(2), at=4, retry=RetryPolicy(max_wait=60, seed=1))
+    client = HookedClient(node2, lambda: cloud.kill_node(2), at=4, retry=RetryPolicy(max_wait=60, seed=1))
     caplog.set_level(logging.WARNING, logger="neardup_solr.solr.client")
     summary = Indexer(client, batch_size=200, workers=2, commit_every=600).index_file(path)
-    assert client.killed.is_set() and cloud.node_pid(2) is None
+    assert client.fired.is_set() and cloud.node_pid(2) is None
     assert summary.interrupted is None and summary.rejected == 0
     assert summary.verification.ok and summary.verification.checked == 3000
     assert client.node_url == cloud.node_urls[0]
@@ -120,7 +100,7 @@ def test_a_shard_without_replica_stops_with_its_name_and_resume_completes(cloud,
         path.write_text(_records(2000))
         url = f"{cloud.node_urls[0]}/{name}"
 
-        client = KillingClient(url, lambda: cloud.kill_node(victim_index), at=4,
+        client = HookedClient(url, lambda: cloud.kill_node(victim_index), at=4,
                                retry=RetryPolicy(max_wait=6, seed=2))
         with pytest.raises(IndexingInterrupted) as info:
             Indexer(client, batch_size=200, workers=2, commit_every=400).index_file(path)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import netlab
+from faultclient import HookedClient
 from indexcheck import equals_clean_run
 
 from neardup_solr.engine.collection import dedupe_collection
@@ -65,25 +66,6 @@ def _fresh(cloud) -> SolrClient:
     return client
 
 
-class _HookedClient(SolrClient):
-    """Runs ``fault`` right before the ``at``-th update (the settings document is call 1)."""
-
-    def __init__(self, url, fault, at: int, **kw):
-        super().__init__(url, **kw)
-        self.fault, self.at, self.calls = fault, at, 0
-        self.lock = threading.Lock()
-        self.fired = threading.Event()
-
-    def add(self, docs, **kw):
-        with self.lock:
-            self.calls += 1
-            due = self.calls == self.at
-        if due:
-            self.fault()
-            self.fired.set()
-        return super().add(docs, **kw)
-
-
 def _index_through(client: SolrClient, path: Path, cloud) -> str:
     """Index ``path``; a run stopped by the fault (Solr away, or acknowledged documents found missing by the
     end-of-run check) is resumed once the cluster is whole again. Returns how the first run ended."""
@@ -125,7 +107,7 @@ def test_a_leader_cut_off_during_indexing_is_ridden_out(cloud, tmp_path, min_rep
         cloud.lab.cut(victim)
         healed.start()
 
-    client = _HookedClient(cloud.collection_urls(), cut, at=4, min_replicas=min_replicas,
+    client = HookedClient(cloud.collection_urls(), cut, at=4, min_replicas=min_replicas,
                            retry=RetryPolicy(max_wait=120, seed=4))
     try:
         ended = _index_through(client, path, cloud)
@@ -141,7 +123,7 @@ def test_the_client_cut_off_from_its_node_moves_to_another(cloud, tmp_path):
     path = _records(tmp_path / "records.txt", 2000)
     _fresh(cloud)
     first = cloud.nodes[0]  # the first URL the client is given: the node it writes to
-    client = _HookedClient(cloud.collection_urls(), lambda: cloud.lab.block(first), at=3,
+    client = HookedClient(cloud.collection_urls(), lambda: cloud.lab.block(first), at=3,
                            retry=RetryPolicy(max_wait=60, seed=5))
     try:
         summary = Indexer(client, batch_size=200, workers=2).index_file(path)
