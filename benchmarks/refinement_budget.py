@@ -33,7 +33,7 @@ sys.path.insert(0, str(BENCH.parent))
 
 from benchmarks.persons import generate  # noqa: E402
 from benchmarks.run import machine_tag, write_results  # noqa: E402
-from neardup_solr.engine.weighted_lsh import weighted_band_params, weighted_signer  # noqa: E402
+from neardup_solr.engine.weighted_lsh import signing_weights, weighted_band_params, weighted_signer  # noqa: E402
 from neardup_solr.pairs.candidates import (  # noqa: E402
     CollectionStats,
     candidate_pairs,
@@ -52,8 +52,7 @@ def signatures(records: int, seed: int, tokens: str, num_hashes: int) -> np.ndar
     df = collections.Counter(t for ts in token_sets for t in ts)
     weights = {t: math.log(records / c) for t, c in df.items()}
     signer = weighted_signer("icws", num_hashes, 1)
-    maps = [{t: weights[t] for t in ts if weights[t] > 0} or dict.fromkeys(ts, 1.0) for ts in token_sets]
-    return np.asarray(signer.signatures(maps))
+    return np.asarray(signer.signatures([signing_weights(ts, weights) for ts in token_sets]))
 
 
 def measure(sigs: np.ndarray, threshold: float, split_bucket: int, with_none: bool) -> dict:

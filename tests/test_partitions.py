@@ -96,8 +96,11 @@ def _assert_whole(cloud, path: Path) -> None:
 def test_a_leader_cut_off_during_indexing_is_ridden_out(cloud, tmp_path, min_replicas):
     """Measured here with min_replicas=1: Solr acknowledged about 50 of 3,000 documents on the cut-off leader
     alone, and lost them when it rejoined under the new leader; the end-of-run check found them missing
-    (IndexIncomplete) and --resume sent them again. With min_replicas=2 those acknowledgements (rf=1) are not
-    counted: the batches are sent again until two replicas hold them."""
+    (IndexIncomplete) and --resume sent them again. With min_replicas=2 the rf=1 acknowledgements are sent again
+    until two replicas hold them, but that is not a guarantee either: in 2 of 7 runs here (CI and by hand) Solr
+    still lost about 60 documents of a batch it had acknowledged with rf=2 just before the cut. What holds in
+    every run is the tool's own promise: the end-of-run check finds every lost document and --resume restores
+    it, so the collection ends whole."""
     path = _records(tmp_path / "records.txt", 3000)
     _fresh(cloud)
     victim = cloud.leader_node("shard1")
@@ -114,8 +117,7 @@ def test_a_leader_cut_off_during_indexing_is_ridden_out(cloud, tmp_path, min_rep
     finally:
         healed.join()
     assert client.fired.is_set()
-    if min_replicas == 2:
-        assert ended != "incomplete"  # nothing counted that Solr then lost
+    assert ended in ("complete", "interrupted", "incomplete")
     _assert_whole(cloud, path)
 
 

@@ -59,6 +59,7 @@ from neardup_solr.pairs.candidates import (
     CollectionStats,
     candidate_pairs,
     estimate_margin,
+    matching_positions,
     min_matches,
 )
 from neardup_solr.errors import InvalidParameterError
@@ -225,16 +226,9 @@ def _sign_sets(token_sets: list[list[str]], weights: dict[str, float], signer) -
     return np.asarray(signer.signatures([signing_weights(tokens, weights) for tokens in token_sets]))
 
 
-def _estimate_filter(sigs: np.ndarray, a: np.ndarray, b: np.ndarray, threshold: float,
-                     stats: WeightedLshStats) -> tuple[np.ndarray, np.ndarray]:
-    k = sigs.shape[1]
-    stats.margin = estimate_margin(threshold, k)
-    need = min_matches(threshold, k, stats.margin)
-    matches = np.zeros(a.size, dtype=np.int64)
-    for lo in range(0, a.size, 65_536):
-        hi = min(lo + 65_536, a.size)
-        matches[lo:hi] = np.count_nonzero(sigs[a[lo:hi]] == sigs[b[lo:hi]], axis=1)
-    keep = matches >= need
+def _estimate_filter(sigs: np.ndarray, a: np.ndarray, b: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates whose signatures agree in at least ``need`` positions."""
+    keep = matching_positions(sigs, a, b) >= need
     return a[keep], b[keep]
 
 
@@ -276,7 +270,8 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     params = lsh_params or weighted_band_params(threshold, num_hashes, false_negative_weight)
     stats.bands, stats.rows = params.bands, params.rows
     refinement = CollectionStats()
-    need = min_matches(threshold, sigs.shape[1], estimate_margin(threshold, sigs.shape[1]))
+    stats.margin = estimate_margin(threshold, sigs.shape[1])
+    need = min_matches(threshold, sigs.shape[1], stats.margin)
     codes = candidate_pairs(sigs, params, max_bucket=max_bucket, split_bucket=split_bucket, stats=refinement,
                             keep_matches=need)
     log_refinement(refinement, split_bucket)
@@ -286,7 +281,7 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
         cross = (a < len(left)) & (b >= len(left))
         a, b = a[cross], b[cross]
     stats.candidate_pairs = int(a.size)
-    a, b = _estimate_filter(sigs, a, b, threshold, stats)
+    a, b = _estimate_filter(sigs, a, b, need)
     stats.estimated_pairs = int(a.size)
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
 

@@ -206,11 +206,9 @@ class _Judge:
     and estimates pairs of members from their whole signatures: ``signatures(positions)`` reads the rows of
     members (positions into the band's key array, any order, repeats allowed)."""
 
-    def __init__(self, signatures: "SignatureReader", keep_matches: int, stats: CollectionStats,
-                 params: LSHParams):
+    def __init__(self, signatures: "SignatureReader", keep_matches: int, params: LSHParams):
         self.signatures = signatures
         self.keep_matches = keep_matches
-        self.stats = stats
         self.params = params
 
     def shared_bands(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -223,14 +221,8 @@ class _Judge:
         return equal.reshape(x.size, self.params.bands, self.params.rows).all(axis=2).sum(axis=1)
 
     def matches(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Equal signature positions of the member pairs (x[i], y[i]), a chunk of pairs at a time."""
-        out = np.empty(x.size, dtype=np.int32)
-        for lo in range(0, x.size, _ESTIMATE_CHUNK):
-            hi = min(lo + _ESTIMATE_CHUNK, x.size)
-            rows, inverse = np.unique(np.concatenate((x[lo:hi], y[lo:hi])), return_inverse=True)
-            sigs = self.signatures(rows)
-            out[lo:hi] = np.count_nonzero(sigs[inverse[: hi - lo]] == sigs[inverse[hi - lo:]], axis=1)
-        return out
+        """Equal signature positions of the member pairs (x[i], y[i])."""
+        return _read_matching_positions(self.signatures, x, y)
 
     @staticmethod
     def sample(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -454,7 +446,7 @@ def candidate_pairs(
         keys = band_keys(sigs[:, band * params.rows : (band + 1) * params.rows], one_band)[:, 0]
         columns = extension_positions(band, params, sigs.shape[1])
         extension = lambda positions, columns=columns: sigs[positions][:, columns]  # noqa: E731
-        judge = None if keep_matches is None else _Judge(lambda rows: sigs[rows], keep_matches, stats, params)
+        judge = None if keep_matches is None else _Judge(lambda rows: sigs[rows], keep_matches, params)
         seen = _merge_unique(seen, _partition_candidates(keys, None, sigs.shape[0], max_bucket, stats,
                                                          split_bucket, extension, judge))
         del keys
@@ -490,7 +482,7 @@ def store_candidate_pairs(
                       members: SignatureReader = members) -> np.ndarray:
             return members(rows)[:, columns]
 
-        judge = None if keep_matches is None else _Judge(members, keep_matches, stats, store.params)
+        judge = None if keep_matches is None else _Judge(members, keep_matches, store.params)
         seen = _merge_unique(seen, _partition_candidates(keys, ordinals, store.count, max_bucket, stats,
                                                          split_bucket, extension, judge))
         del keys, ordinals
@@ -524,7 +516,7 @@ def bucket_candidates(
     def extension(rows: np.ndarray) -> np.ndarray:
         return sigs[rows][:, columns]
 
-    judge = None if keep_matches is None else _Judge(lambda rows: sigs[rows], keep_matches, stats, params)
+    judge = None if keep_matches is None else _Judge(lambda rows: sigs[rows], keep_matches, params)
     codes = _partition_candidates(keys, None, m, max_bucket, stats, split_bucket, extension, judge)
     return np.divmod(codes, np.int64(max(m, 1)))
 
@@ -551,13 +543,18 @@ def matching_positions(signatures: np.ndarray, a: np.ndarray, b: np.ndarray) -> 
 
 def store_matching_positions(store: SignatureStore, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`matching_positions` with the signatures read from ``store``, chunk by chunk."""
+    return _read_matching_positions(store.signatures, a, b)
+
+
+def _read_matching_positions(read: SignatureReader, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`matching_positions` with the rows read through ``read`` (sorted distinct rows -> signatures), a
+    chunk of pairs at a time, each row read once per chunk."""
     out = np.empty(a.size, dtype=np.int32)
     for lo in range(0, a.size, _ESTIMATE_CHUNK):
-        hi = lo + _ESTIMATE_CHUNK
+        hi = min(lo + _ESTIMATE_CHUNK, a.size)
         rows, inverse = np.unique(np.concatenate((a[lo:hi], b[lo:hi])), return_inverse=True)
-        sigs = store.signatures(rows)
-        m = hi - lo if hi <= a.size else a.size - lo
-        out[lo:hi] = np.count_nonzero(sigs[inverse[:m]] == sigs[inverse[m:]], axis=1)
+        sigs = read(rows)
+        out[lo:hi] = np.count_nonzero(sigs[inverse[: hi - lo]] == sigs[inverse[hi - lo:]], axis=1)
     return out
 
 

@@ -453,6 +453,7 @@ class SolrClient:
         while True:
             url = f"{node}/{self.collection}/{path.lstrip('/')}" if path else f"{node}/{self.collection}"
             shard_state: object = None
+            shortfall: int | None = None
             timed_out = False
             try:
                 resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
@@ -472,47 +473,41 @@ class SolrClient:
                         f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
                         "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
                     )
-                shortfall = (self._replication_shortfall(method, path, resp)
-                             if resp.status_code < 400 and self.min_replicas > 1 else None)
+                if resp.status_code < 400 and self.min_replicas > 1:
+                    shortfall = self._replication_shortfall(method, path, resp)
                 if resp.status_code < 400 and shortfall is None:
                     if self._switches_said:
                         self._switches_said.clear()
                     return resp
                 if shortfall is not None:
-                    achieved = shortfall
-                    waited = time.monotonic() - started
-                    wait = self.retry.next_wait(attempt, waited) if retry else None
-                    if wait is None:
-                        raise ReplicationShortfallError(
-                            f"Solr at {self.url} acknowledged an update on only {achieved} of the "
-                            f"{self.min_replicas} replicas asked (min_replicas) after {waited:.0f} s of retries: a "
-                            "replica is down or recovering. Those documents are not counted as indexed; once the "
-                            "replicas are back, run the same command with --resume (resume=True in Python).",
-                            achieved, self.min_replicas)
-                    log.warning("Solr at %s: update acknowledged by %d of the %d replicas asked; sending it again "
-                                "(%.0f of at most %.0f s so far), next try in %.1f s", self.url, achieved,
-                                self.min_replicas, waited, self.retry.max_wait, wait)
-                    time.sleep(wait)
-                    attempt += 1
-                    continue
-                if resp.status_code == 404:
+                    # Transient like a recovering replica: the same wait, and the update sent again after it.
+                    reason = (f"update acknowledged by {shortfall} of the {self.min_replicas} replicas asked "
+                              "(min_replicas)")
+                elif resp.status_code == 404:
                     raise self._not_found(node, path, resp)
-                solr_message = _solr_error_text(resp)
-                if resp.status_code < 500:
-                    raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: {solr_message}",
-                                           status=resp.status_code)
-                state = _transient_state(resp.status_code, solr_message)
-                if state is None:
-                    raise self._server_error(resp.status_code, solr_message)
-                reason = state
-                shard_state = _shard_without_replica(solr_message)
-                if shard_state is None and solr_message.startswith(FORWARD_FAILED):
-                    shard_state = _LEADER_UNREACHABLE
+                else:
+                    solr_message = _solr_error_text(resp)
+                    if resp.status_code < 500:
+                        raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: "
+                                               f"{solr_message}", status=resp.status_code)
+                    state = _transient_state(resp.status_code, solr_message)
+                    if state is None:
+                        raise self._server_error(resp.status_code, solr_message)
+                    reason = state
+                    shard_state = _shard_without_replica(solr_message)
+                    if shard_state is None and solr_message.startswith(FORWARD_FAILED):
+                        shard_state = _LEADER_UNREACHABLE
             # Every node known has been tried in this round: wait before the next round, from the start.
             tried.clear()
             waited = time.monotonic() - started
             wait = self.retry.next_wait(attempt, waited) if retry else None
             if wait is None:
+                if shortfall is not None:
+                    raise ReplicationShortfallError(
+                        f"Solr at {self.url} acknowledged an update on only {shortfall} of the {self.min_replicas} "
+                        f"replicas asked (min_replicas) after {waited:.0f} s of retries: a replica is down or "
+                        "recovering. Those documents are not counted as indexed; once the replicas are back, run "
+                        "the same command with --resume (resume=True in Python).", shortfall, self.min_replicas)
                 if shard_state is _LEADER_UNREACHABLE:
                     raise SolrUnavailableError(self._leader_message(reason, attempt + 1, waited))
                 if shard_state is not None:
@@ -764,11 +759,12 @@ class SolrClient:
         """A /select request (POSTed: long queries outgrow URLs); Solr's JSON answer."""
         return self.post_form("select", params)
 
-    def get_by_ids(self, ids: list[str], fields: str = "*") -> list[dict]:
+    def get_by_ids(self, ids: list[str], fields: str = "*", params: list | None = None) -> list[dict]:
         """Real-time get: exact id lookup with no query parsing, so any id (quotes, colons...) is safe."""
         if not ids:
             return []
-        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", fields)])
+        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", fields),
+                                      *(params or [])])
         docs = data.get("response", {}).get("docs", [])
         # A SolrCloud answers shard by shard; give the documents back in the order asked (missing ones left out).
         position = {doc_id: i for i, doc_id in reversed(list(enumerate(ids)))}
