@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from neardup_solr.text import MinHash, Normalizer, Shingler  # noqa: E402
+from neardup_solr.text import MinHash, Normalizer, Shingler, kernel  # noqa: E402
 
 _SYLLABLES = [
     "ka", "lo", "mi", "ne", "ru", "ta", "vo", "ze", "shi", "pra", "gu", "del", "mon", "ti", "bar", "qu",
@@ -46,7 +46,26 @@ _SYLLABLES_NON_ASCII = _SYLLABLES[:15] + [
     "ká", "lö", "mí", "ñe", "ße", "tà", "ço", "zé", "e\u0301t", "u\u0308ber", "n\u0303a",
     "βο", "λα", "ру", "та", "ми", "жи",
 ]
-CORPORA = {"ascii": _SYLLABLES, "non-ascii": _SYLLABLES_NON_ASCII}
+CORPORA = {"ascii": _SYLLABLES, "non-ascii": _SYLLABLES_NON_ASCII, "prose": None, "prose-typographic": None}
+
+
+def make_prose_texts(docs: int, words: int, seed: int = 7, typographic: bool = False) -> list[str]:
+    """Windows of ``words`` words at random places in real English prose: the Python language reference's
+    topics as the standard library ships them (``pydoc_data.topics``, ~65,000 words, so every machine has it).
+
+    ``typographic``: every other text has its straight quotes set as typeset text has them (U+2019, U+201C,
+    U+201D), so that it is not plain ASCII and takes the normaliser's Unicode path.
+    """
+    from pydoc_data.topics import topics
+
+    vocabulary = " ".join(topics[key] for key in sorted(topics)).split()
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, len(vocabulary) - words, size=docs)
+    texts = [" ".join(vocabulary[s : s + words]) for s in starts]
+    if typographic:
+        curly = str.maketrans({"'": "\u2019", '"': "\u201c"})
+        texts = [t.translate(curly) if i % 2 == 0 else t for i, t in enumerate(texts)]
+    return texts
 
 
 def make_texts(docs: int, words: int, vocab: int = 50_000, seed: int = 7, corpus: str = "ascii") -> list[str]:
@@ -104,6 +123,41 @@ def _ours(texts: Sequence[str], num_hashes: int) -> Callable[[], object]:
     minhash = MinHash(num_hashes=num_hashes)
     minhash.signatures(texts[: min(len(texts), 50)])  # warm the word-hash cache a little, as a running indexer would
     return lambda: minhash.signatures(texts)
+
+
+def _ours_numpy(texts: Sequence[str], num_hashes: int) -> Callable[[], object]:
+    """Ours without the compiled kernel (NEARDUP_SOLR_KERNEL=numpy): the NumPy path every install keeps."""
+    minhash = MinHash(num_hashes=num_hashes)
+
+    def run():
+        os.environ[kernel.FORCE_NUMPY_ENV] = "numpy"
+        try:
+            return minhash.signatures(texts)
+        finally:
+            del os.environ[kernel.FORCE_NUMPY_ENV]
+
+    run()
+    return run
+
+
+def _rensa_plain(texts: Sequence[str], num_hashes: int) -> Callable[[], object] | None:
+    """rensa as its users feed it: word 3-shingles made with plain Python (lower, split, join), then its fastest
+    batch call. No normaliser of ours anywhere in its time."""
+    try:
+        from rensa import RMinHash
+    except ImportError:
+        return None
+    if not hasattr(RMinHash, "digest_matrix_from_token_sets"):
+        return None
+
+    def shingles(text: str) -> list[str]:
+        ws = text.lower().split()
+        return [" ".join(ws[i : i + 3]) for i in range(len(ws) - 2)] or [" ".join(ws)]
+
+    def run():
+        return RMinHash.digest_matrix_from_token_sets([shingles(t) for t in texts], num_hashes, 42)
+
+    return run
 
 
 def _ours_v1(texts: Sequence[str], num_hashes: int) -> Callable[[], object]:
@@ -212,9 +266,14 @@ def _peer_input(texts: Sequence[str], num_hashes: int) -> Callable[[], object]:
 
 PEER_INPUT = "(peer input: shingles())"
 
+RENSA_AS_USED = "rensa, plain Python shingles"
+OURS_NUMPY = "neardup_solr (NumPy path)"
+
 METHODS: dict[str, Callable[[Sequence[str], int], Callable[[], object] | None]] = {
     "neardup_solr (batch)": _ours,
+    OURS_NUMPY: _ours_numpy,
     "neardup_solr (batch, v1)": _ours_v1,
+    RENSA_AS_USED: _rensa_plain,
     "datasketch update_batch": _datasketch_update_batch,
     "datasketch bulk": _datasketch_bulk,
     "rensa RMinHash.update": _rensa_update,
@@ -266,6 +325,8 @@ def run_signing_benchmark(
         "docs": len(texts),
         "mb": mb,
         "num_hashes": num_hashes,
+        "signing_path": kernel.describe(),
+        "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "cpu": cpu,
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -276,7 +337,8 @@ def run_signing_benchmark(
 
 def format_table(report: dict) -> str:
     lines = [
-        f"{report['docs']} docs, {report['mb']:.1f} MB, {report['num_hashes']} hashes, one core",
+        f"{report['docs']} docs, {report['mb']:.1f} MB, {report['num_hashes']} hashes, one core, "
+        f"{report['signing_path']}, load average {report['load_average']}",
         f"{'method':<26}{'seconds':>9}{'docs/s':>10}{'MB/s':>8}{'ours x':>8}",
     ]
     for name, r in report["results"].items():
@@ -305,7 +367,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--corpus takes names from {', '.join(CORPORA)}, got {args.corpus!r}")
     reports = {}
     for corpus in corpora:
-        texts = make_texts(args.docs, args.words, seed=args.seed, corpus=corpus)
+        if corpus.startswith("prose"):
+            texts = make_prose_texts(args.docs, args.words, seed=args.seed, typographic=corpus != "prose")
+        else:
+            texts = make_texts(args.docs, args.words, seed=args.seed, corpus=corpus)
         report = run_signing_benchmark(texts, args.num_hashes, repeats=args.repeats)
         report["words_per_doc"] = args.words
         report["corpus"] = corpus

@@ -10,7 +10,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.neardup-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# Reinstalled when the declared dependencies or the compiled kernel's sources change (pip builds the kernel).
+kernel_built() { compgen -G "neardup_solr/text/_kernel*.so" >/dev/null; }
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+   || [ neardup_solr/text/_kernel.c -nt "$stamp" ] || ! kernel_built; then
   echo "setup: installing neardup-solr and its dependencies into .venv"
   log=.venv/pip-install.log
   if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench,service,parquet,zstd,spark,cloud]'; } >"$log" 2>&1; then

@@ -97,7 +97,7 @@ def test_a_leader_cut_off_during_indexing_is_ridden_out(cloud, tmp_path, min_rep
     """Measured here with min_replicas=1: Solr acknowledged about 50 of 3,000 documents on the cut-off leader
     alone, and lost them when it rejoined under the new leader; the end-of-run check found them missing
     (IndexIncomplete) and --resume sent them again. With min_replicas=2 the rf=1 acknowledgements are sent again
-    until two replicas hold them, but that is not a guarantee either: in 2 of 7 runs here (CI and by hand) Solr
+    until two replicas hold them, but that is not a guarantee either: in 3 of 9 runs here (one in CI, two by hand) Solr
     still lost about 60 documents of a batch it had acknowledged with rf=2 just before the cut. What holds in
     every run is the tool's own promise: the end-of-run check finds every lost document and --resume restores
     it, so the collection ends whole."""

@@ -386,8 +386,7 @@ class DocumentBuilder:
             words.append(norm.split(" "))
         if not kept:
             return out
-        hashes, offsets = self.shingler.batch_hashes(normalized)
-        signatures = self.minhash._sign(hashes, offsets)
+        hashes, offsets, signatures = self.minhash.hashes_and_signatures(normalized)
         distinct = _distinct_counts(hashes, offsets)
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
         for row, index in enumerate(kept):

@@ -67,8 +67,8 @@ def sign_arrays(builder: DocumentBuilder, params: LSHParams, ids: list, texts: l
     valid = np.zeros(n, dtype=bool)
     valid[kept] = True
     if kept:
-        hashes, offsets = builder.shingler.batch_hashes(kept_texts)
-        signatures: np.ndarray = builder.minhash.signatures_from_hashes(np.split(hashes, offsets[1:-1]))
+        hashes, offsets, signed = builder.minhash.hashes_and_signatures(kept_texts)
+        signatures: np.ndarray = signed
         keys = band_keys(signatures, params)
         distinct, counts = _distinct_sets(hashes, offsets)
     else:

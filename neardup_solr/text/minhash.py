@@ -44,8 +44,9 @@ import numpy as np
 
 from neardup_solr.errors import InvalidTextError, SignatureMismatchError
 from neardup_solr.validation import check_int
+from neardup_solr.text import kernel
 from neardup_solr.text.murmur import _fmix32_tail_inplace
-from neardup_solr.text.shingles import Shingler, _preview
+from neardup_solr.text.shingles import Shingler, _preview, raise_for_texts_without_shingles
 
 _U32 = np.uint32
 _MAX_U32 = np.uint32(0xFFFFFFFF)
@@ -186,8 +187,25 @@ class MinHash:
         """
         if isinstance(texts, str):
             raise TypeError("signatures() takes a sequence of texts; use signature() for a single text")
-        hashes, offsets = self.shingler.batch_hashes(list(texts))
-        return self._sign(hashes, offsets)
+        texts = list(texts)
+        if not kernel.available():
+            hashes, offsets = self.shingler.batch_hashes(texts)
+            return self._sign(hashes, offsets)
+        values, counts = kernel.sign(texts, self.shingler.kernel_arguments(), self.masks)
+        raise_for_texts_without_shingles(texts, counts)
+        return Signature.of(values, self.seed)
+
+
+    def hashes_and_signatures(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, "Signature"]:
+        """The shingler's ``batch_hashes`` of ``texts`` (hashes, offsets) and their signatures, in one pass where
+        the compiled kernel is built. Raises InvalidTextError naming the first text without shingles."""
+        texts = list(texts)
+        if not kernel.available():
+            hashes, offsets = self.shingler.batch_hashes(texts)
+            return hashes, offsets, self._sign(hashes, offsets)
+        hashes, offsets, values = kernel.hashes_and_signatures(texts, self.shingler.kernel_arguments(), self.masks)
+        raise_for_texts_without_shingles(texts, np.diff(offsets))
+        return hashes, offsets, Signature.of(values, self.seed)
 
 
 def _as_hashes(hashes) -> np.ndarray:

@@ -118,6 +118,29 @@ class _UnicodeTableV2(dict):
 _TABLES_V2 = {False: _UnicodeTableV2(False), True: _UnicodeTableV2(True)}
 
 
+class _KernelTable(dict):
+    """A version's table for the compiled kernel's input: the same mapping, and every other whitespace character
+    (U+00A0, U+2028, U+3000...) a plain space, since the kernel collapses spaces itself instead of the regex."""
+
+    def __init__(self, table: dict):
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, code: int) -> str:
+        ch = " " if chr(code).isspace() else self.table[code]
+        if len(self) < _UNICODE_TABLE_LIMIT:
+            self[code] = ch
+        return ch
+
+
+_KERNEL_TABLES = {1: _KernelTable(_UNICODE_TABLE), (2, False): _KernelTable(_TABLES_V2[False]),
+                  (2, True): _KernelTable(_TABLES_V2[True])}
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# Below this share of non-ASCII characters (prose with curly quotes and dashes) mapping only those characters is
+# cheaper than str.translate, which looks every character up in the table.
+_FEW_NON_ASCII = 0.05
+
+
 class Normalizer:
     """The normaliser an index was built with: a version and its options, stored in the index's settings.
 
@@ -141,13 +164,14 @@ class Normalizer:
     Instances are immutable and compare equal when version and options are equal.
     """
 
-    __slots__ = ("version", "fold_diacritics", "fold_digits", "prepare", "_table")
+    __slots__ = ("version", "fold_diacritics", "fold_digits", "prepare", "_table", "_kernel_table")
     version: int
     fold_diacritics: bool
     fold_digits: bool
     # Normalised text up to whitespace (see _prepare_v1); what the batch shingler hashes words from.
     prepare: Callable[[str], str]
     _table: dict
+    _kernel_table: dict
 
     def __init__(self, version: int = LATEST_NORMALIZER_VERSION, fold_diacritics: bool = False,
                  fold_digits: bool = False):
@@ -164,6 +188,7 @@ class Normalizer:
         set_(self, "_table", _TABLES_V2[fold_diacritics])
         # The method chosen once: prepare() runs for every text of every batch.
         set_(self, "prepare", _prepare_v1 if version == 1 else self._prepare_v2)
+        set_(self, "_kernel_table", _KERNEL_TABLES[1 if version == 1 else (2, fold_diacritics)])
 
     def __setattr__(self, name, value) -> None:
         raise AttributeError("a Normalizer is immutable; make another one")
@@ -195,6 +220,28 @@ class Normalizer:
         if self.fold_digits:
             text = _DIGIT_RUN.sub("0", text)
         return _WHITESPACE_RE.sub(" ", text).strip()
+
+    def kernel_prepare(self, text: str) -> str:
+        """The text as the compiled kernel (text/kernel.py) takes it: what ``normalize`` gives once the kernel has
+        lowered ASCII capitals, made ASCII punctuation and control characters spaces and collapsed the spaces.
+
+        The kernel does that part itself for plain ASCII and calls this for the rest: entities, the Unicode
+        normal form, case folding and the non-ASCII characters' mapping stay here, in one place with the
+        reference path (``tests/test_kernel.py`` checks both give the same shingles)."""
+        if "&" in text:
+            text = html.unescape(text)
+        if not text.isascii():
+            if self.version == 1:
+                text = text.lower()
+            else:
+                text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+            table = self._kernel_table
+            if len(text.encode("utf-8", "surrogatepass")) - len(text) < _FEW_NON_ASCII * len(text):
+                text = _NON_ASCII.sub(lambda m: table[ord(m.group())], text)
+            else:
+                text = text.translate(table)
+        # After the non-ASCII mapping, as prepare does: removing a format character can join two digit runs.
+        return _DIGIT_RUN.sub("0", text) if self.fold_digits else text
 
     def normalize(self, text: str) -> str:
         """Canonical form of ``text`` that shingles, words and the MD5 are computed from. Idempotent.

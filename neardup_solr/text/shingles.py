@@ -26,6 +26,7 @@ import numpy as np
 
 from neardup_solr.errors import InvalidTextError
 from neardup_solr.validation import check_choice, check_int
+from neardup_solr.text import kernel
 from neardup_solr.text.murmur import _concat_ranges, _murmur3_spans, _murmur3_words, _offsets, _scrambled
 from neardup_solr.text.normalizer import DEFAULT_NORMALIZER, Normalizer, _check_str, _split_normalized
 
@@ -83,6 +84,17 @@ def _distinct_in_order(values: np.ndarray) -> np.ndarray:
         return values
     _, first = np.unique(values, return_index=True)
     return values[np.sort(first)]
+
+
+def raise_for_texts_without_shingles(texts: Sequence[str], counts: np.ndarray) -> None:
+    """InvalidTextError naming the first text whose shingle count is 0."""
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        i = int(empty[0])
+        raise InvalidTextError(
+            f"text at index {i} has no shingles (empty, or only punctuation/control characters): "
+            f"{_preview(texts[i])}; drop it or give it some words"
+        )
 
 
 def _preview(text, limit: int = 60) -> str:
@@ -261,6 +273,21 @@ class Shingler:
         Duplicates within a text are kept (signing does not need them removed). Raises InvalidTextError naming
         the first text without shingles.
         """
+        if kernel.available():
+            hashes, offsets = kernel.hashes(texts, self.kernel_arguments())
+        else:
+            hashes, offsets = self._numpy_batch_hashes(texts)
+        raise_for_texts_without_shingles(texts, np.diff(offsets))
+        return hashes, offsets
+
+    def kernel_arguments(self) -> kernel.ShinglerArguments:
+        """What the compiled kernel needs to shingle and hash as this shingler does (after the texts)."""
+        normalizer = self.normalizer
+        # The kernel normalises plain ASCII itself: that is ``prepare`` exactly unless digits are folded.
+        return normalizer.kernel_prepare, not normalizer.fold_digits, self.unit == "word", self.ngram, self.seed
+
+    def _numpy_batch_hashes(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``batch_hashes`` without the compiled kernel: the reference the kernel is tested against."""
         prepared = []
         prepare, normalize = self.normalizer.prepare, self.normalizer.normalize
         for i, text in enumerate(texts):
@@ -268,15 +295,7 @@ class Shingler:
                 raise TypeError(f"text at index {i} is a {type(text).__name__}, not a str; decode it first")
             # Character shingles see the spaces, so they need the collapsed text; words only need separators.
             prepared.append(prepare(text) if self.unit == "word" else normalize(text))
-        hashes, offsets = self._hash_prepared(prepared)
-        empty = np.flatnonzero(offsets[1:] == offsets[:-1])
-        if empty.size:
-            i = int(empty[0])
-            raise InvalidTextError(
-                f"text at index {i} has no shingles (empty, or only punctuation/control characters): "
-                f"{_preview(texts[i])}; drop it or give it some words"
-            )
-        return hashes, offsets
+        return self._hash_prepared(prepared)
 
     def _hash_one(self, normalized: str, ws: list[str] | None = None) -> np.ndarray:
         """Shingle hashes (duplicates kept) of one normalised text.
