@@ -121,6 +121,8 @@ class MinHash:
 
     def _sign(self, hashes: np.ndarray, offsets: np.ndarray) -> "Signature":
         """Signatures of documents whose hashes are ``hashes[offsets[d]:offsets[d+1]]`` (all non-empty)."""
+        if kernel.available():
+            return Signature.of(kernel.sign_hashes(hashes, offsets, self.masks), self.seed)
         ndocs = len(offsets) - 1
         # (num_hashes, docs) so reduceat runs along contiguous rows; transposed once at the end.
         result = np.full((self.num_hashes, ndocs), _MAX_U32, dtype=_U32)

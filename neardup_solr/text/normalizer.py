@@ -135,6 +135,8 @@ class _KernelTable(dict):
 
 _KERNEL_TABLES = {1: _KernelTable(_UNICODE_TABLE), (2, False): _KernelTable(_TABLES_V2[False]),
                   (2, True): _KernelTable(_TABLES_V2[True])}
+# The compiled kernel's memory of islands (see Normalizer.kernel_islands), per mapping; bounded like the tables.
+_ISLAND_CACHES: dict = {(2, False): {}, (2, True): {}}
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # Below this share of non-ASCII characters (prose with curly quotes and dashes) mapping only those characters is
 # cheaper than str.translate, which looks every character up in the table.
@@ -242,6 +244,21 @@ class Normalizer:
                 text = text.translate(table)
         # After the non-ASCII mapping, as prepare does: removing a format character can join two digit runs.
         return _DIGIT_RUN.sub("0", text) if self.fold_digits else text
+
+    @property
+    def kernel_islands(self) -> tuple | None:
+        """For the compiled kernel: ``(function, cache, limit)`` to normalise a mostly-ASCII text island by island
+        (a run of non-ASCII characters with the ASCII character before it; see ``_kernel.c``), or None where
+        only the whole text will do: version 1 lowers with ``str.lower``, whose final sigma looks at the words
+        around it, and digit folding joins digit runs across islands."""
+        if self.version == 1 or self.fold_digits:
+            return None
+        table = self._kernel_table
+
+        def island(text: str) -> str:
+            return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).translate(table)
+
+        return island, _ISLAND_CACHES[(2, self.fold_diacritics)], _UNICODE_TABLE_LIMIT
 
     def normalize(self, text: str) -> str:
         """Canonical form of ``text`` that shingles, words and the MD5 are computed from. Idempotent.

@@ -284,7 +284,8 @@ class Shingler:
         """What the compiled kernel needs to shingle and hash as this shingler does (after the texts)."""
         normalizer = self.normalizer
         # The kernel normalises plain ASCII itself: that is ``prepare`` exactly unless digits are folded.
-        return normalizer.kernel_prepare, not normalizer.fold_digits, self.unit == "word", self.ngram, self.seed
+        return (normalizer.kernel_prepare, normalizer.kernel_islands, not normalizer.fold_digits, self.unit == "word",
+                self.ngram, self.seed)
 
     def _numpy_batch_hashes(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """``batch_hashes`` without the compiled kernel: the reference the kernel is tested against."""
