@@ -10,7 +10,8 @@ import pytest
 from neardup_solr.cli import main
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.solr.indexer import Indexer
-from neardup_solr.solr.maintenance import merge_segments, segment_count
+from neardup_solr.solr import maintenance
+from neardup_solr.solr.maintenance import merge_advice, merge_segments, segment_count
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr.idf import IdfWeights
 
@@ -64,3 +65,20 @@ def test_merge_refuses_a_bad_count(solr):
     with pytest.raises(InvalidParameterError, match="max_segments"):
         merge_segments(solr, 0)
 
+
+def test_index_gives_merge_advice_when_the_segments_are_many(solr, solr_url, tmp_path, capsys, monkeypatch):
+    _index_in_batches(solr, batches=4)
+    count = segment_count(solr)
+    assert count >= 4
+    assert f"{count} segments" in merge_advice(solr, many=count)
+    assert merge_advice(solr, many=count + 1) is None
+    merge_segments(solr)
+    assert merge_advice(solr, many=2) is None
+    # The CLI says it after a load that leaves as many segments as the threshold (lowered here to one).
+    path = tmp_path / "more.txt"
+    path.write_text("".join(f"x{i} another record {i} for the advice test\n" for i in range(30)))
+    monkeypatch.setattr(maintenance, "SEGMENTS_WORTH_MERGING", 1)
+    assert main(["index", str(path), "--solr-url", solr_url]) == 0
+    assert "neardup-solr optimize" in capsys.readouterr().err
+    assert main(["index", str(path), "--solr-url", solr_url, "--quiet"]) == 0
+    assert "optimize" not in capsys.readouterr().err

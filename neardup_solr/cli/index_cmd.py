@@ -59,7 +59,7 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
 def cmd_index(args: argparse.Namespace) -> int:
     """Index one file; exit 1 when records were rejected, 3 when Solr stopped the run, 4 when incomplete."""
     from neardup_solr.solr.indexer import IndexIncomplete, Indexer, IndexingInterrupted
-    from neardup_solr.solr.maintenance import clear
+    from neardup_solr.solr.maintenance import clear, merge_advice
     from neardup_solr.io.outputs import check_output_path
 
     # Everything that can be refused is refused before the first request to Solr.
@@ -102,6 +102,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(json.dumps(summary_json(exc.summary, "incomplete")))
         return EXIT_INCOMPLETE
     print(json.dumps(summary_json(summary, "complete")) if args.json else summary.format())
+    advice = merge_advice(client) if summary.indexed else None
+    if advice and not args.quiet:
+        print(f"note: {advice}", file=sys.stderr)
     return EXIT_REJECTED if summary.rejected else 0
 
 
