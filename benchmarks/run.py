@@ -325,7 +325,7 @@ def sec_corpus(*, deadline, corpus_dir: str, docs: int, seed: int, with_truth: b
 
 def sec_signing(*, deadline, corpus_dir: str, docs: int, repeats: int) -> dict:
     from benchmarks.corpus import iter_documents
-    from benchmarks.signing import run_signing_benchmark
+    from benchmarks.signing import OURS_NUMPY, RENSA_AS_USED, run_signing_benchmark
 
     texts = []
     for _, text in iter_documents(corpus_dir):
@@ -341,7 +341,11 @@ def sec_signing(*, deadline, corpus_dir: str, docs: int, repeats: int) -> dict:
         return max(have, key=lambda kv: kv[1]["docs_per_s"]) if have else (None, None)
 
     ds_name, ds = best(["datasketch update_batch", "datasketch bulk"])
-    rs_name, rs = best(["rensa RMinHash.update", "rensa digest_matrix"])
+    # rensa as its users feed it (plain Python shingles into its fastest call), and, apart, rensa fed our own
+    # shingle strings: the second's time is mostly ours, so it flattered rensa's speed less honestly.
+    rs_name, rs = best([RENSA_AS_USED])
+    fed_name, fed = best(["rensa RMinHash.update", "rensa digest_matrix"])
+    numpy_path = res.get(OURS_NUMPY)
     report["summary"] = {
         "ours_docs_per_s": ours["docs_per_s"] if ours else None,
         "ours_mb_per_s": ours["mb_per_s"] if ours else None,
@@ -351,6 +355,10 @@ def sec_signing(*, deadline, corpus_dir: str, docs: int, repeats: int) -> dict:
         "best_rensa_docs_per_s": rs["docs_per_s"] if rs else None,
         "ours_vs_datasketch_x": round(ours["docs_per_s"] / ds["docs_per_s"], 3) if ours and ds else None,
         "ours_vs_rensa_x": round(ours["docs_per_s"] / rs["docs_per_s"], 3) if ours and rs else None,
+        "best_rensa_fed_our_shingles": fed_name,
+        "ours_vs_rensa_fed_our_shingles_x": round(ours["docs_per_s"] / fed["docs_per_s"], 3) if ours and fed else None,
+        "ours_vs_numpy_path_x": round(ours["docs_per_s"] / numpy_path["docs_per_s"], 3) if ours and numpy_path else None,
+        "signing_path": report.get("signing_path"),
     }
     return report
 
@@ -755,9 +763,12 @@ def evaluate_goals(report: dict) -> list[dict]:
     goals.append({"goal": "signing: ours >= 5x datasketch (docs/s, one core)",
                   "measured": s.get("ours_vs_datasketch_x"), "unit": "x",
                   "met": None if s.get("ours_vs_datasketch_x") is None else s["ours_vs_datasketch_x"] >= 5})
-    goals.append({"goal": "signing: ours >= rensa (docs/s, one core)", "measured": s.get("ours_vs_rensa_x"),
-                  "unit": "x",
-                  "met": None if s.get("ours_vs_rensa_x") is None else s["ours_vs_rensa_x"] >= 1})
+    goals.append({"goal": "signing: ours >= 2x rensa as its users feed it (docs/s, one core)",
+                  "measured": s.get("ours_vs_rensa_x"), "unit": "x",
+                  "met": None if s.get("ours_vs_rensa_x") is None else s["ours_vs_rensa_x"] >= 2})
+    goals.append({"goal": "signing: compiled kernel >= 5x our NumPy path (docs/s, one core)",
+                  "measured": s.get("ours_vs_numpy_path_x"), "unit": "x",
+                  "met": None if s.get("ours_vs_numpy_path_x") is None else s["ours_vs_numpy_path_x"] >= 5})
     sizes = report.get("sizes", {})
     for size in sorted(sizes, key=int):
         ix = sizes[size].get("indexing")

@@ -175,3 +175,26 @@ def test_sets_already_hashed_sign_as_the_numpy_path():
                           _numpy(lambda: minhash.signature("Art's Deli Ventura Blvd")))
     with pytest.raises(ValueError, match="offsets"):
         kernel.sign_hashes(sets[0], np.array([0, 10_000]), minhash.masks)
+
+
+@pytest.mark.parametrize("fields,sample_mod", [(("shingles", "minhash", "lsh", "words"), 1),
+                                               (("shingles", "minhash", "lsh", "words", "grams"), 3),
+                                               (("lsh",), 1), (("minhash", "lsh"), 1)])
+@pytest.mark.parametrize("path", ["kernel", "numpy"])
+def test_a_batch_builds_the_documents_one_text_at_a_time_would(fields, sample_mod, path):
+    from neardup_solr.solr.documents import DocumentBuilder, IndexSettings
+
+    builder = DocumentBuilder(IndexSettings(fields=fields, sample_mod=sample_mod))
+    texts = [t for t in _random_texts(random.Random(9), 150) if t.strip()]
+    items = [(f"d{i}", t) for i, t in enumerate(texts)]
+    built = builder.build(items, dataset="set") if path == "kernel" else _numpy(lambda: builder.build(items, "set"))
+    by_id = {doc["id"]: doc for doc in built.documents}
+    assert len(by_id) > 100 and len(by_id) + len(built.rejected) == len(items)
+    for doc_id, text in items:
+        if doc_id not in by_id:
+            continue
+        processed = builder.process(text)
+        one = builder.build_prepared(doc_id, text, processed,
+                                     _numpy(lambda: builder.minhash.signature_from_hashes(processed.shingle_hashes)),
+                                     "set")
+        assert by_id[doc_id] == one, doc_id

@@ -23,7 +23,10 @@ from neardup_solr.errors import (
     StoredSettingsError,
 )
 from neardup_solr.pairs.lsh import LSHParams, band_keys, band_tokens, recall_params
-from neardup_solr.text import LATEST_NORMALIZER_VERSION, MinHash, Normalizer, ProcessedText, Shingler
+from neardup_solr.text import LATEST_NORMALIZER_VERSION, MinHash, Normalizer, ProcessedText, Shingler, kernel
+from neardup_solr.text.kernel import position_tokens
+from neardup_solr.text.normalizer import split_normalized
+from neardup_solr.text.shingles import distinct_in_order
 from neardup_solr.text.scripts import UnspacedTextCheck
 from neardup_solr.validation import check_choice, check_float, check_int, id_problem
 
@@ -170,6 +173,11 @@ class IndexSettings:
         return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": self.to_json()}
 
 
+# Filled in by build() once the whole batch is hashed.
+_NO_HASHES = np.empty(0, dtype=np.uint32)
+NO_WORDS_LEFT = "no words left after normalisation (empty, blank or punctuation-only text)"
+
+
 def text_token(value: str) -> str:
     """A shingle or word as a Solr token; over-long ones become a stable digest (never a real shingle: the
     normaliser removes '~')."""
@@ -250,7 +258,7 @@ class DocumentBuilder:
         processed = self.shingler.process(text)
         self.unspaced.check(processed.normalized)
         if not processed.shingles:
-            raise InvalidTextError("no words left after normalisation (empty, blank or punctuation-only text)")
+            raise InvalidTextError(NO_WORDS_LEFT)
         return processed
 
     def shingle_tokens(self, p: ProcessedText) -> list[str]:
@@ -290,28 +298,50 @@ class DocumentBuilder:
             return self._build_lean(items, dataset)
         out = BuiltBatch()
         processed: list[tuple[int, str, str, ProcessedText]] = []
+        normalize, shingles_of = self.shingler.normalizer.normalize, self.shingler._shingles_of
         for index, (doc_id, text, *_) in enumerate(items):
             problem = record_problem(doc_id, text)
             if problem:
                 out.rejected.append((index, problem))
                 continue
-            try:
-                processed.append((index, doc_id, text, self.process(text)))
-            except InvalidTextError as exc:
-                out.rejected.append((index, str(exc)))
+            # The strings here (words and shingles are stored as tokens); their hashes batch-wise below.
+            normalized = normalize(text)
+            words = split_normalized(normalized)
+            shingles = shingles_of(normalized, words)
+            if not shingles:
+                out.rejected.append((index, NO_WORDS_LEFT))
+                continue
+            self.unspaced.check(normalized)
+            processed.append((index, doc_id, text, ProcessedText(normalized, words, shingles, _NO_HASHES)))
         if not processed:
             return out
-        signatures = self.minhash.signatures_from_hashes([p.shingle_hashes for *_, p in processed])
+        # From the texts, not from p.normalized: the kernel normalises them itself, and normalising twice is not
+        # always the same as once (rare combining sequences; tests/test_kernel.py has one).
+        hashes, offsets, signatures = self.minhash.hashes_and_signatures([text for _, _, text, _ in processed])
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
+        tokens = self._signature_field_tokens(signatures, keys)
         for row, (index, doc_id, text, p) in enumerate(processed):
-            doc = self._full_document(doc_id, text, p, signatures[row], None if keys is None else keys[row],
-                                      dataset)
+            p.shingle_hashes = distinct_in_order(hashes[offsets[row]:offsets[row + 1]])
+            doc = self._full_document(doc_id, text, p, signatures[row], None, dataset, signature_fields=False)
+            doc.update((field_name, values[row]) for field_name, values in tokens.items())
             fields = items[index][2] if len(items[index]) > 2 else None
             if fields:
                 doc["content_fwords"] = self.field_tokens(fields)
                 doc["fields_json"] = json.dumps(fields, ensure_ascii=False)
             out.documents.append(doc)
         return out
+
+    def _signature_field_tokens(self, signatures: np.ndarray, keys: np.ndarray | None) -> dict[str, list]:
+        """The MinHash and LSH token fields of a whole batch (each a list of per-document token lists), made by
+        the compiled kernel at once where it is built."""
+        tokens: dict[str, list] = {}
+        batch_tokens = position_tokens if kernel.available() else None
+        if "minhash" in self.settings.fields:
+            tokens["content_sg"] = (batch_tokens(np.asarray(signatures)) if batch_tokens
+                                    else [signature_tokens(row) for row in signatures])
+        if keys is not None:
+            tokens["content_lsh"] = batch_tokens(keys) if batch_tokens else [band_tokens(row) for row in keys]
+        return tokens
 
     def build_prepared(self, doc_id: str, text: str, processed: ProcessedText, signature: np.ndarray,
                        dataset: str | None = None, *, band_keys_row: np.ndarray | None = None) -> dict:
@@ -337,7 +367,9 @@ class DocumentBuilder:
         return doc
 
     def _full_document(self, doc_id: str, text: str, p: ProcessedText, signature: np.ndarray, band_keys_row,
-                       dataset: str | None) -> dict:
+                       dataset: str | None, *, signature_fields: bool = True) -> dict:
+        """The document with every field; ``signature_fields=False`` leaves the MinHash and LSH token fields to
+        the caller (build makes them for a whole batch at once)."""
         doc = {
             "id": doc_id,
             "content": text,
@@ -353,7 +385,10 @@ class DocumentBuilder:
             doc["content_words"] = text_tokens(dict.fromkeys(p.words))
         if "grams" in self.settings.fields:
             doc["content_grams"] = word_gram_tokens(dict.fromkeys(p.words))
-        self._add_signature_fields(doc, signature, band_keys_row, dataset)
+        if signature_fields:
+            self._add_signature_fields(doc, signature, band_keys_row, dataset)
+        elif dataset is not None:
+            doc["dataset"] = dataset
         return doc
 
     def _add_signature_fields(self, doc: dict, signature: np.ndarray, band_keys_row, dataset: str | None) -> None:
@@ -379,16 +414,17 @@ class DocumentBuilder:
             norm = self.shingler.normalizer.normalize(text)
             self.unspaced.check(norm)
             if not norm:
-                out.rejected.append((index, "no words left after normalisation (empty, blank or punctuation-only text)"))
+                out.rejected.append((index, NO_WORDS_LEFT))
                 continue
             kept.append(index)
             normalized.append(norm)
             words.append(norm.split(" "))
         if not kept:
             return out
-        hashes, offsets, signatures = self.minhash.hashes_and_signatures(normalized)
+        hashes, offsets, signatures = self.minhash.hashes_and_signatures([items[index][1] for index in kept])
         distinct = _distinct_counts(hashes, offsets)
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
+        tokens = self._signature_field_tokens(signatures, keys)
         for row, index in enumerate(kept):
             doc_id, text, *rest = items[index]
             ws = words[row]
@@ -401,7 +437,9 @@ class DocumentBuilder:
                 "num_shingles": int(distinct[row]),
                 "minhash_sig": encode_signature(signatures[row]),
             }
-            self._add_signature_fields(doc, signatures[row], None if keys is None else keys[row], dataset)
+            doc.update((field_name, values[row]) for field_name, values in tokens.items())
+            if dataset is not None:
+                doc["dataset"] = dataset
             if rest and rest[0]:
                 doc["fields_json"] = json.dumps(rest[0], ensure_ascii=False)
             out.documents.append(doc)

@@ -36,13 +36,13 @@ from neardup_solr.text.normalizer import (
     _check_str,
     _prepare,
     _prepare_v1,
-    _split_normalized,
+    split_normalized,
     first_word,
     normalize,
     num_words,
     words,
 )
-from neardup_solr.text.shingles import ProcessedText, Shingler, _distinct_in_order, _HashCache, _preview
+from neardup_solr.text.shingles import ProcessedText, Shingler, distinct_in_order, _HashCache, _preview
 
 __all__ = [
     "Normalizer",

@@ -498,6 +498,59 @@ done:
     return result;
 }
 
+/* "<position>_<value in hex>" for every value of every row: a list of lists of str. uint32 rows give lowercase hex
+ * without leading zeros (MinHash tokens, "{}_{:x}"), uint64 rows 16 digits (LSH band keys, "{}_{:016x}"). */
+static PyObject *kernel_position_tokens(PyObject *self, PyObject *args) {
+    Py_buffer values;
+    Py_ssize_t rows, width;
+    int itemsize;
+    if (!PyArg_ParseTuple(args, "y*nni", &values, &rows, &width, &itemsize)) return NULL;
+    if ((itemsize != 4 && itemsize != 8) || rows < 0 || width < 0 || values.len != rows * width * itemsize) {
+        PyBuffer_Release(&values);
+        PyErr_SetString(PyExc_ValueError, "position_tokens(): values do not fit rows x width of that item size");
+        return NULL;
+    }
+    static const char digits[] = "0123456789abcdef";
+    PyObject *result = PyList_New(rows);
+    for (Py_ssize_t r = 0; result != NULL && r < rows; r++) {
+        PyObject *row = PyList_New(width);
+        if (row == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, r, row);
+        for (Py_ssize_t j = 0; j < width; j++) {
+            char text[48];
+            int n = snprintf(text, 24, "%zd_", j);
+            uint64_t v;
+            if (itemsize == 4) {
+                uint32_t v32;
+                memcpy(&v32, (const char *)values.buf + 4 * (r * width + j), 4);
+                v = v32;
+            } else {
+                memcpy(&v, (const char *)values.buf + 8 * (r * width + j), 8);
+            }
+            char hex[16];
+            int len = 0;
+            do {
+                hex[len++] = digits[v & 15];
+                v >>= 4;
+            } while (v && len < 16);
+            if (itemsize == 8)
+                while (len < 16) hex[len++] = '0';
+            while (len) text[n++] = hex[--len];
+            PyObject *token = PyUnicode_FromStringAndSize(text, n);
+            if (token == NULL) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(row, j, token);
+        }
+    }
+    PyBuffer_Release(&values);
+    return result;
+}
+
 static PyObject *kernel_murmur3(PyObject *self, PyObject *args) {
     Py_buffer data;
     unsigned long seed;
@@ -518,6 +571,9 @@ static PyMethodDef kernel_methods[] = {
     {"sign_hashes", kernel_sign_hashes, METH_VARARGS,
      "sign_hashes(hashes, offsets, masks, out): signatures of sets of uint32 hashes, hashes[offsets[d]:offsets[d+1]] "
      "for row d of out."},
+    {"position_tokens", kernel_position_tokens, METH_VARARGS,
+     "position_tokens(values, rows, width, itemsize): '<position>_<hex>' tokens of every row (4-byte values "
+     "unpadded, 8-byte values 16 digits)."},
     {"murmur3", kernel_murmur3, METH_VARARGS, "murmur3(data, seed): MurmurHash3_x86_32, unsigned."},
     {NULL, NULL, 0, NULL},
 };

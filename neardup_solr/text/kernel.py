@@ -99,3 +99,13 @@ def sign_hashes(hashes: np.ndarray, offsets: np.ndarray, masks: np.ndarray) -> n
     _kernel.sign_hashes(np.ascontiguousarray(hashes, dtype=np.uint32), np.ascontiguousarray(offsets, dtype=np.int64),
                         np.ascontiguousarray(masks, dtype=np.uint32), out)
     return out
+
+
+def position_tokens(values: np.ndarray) -> list[list[str]]:
+    """``"<position>_<hex value>"`` for each value of each row of a 2-D uint32 (no leading zeros: MinHash tokens)
+    or uint64 (16 digits: LSH band tokens) array, as the Solr token fields hold them."""
+    assert _kernel is not None
+    values = np.ascontiguousarray(values)
+    if values.ndim != 2 or values.dtype not in (np.uint32, np.uint64):
+        raise ValueError(f"position_tokens takes a 2-D uint32 or uint64 array, got {values.dtype} {values.shape}")
+    return _kernel.position_tokens(values, values.shape[0], values.shape[1], values.dtype.itemsize)

@@ -276,7 +276,7 @@ class Normalizer:
 
     def words(self, text: str) -> list[str]:
         """Words of the normalised text (``[]`` when nothing is left)."""
-        return _split_normalized(self.normalize(text))
+        return split_normalized(self.normalize(text))
 
 
 DEFAULT_NORMALIZER = Normalizer()
@@ -300,13 +300,13 @@ def normalize(text: str) -> str:
     return DEFAULT_NORMALIZER.normalize(text)
 
 
-def _split_normalized(normalized: str) -> list[str]:
+def split_normalized(normalized: str) -> list[str]:
     return normalized.split(" ") if normalized else []
 
 
 def words(text: str) -> list[str]:
     """Words of the normalised text (``[]`` when nothing is left)."""
-    return _split_normalized(normalize(text))
+    return split_normalized(normalize(text))
 
 
 def first_word(text: str) -> str:

@@ -28,7 +28,7 @@ from neardup_solr.errors import InvalidTextError
 from neardup_solr.validation import check_choice, check_int
 from neardup_solr.text import kernel
 from neardup_solr.text.murmur import _concat_ranges, _murmur3_spans, _murmur3_words, _offsets, _scrambled
-from neardup_solr.text.normalizer import DEFAULT_NORMALIZER, Normalizer, _check_str, _split_normalized
+from neardup_solr.text.normalizer import DEFAULT_NORMALIZER, Normalizer, _check_str, split_normalized
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class ProcessedText:
         return bool(self.shingles)
 
 
-def _distinct_in_order(values: np.ndarray) -> np.ndarray:
+def distinct_in_order(values: np.ndarray) -> np.ndarray:
     if values.size <= 1:
         return values
     _, first = np.unique(values, return_index=True)
@@ -147,7 +147,7 @@ class Shingler:
         n = self.ngram
         grams: Iterable[str]
         if self.unit == "word":
-            units = ws if ws is not None else _split_normalized(normalized)
+            units = ws if ws is not None else split_normalized(normalized)
             if not units:
                 return []
             if len(units) < n:
@@ -311,7 +311,7 @@ class Shingler:
             else:
                 grams = [normalized[i : i + k] for i in range(len(normalized) - k + 1)]
             return np.fromiter(map(self._cache.__getitem__, grams), dtype=_U32, count=len(grams))
-        ws = _split_normalized(normalized) if ws is None else ws
+        ws = split_normalized(normalized) if ws is None else ws
         if not ws:
             return np.empty(0, dtype=_U32)
         word_hashes = np.fromiter(map(self._cache.__getitem__, ws), dtype=_U32, count=len(ws))
@@ -319,7 +319,7 @@ class Shingler:
 
     def shingle_hashes(self, text: str) -> np.ndarray:
         """Distinct uint32 hashes of the shingles of ``text``, in order of first appearance."""
-        return _distinct_in_order(self._hash_one(self.normalizer.normalize(text)))
+        return distinct_in_order(self._hash_one(self.normalizer.normalize(text)))
 
     def process(self, text: str) -> ProcessedText:
         """Normalised text, words, shingles and shingle hashes of ``text`` in one go.
@@ -327,11 +327,11 @@ class Shingler:
         Does not raise for texts without shingles: their ``shingles`` is empty and ``has_shingles`` is False.
         """
         normalized = self.normalizer.normalize(text)
-        ws = _split_normalized(normalized)
+        ws = split_normalized(normalized)
         return ProcessedText(
             normalized=normalized,
             words=ws,
             shingles=self._shingles_of(normalized, ws),
-            shingle_hashes=_distinct_in_order(self._hash_one(normalized, ws)),
+            shingle_hashes=distinct_in_order(self._hash_one(normalized, ws)),
         )
 
