@@ -261,7 +261,11 @@ class Normalizer:
         return island, _ISLAND_CACHES[(2, self.fold_diacritics)], _UNICODE_TABLE_LIMIT
 
     def normalize(self, text: str) -> str:
-        """Canonical form of ``text`` that shingles, words and the MD5 are computed from. Idempotent.
+        """Canonical form of ``text`` that shingles, words and the MD5 are computed from. Idempotent, with one
+        known exception in version 2: a format character between a letter and a combining mark
+        (``"Z\u200d\u0301"``) blocks NFKC's composition and is removed after it, so normalising the result again
+        composes it (``"z\u0301"`` then ``"ź"``). Fixing it changes the text's hashes, so it waits for a version 3;
+        every caller normalises a text once from its original, which keeps indexer and searcher in step.
 
         >>> Normalizer().normalize("Art's Deli 12224 Ventura Blvd. Studio City")
         'art s deli 12224 ventura blvd studio city'
@@ -289,7 +293,7 @@ def normalize(text: str) -> str:
 
     HTML entities are decoded, the text is brought to NFKC and case-folded, format characters inside words
     are removed, control characters and all punctuation except ``-`` become spaces, whitespace runs collapse
-    to one space, ends are stripped. Idempotent. An index uses the normaliser stored in its settings
+    to one space, ends are stripped. Idempotent (see ``Normalizer.normalize`` for the one exception). An index uses the normaliser stored in its settings
     (``IndexSettings.normalizer()``), which may be an older version.
 
     >>> normalize("Art's Deli 12224 Ventura Blvd. Studio City")
