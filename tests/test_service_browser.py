@@ -88,12 +88,17 @@ def submit(driver, button_id: str) -> None:
     """Click a submit button and wait until the browser has left the page (a click returns before the new page
     is there: reading right after it reads the old one)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    old = driver.find_element(By.TAG_NAME, "html")
+    # A mark on the old page's window: a new page has a fresh window without it. (Waiting for an old element to
+    # go stale raced in CI: chromedriver answered "Node with given id does not belong to the document" as an
+    # unknown error instead of a stale element.)
+    driver.execute_script("window.__neardupOldPage = true;")
     driver.find_element(By.ID, button_id).click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(old))
+    # A script run while the page is being replaced can fail: that only means "not yet".
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script("return window.__neardupOldPage === undefined"))
     WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
