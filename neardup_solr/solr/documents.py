@@ -298,7 +298,7 @@ class DocumentBuilder:
             return self._build_lean(items, dataset)
         out = BuiltBatch()
         processed: list[tuple[int, str, str, ProcessedText]] = []
-        normalize, shingles_of = self.shingler.normalizer.normalize, self.shingler._shingles_of
+        normalize, shingles_of = self.shingler.normalizer.normalize, self.shingler.shingles_of
         for index, (doc_id, text, *_) in enumerate(items):
             problem = record_problem(doc_id, text)
             if problem:
@@ -316,7 +316,7 @@ class DocumentBuilder:
         if not processed:
             return out
         # From the texts, not from p.normalized: the kernel normalises them itself, and normalising twice is not
-        # always the same as once (rare combining sequences; tests/test_kernel.py has one).
+        # always the same as once (a rare combining sequence, see tests/test_normalizer.py).
         hashes, offsets, signatures = self.minhash.hashes_and_signatures([text for _, _, text, _ in processed])
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
         tokens = self._signature_field_tokens(signatures, keys)

@@ -143,7 +143,8 @@ class Shingler:
 
     # -- strings -------------------------------------------------------------------------------------------------
 
-    def _shingles_of(self, normalized: str, ws: list[str] | None = None) -> list[str]:
+    def shingles_of(self, normalized: str, ws: list[str] | None = None) -> list[str]:
+        """Distinct shingles of a text already normalised (``ws``: its words, when already split)."""
         n = self.ngram
         grams: Iterable[str]
         if self.unit == "word":
@@ -163,7 +164,7 @@ class Shingler:
 
     def shingles(self, text: str) -> list[str]:
         """Distinct shingles of ``text`` in order of first appearance."""
-        return self._shingles_of(self.normalizer.normalize(text))
+        return self.shingles_of(self.normalizer.normalize(text))
 
     # -- hashes --------------------------------------------------------------------------------------------------
 
@@ -331,7 +332,7 @@ class Shingler:
         return ProcessedText(
             normalized=normalized,
             words=ws,
-            shingles=self._shingles_of(normalized, ws),
+            shingles=self.shingles_of(normalized, ws),
             shingle_hashes=distinct_in_order(self._hash_one(normalized, ws)),
         )
 
