@@ -34,6 +34,9 @@ Speed
     ``np.minimum.reduceat``. Duplicate shingles need no removal for signing since the minimum ignores them.
     The first step of ``fmix32`` (``v ^= v >> 16``) distributes over XOR, so it is applied to hashes and masks
     beforehand, which leaves six passes over each block. ``benchmarks/signing.py`` measures the whole path.
+
+    That is the NumPy path, the reference. Where the compiled kernel is built (``neardup_solr.text.kernel``)
+    every signing method goes through it instead, with the same values; it is 5-9x faster.
 """
 
 from __future__ import annotations
@@ -196,7 +199,6 @@ class MinHash:
         values, counts = kernel.sign(texts, self.shingler.kernel_arguments(), self.masks)
         raise_for_texts_without_shingles(texts, counts)
         return Signature.of(values, self.seed)
-
 
     def hashes_and_signatures(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, "Signature"]:
         """The shingler's ``batch_hashes`` of ``texts`` (hashes, offsets) and their signatures, in one pass where

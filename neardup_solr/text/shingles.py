@@ -12,7 +12,8 @@ Shingle hashes
     encoded into one UTF-8 buffer, word (or character shingle) boundaries are found with NumPy, and the same
     MurmurHash3_x86_32 is evaluated for all spans at once in uint32 arithmetic. Single texts use ``mmh3``
     through a bounded cache (cheaper than ~100 NumPy calls on small arrays). The tests check that both paths
-    give ``mmh3``'s values.
+    give ``mmh3``'s values. Where the compiled kernel is built, ``batch_hashes`` goes through it (the same
+    values; ``neardup_solr.text.kernel``) and the NumPy batch path is the reference it is tested against.
 """
 
 from __future__ import annotations
