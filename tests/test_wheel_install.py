@@ -65,6 +65,10 @@ def test_wheel_installs_starts_solr_indexes_and_serves(tmp_path):
                                     "print(neardup_solr.__file__); print(s.solr_config_dir())"],
                 env=env, cwd=work, timeout=60).stdout.split()
     assert where[0].startswith(str(venv)) and where[1].startswith(str(venv)), where
+    # The wheel carries the compiled signing kernel (built where a C compiler is, as on every machine here).
+    signing = run([str(python), "-c", "from neardup_solr.text import kernel; print(kernel.describe())"],
+                  env=env, cwd=work, timeout=60).stdout.strip()
+    assert signing == "compiled kernel" or shutil.which("cc") is None, signing
     assert run([str(cli), "--version"], env=env, cwd=work, timeout=60).stdout.strip() == "neardup-solr 0.1.0"
 
     server = None
