@@ -47,6 +47,14 @@ def _numpy(fn):
         del os.environ[kernel.FORCE_NUMPY_ENV]
 
 
+def _assert_hashes_as_the_numpy_path(texts: list[str], shingler: Shingler) -> np.ndarray:
+    """The kernel's shingle hashes of ``texts`` equal the NumPy path's; returns the offsets."""
+    hashes, offsets = kernel.hashes(texts, shingler.kernel_arguments())
+    want_hashes, want_offsets = _numpy(lambda: shingler._numpy_batch_hashes(texts))
+    assert np.array_equal(offsets, want_offsets) and np.array_equal(hashes, want_hashes)
+    return offsets
+
+
 def _random_texts(rng: random.Random, count: int) -> list[str]:
     texts = []
     for _ in range(count):
@@ -65,10 +73,7 @@ def test_hashes_and_signatures_equal_the_numpy_path_on_random_unicode(normalizer
     texts = _random_texts(rng, 300)
     shingler = Shingler(ngram=ngram, unit=unit, normalizer=normalizer)
     minhash = MinHash(num_hashes=32, seed=3, shingler=shingler)
-    hashes, offsets = kernel.hashes(texts, shingler.kernel_arguments())
-    want_hashes, want_offsets = _numpy(lambda: shingler._numpy_batch_hashes(texts))
-    assert np.array_equal(offsets, want_offsets)
-    assert np.array_equal(hashes, want_hashes)
+    offsets = _assert_hashes_as_the_numpy_path(texts, shingler)
     signable = [t for t, a, b in zip(texts, offsets[:-1], offsets[1:]) if b > a]
     assert len(signable) > 200
     assert np.array_equal(minhash.signatures(signable), _numpy(lambda: minhash.signatures(signable)))
@@ -78,10 +83,7 @@ def test_hashes_and_signatures_equal_the_numpy_path_on_random_unicode(normalizer
 @given(st.lists(st.text(max_size=80), min_size=1, max_size=5),
        st.sampled_from(NORMALIZERS), st.sampled_from(UNITS))
 def test_any_text_hashes_as_the_numpy_path(texts, normalizer, unit_ngram):
-    shingler = Shingler(ngram=unit_ngram[1], unit=unit_ngram[0], normalizer=normalizer)
-    hashes, offsets = kernel.hashes(texts, shingler.kernel_arguments())
-    want_hashes, want_offsets = _numpy(lambda: shingler._numpy_batch_hashes(texts))
-    assert np.array_equal(offsets, want_offsets) and np.array_equal(hashes, want_hashes)
+    _assert_hashes_as_the_numpy_path(texts, Shingler(ngram=unit_ngram[1], unit=unit_ngram[0], normalizer=normalizer))
 
 
 @settings(max_examples=400, deadline=None)
@@ -91,10 +93,7 @@ def test_any_text_hashes_as_the_numpy_path(texts, normalizer, unit_ngram):
 def test_mostly_ascii_text_with_islands_hashes_as_the_numpy_path(texts, normalizer, unit_ngram):
     # Combining marks right after ASCII letters, compatibility forms and case folding that yields ASCII: the
     # places where normalising island by island could part from normalising the whole text.
-    shingler = Shingler(ngram=unit_ngram[1], unit=unit_ngram[0], normalizer=normalizer)
-    hashes, offsets = kernel.hashes(texts, shingler.kernel_arguments())
-    want_hashes, want_offsets = _numpy(lambda: shingler._numpy_batch_hashes(texts))
-    assert np.array_equal(offsets, want_offsets) and np.array_equal(hashes, want_hashes)
+    _assert_hashes_as_the_numpy_path(texts, Shingler(ngram=unit_ngram[1], unit=unit_ngram[0], normalizer=normalizer))
 
 
 def test_signatures_stored_before_the_kernel_are_reproduced():

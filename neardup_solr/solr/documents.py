@@ -173,8 +173,6 @@ class IndexSettings:
         return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": self.to_json()}
 
 
-# Filled in by build() once the whole batch is hashed.
-_NO_HASHES = np.empty(0, dtype=np.uint32)
 NO_WORDS_LEFT = "no words left after normalisation (empty, blank or punctuation-only text)"
 
 
@@ -297,7 +295,8 @@ class DocumentBuilder:
         if not {"shingles", "words", "grams"} & set(self.settings.fields):
             return self._build_lean(items, dataset)
         out = BuiltBatch()
-        processed: list[tuple[int, str, str, ProcessedText]] = []
+        # (index in items, id, text, normalised text, its words, its shingles)
+        processed: list[tuple[int, str, str, str, list[str], list[str]]] = []
         normalize, shingles_of = self.shingler.normalizer.normalize, self.shingler.shingles_of
         for index, (doc_id, text, *_) in enumerate(items):
             problem = record_problem(doc_id, text)
@@ -312,16 +311,16 @@ class DocumentBuilder:
                 out.rejected.append((index, NO_WORDS_LEFT))
                 continue
             self.unspaced.check(normalized)
-            processed.append((index, doc_id, text, ProcessedText(normalized, words, shingles, _NO_HASHES)))
+            processed.append((index, doc_id, text, normalized, words, shingles))
         if not processed:
             return out
         # From the texts, not from p.normalized: the kernel normalises them itself, and normalising twice is not
         # always the same as once (a rare combining sequence, see tests/test_normalizer.py).
-        hashes, offsets, signatures = self.minhash.hashes_and_signatures([text for _, _, text, _ in processed])
+        hashes, offsets, signatures = self.minhash.hashes_and_signatures([row[2] for row in processed])
         keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
         tokens = self._signature_field_tokens(signatures, keys)
-        for row, (index, doc_id, text, p) in enumerate(processed):
-            p.shingle_hashes = distinct_in_order(hashes[offsets[row]:offsets[row + 1]])
+        for row, (index, doc_id, text, normalized, words, shingles) in enumerate(processed):
+            p = ProcessedText(normalized, words, shingles, distinct_in_order(hashes[offsets[row]:offsets[row + 1]]))
             doc = self._full_document(doc_id, text, p, signatures[row], None, dataset, signature_fields=False)
             doc.update((field_name, values[row]) for field_name, values in tokens.items())
             fields = items[index][2] if len(items[index]) > 2 else None

@@ -318,97 +318,44 @@ static uint32_t *prepared_masks(Py_buffer *masks, Py_buffer *out, Py_ssize_t ndo
     return pre_masks;
 }
 
-static int parse_job(PyObject *args, Job *job, Py_buffer *extra1, Py_buffer *extra2, Py_buffer *extra3) {
+/* texts, prepare, islands, fast_ascii, word_unit, ngram, seed[, masks, out]: *masks and *out stay NULL when not
+ * given. */
+static int parse_job(PyObject *args, Job *job, PyObject **masks, PyObject **out) {
     PyObject *texts, *islands;
     unsigned long seed;
-    int ok;
-    if (extra1 == NULL)
-        ok = PyArg_ParseTuple(args, "OOOpiik", &texts, &job->prepare, &islands, &job->fast_ascii,
-                              &job->word_unit, &job->ngram, &seed);
-    else
-        ok = PyArg_ParseTuple(args, "OOOpiiky*w*w*", &texts, &job->prepare, &islands, &job->fast_ascii,
-                              &job->word_unit, &job->ngram, &seed, extra1, extra2, extra3);
-    if (!ok) return -1;
+    *masks = *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOOpiik|OO", &texts, &job->prepare, &islands, &job->fast_ascii, &job->word_unit,
+                          &job->ngram, &seed, masks, out))
+        return -1;
+    if ((*masks == NULL) != (*out == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "masks and out come together");
+        return -1;
+    }
     /* islands: None, or (function, dict, limit) */
     job->island_prepare = Py_None;
     job->island_cache = NULL;
-    if (islands != Py_None) {
-        if (!PyArg_ParseTuple(islands, "OO!n", &job->island_prepare, &PyDict_Type, &job->island_cache,
-                              &job->island_cache_limit))
-            goto fail;
-    }
+    if (islands != Py_None && !PyArg_ParseTuple(islands, "OO!n", &job->island_prepare, &PyDict_Type,
+                                                &job->island_cache, &job->island_cache_limit))
+        return -1;
     if (job->ngram < 1) {
         PyErr_SetString(PyExc_ValueError, "ngram must be at least 1");
-        goto fail;
+        return -1;
     }
     job->seed = (uint32_t)seed;
     job->texts = PySequence_Fast(texts, "texts must be a sequence of str");
-    if (job->texts == NULL) goto fail;
-    return 0;
-fail:
-    if (extra1 != NULL) {
-        PyBuffer_Release(extra1);
-        PyBuffer_Release(extra2);
-        PyBuffer_Release(extra3);
-    }
-    return -1;
-}
-
-static PyObject *kernel_sign(PyObject *self, PyObject *args) {
-    Job job;
-    Py_buffer masks, out, counts;
-    if (parse_job(args, &job, &masks, &out, &counts) < 0) return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t ndocs = PySequence_Fast_GET_SIZE(job.texts);
-    Py_ssize_t num_hashes = masks.len / (Py_ssize_t)sizeof(uint32_t);
-    uint32_t *pre_masks = NULL;
-    Work work = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
-    if (counts.len != ndocs * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "sign(): counts does not fit the number of texts");
-        goto done;
-    }
-    pre_masks = prepared_masks(&masks, &out, ndocs);
-    if (pre_masks == NULL) goto done;
-    uint32_t *sig = out.buf;
-    int64_t *count_out = counts.buf;
-    for (Py_ssize_t i = 0; i < ndocs; i++) {
-        Py_ssize_t len = normalised_text(&work, &job, i);
-        if (len < 0) goto done;
-        Py_ssize_t count = shingle_hashes(&work, len, job.word_unit, job.ngram, job.seed);
-        if (count < 0) goto done;
-        count_out[i] = count;
-        min_over_masks(work.hashes.data, count, pre_masks, (int)num_hashes, sig + i * num_hashes);
-    }
-    result = Py_NewRef(Py_None);
-done:
-    free(pre_masks);
-    release_work(&work);
-    Py_DECREF(job.texts);
-    PyBuffer_Release(&masks);
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&counts);
-    return result;
+    return job->texts == NULL ? -1 : 0;
 }
 
 /* With masks and out (a writable uint32 buffer, len(texts) x len(masks)) it signs as well, in the same pass. */
 static PyObject *kernel_hashes(PyObject *self, PyObject *args) {
     Job job;
-    PyObject *job_args = args, *masks_obj = Py_None, *out_obj = Py_None;
-    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
-    if (nargs == 9) {
-        masks_obj = PyTuple_GET_ITEM(args, 7);
-        out_obj = PyTuple_GET_ITEM(args, 8);
-        job_args = PyTuple_GetSlice(args, 0, 7);
-        if (job_args == NULL) return NULL;
-    }
-    int failed = parse_job(job_args, &job, NULL, NULL, NULL);
-    if (job_args != args) Py_DECREF(job_args);
-    if (failed < 0) return NULL;
+    PyObject *masks_obj, *out_obj;
+    if (parse_job(args, &job, &masks_obj, &out_obj) < 0) return NULL;
     PyObject *result = NULL;
     Py_buffer masks = {0}, out = {0};
     uint32_t *pre_masks = NULL;
     Py_ssize_t num_hashes = 0;
-    int signing = masks_obj != Py_None;
+    int signing = masks_obj != NULL;
     if (signing) {
         if (PyObject_GetBuffer(masks_obj, &masks, PyBUF_SIMPLE) < 0) {
             Py_DECREF(job.texts);
@@ -561,9 +508,6 @@ static PyObject *kernel_murmur3(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef kernel_methods[] = {
-    {"sign", kernel_sign, METH_VARARGS,
-     "sign(texts, prepare, islands, fast_ascii, word_unit, ngram, seed, masks, out, counts): the MinHash signature of "
-     "every text into out (uint32, len(texts) x len(masks)) and its number of shingles into counts (int64)."},
     {"hashes", kernel_hashes, METH_VARARGS,
      "hashes(texts, prepare, islands, fast_ascii, word_unit, ngram, seed[, masks, out]) -> (uint32 bytearray, int64 offsets "
      "bytearray): the shingle hashes of every text, duplicates kept, concatenated; with masks, every text's "

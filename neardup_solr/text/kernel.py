@@ -61,18 +61,6 @@ def describe() -> str:
 ShinglerArguments = tuple[Callable[[str], str], "tuple | None", bool, bool, int, int]
 
 
-def sign(texts: Sequence[str], shingler: ShinglerArguments, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Signatures (len(texts), len(masks)) uint32 and each text's number of shingles (0: no shingles, and its
-    row is all 0xFFFFFFFF). In ``shingler``, ``fast_ascii`` lets the kernel normalise ASCII text without '&'
-    itself, which is exactly ``prepare`` for normalisers without digit folding."""
-    assert _kernel is not None
-    texts = texts if isinstance(texts, (list, tuple)) else list(texts)
-    out = np.empty((len(texts), len(masks)), dtype=np.uint32)
-    counts = np.empty(len(texts), dtype=np.int64)
-    _kernel.sign(texts, *shingler, np.ascontiguousarray(masks, dtype=np.uint32), out, counts)
-    return out, counts
-
-
 def hashes(texts: Sequence[str], shingler: ShinglerArguments) -> tuple[np.ndarray, np.ndarray]:
     """Shingle hashes of every text (duplicates kept), concatenated, and each text's offsets (length n+1)."""
     assert _kernel is not None

@@ -192,13 +192,7 @@ class MinHash:
         """
         if isinstance(texts, str):
             raise TypeError("signatures() takes a sequence of texts; use signature() for a single text")
-        texts = list(texts)
-        if not kernel.available():
-            hashes, offsets = self.shingler.batch_hashes(texts)
-            return self._sign(hashes, offsets)
-        values, counts = kernel.sign(texts, self.shingler.kernel_arguments(), self.masks)
-        raise_for_texts_without_shingles(texts, counts)
-        return Signature.of(values, self.seed)
+        return self.hashes_and_signatures(texts)[2]
 
     def hashes_and_signatures(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, "Signature"]:
         """The shingler's ``batch_hashes`` of ``texts`` (hashes, offsets) and their signatures, in one pass where

@@ -118,6 +118,13 @@ class _UnicodeTableV2(dict):
 _TABLES_V2 = {False: _UnicodeTableV2(False), True: _UnicodeTableV2(True)}
 
 
+def _nfkc_casefold(text: str) -> str:
+    """Version 2's Unicode step. NFKC again after folding: folding can undo the normal form (U+0390), and NFKC can
+    make capitals (U+210C). ``normalize`` returns its argument at the cost of a quick check when it is already in
+    the form."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
 class _KernelTable(dict):
     """A version's table for the compiled kernel's input: the same mapping, and every other whitespace character
     (U+00A0, U+2028, U+3000...) a plain space, since the kernel collapses spaces itself instead of the regex."""
@@ -215,9 +222,7 @@ class Normalizer:
             # NFKC and case folding change nothing in ASCII: version 1's single pass is version 2's too.
             text = text.translate(_ASCII_TRANS)
             return _DIGIT_RUN.sub("0", text) if self.fold_digits else text
-        # normalize() returns its argument at the cost of a quick check when it is already in the form. NFKC
-        # again after folding: folding can undo the normal form (U+0390), and NFKC can make capitals (U+210C).
-        text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        text = _nfkc_casefold(text)
         text = text.translate(self._table)
         if self.fold_digits:
             text = _DIGIT_RUN.sub("0", text)
@@ -236,7 +241,7 @@ class Normalizer:
             if self.version == 1:
                 text = text.lower()
             else:
-                text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+                text = _nfkc_casefold(text)
             table = self._kernel_table
             if len(text.encode("utf-8", "surrogatepass")) - len(text) < _FEW_NON_ASCII * len(text):
                 text = _NON_ASCII.sub(lambda m: table[ord(m.group())], text)
@@ -256,7 +261,7 @@ class Normalizer:
         table = self._kernel_table
 
         def island(text: str) -> str:
-            return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).translate(table)
+            return _nfkc_casefold(text).translate(table)
 
         return island, _ISLAND_CACHES[(2, self.fold_diacritics)], _UNICODE_TABLE_LIMIT
 
