@@ -895,6 +895,10 @@ _RECOVERING_MARKERS = (
     ("core is loading", "Solr is loading the core"),
     ("solrcore is loading", "Solr is loading the core"),
     ("recovering", "the replica is recovering"),
+    # Solr's node-to-node update stream gives up on a peer that took no data for its stall time (20 s in Solr
+    # 9): that peer is cut off or dead, which the cluster notices and routes around; the request is whole or
+    # absent, and a retry of a create is checked by the caller (check_and_add reads back a 409).
+    ("task queue processing has stalled", "a node stopped answering the node forwarding its update"),
 )
 _NO_REPLICA = (
     re.compile(r"no (?:active )?servers hosting shard:? *([\w.-]+)", re.IGNORECASE),
