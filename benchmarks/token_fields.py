@@ -17,6 +17,11 @@ Solr alone sustains. Layouts:
 The dedicated Solr's schema gets the whitespace-tokenized fields added (its own copy; nothing of the project's
 configset changes). Rows are run twice in the order given and the second pass is reported, after the JVM is
 warm; the first pass is in the JSON.
+
+``--profile LAYOUT`` posts that layout a third time under Java Flight Recorder (``jcmd JFR.start``, Java 17's
+own sampling profiler) and prints where Solr's indexing threads spent their samples: by stage (the first frame
+of the stack that belongs to a known stage: JSON parsing, the update log, Lucene's inverted index, ...) and by
+the method on top of the stack.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+from collections import Counter
 import sys
 import tempfile
 import time
@@ -61,6 +68,15 @@ def _without(*fields: str):
     return lambda doc: {k: v for k, v in doc.items() if k not in fields}
 
 
+def _hashed_shingles_only(doc: dict, words_joined: bool) -> dict:
+    """Shingles as one whitespace-joined value of their hashes, words as they are (or joined), no MinHash tokens."""
+    doc = {k: v for k, v in doc.items() if k != "content_sg"}
+    doc["ng_ws"] = " ".join(format(hash(t) & 0xFFFFFFFF, "x") for t in doc.pop("content_ng"))
+    if words_joined:
+        doc["words_ws"] = " ".join(doc.pop("content_words"))
+    return doc
+
+
 LAYOUTS = {
     "default": lambda doc: doc,
     "without shingles (content_ng)": _without("content_ng"),
@@ -68,6 +84,8 @@ LAYOUTS = {
     "without words (content_words)": _without("content_words"),
     "whitespace": lambda doc: _whitespace(doc, hashed=False),
     "whitespace, hashed shingles": lambda doc: _whitespace(doc, hashed=True),
+    "hashed shingles (whitespace), no minhash": lambda doc: _hashed_shingles_only(doc, words_joined=False),
+    "hashed shingles and words (whitespace), no minhash": lambda doc: _hashed_shingles_only(doc, words_joined=True),
     "lsh only": _without("content_ng", "content_sg", "content_words"),
 }
 
@@ -100,6 +118,70 @@ def measure(core_url: str, pid: int, documents: list[dict], layout: str, batch: 
             "body_mb": sum(map(len, bodies)) / 1e6}
 
 
+# A sample belongs to the first of these stages found walking its stack from the top (the innermost frame)
+# outwards, so a tlog write inside the update handler counts as the update log, not as the handler.
+STAGES = (
+    ("JSON parsing of the request", ("org.noggit.", "org.apache.solr.handler.loader.JsonLoader")),
+    ("update log (tlog) writes", ("org.apache.solr.update.TransactionLog", "org.apache.solr.update.UpdateLog",
+                                  "org.apache.solr.common.util.JavaBinCodec")),
+    ("segment flush and merge", ("org.apache.lucene.index.DocumentsWriterPerThread.flush",
+                                 "org.apache.lucene.index.ConcurrentMergeScheduler",
+                                 "org.apache.lucene.index.IndexWriter.merge", "org.apache.lucene.codecs.")),
+    ("Lucene inverted index (terms, postings)", ("org.apache.lucene.index.TermsHash",
+                                                 "org.apache.lucene.index.FreqProxTermsWriter",
+                                                 "org.apache.lucene.util.BytesRefHash",
+                                                 "org.apache.lucene.util.ByteBlockPool")),
+    ("Lucene indexing chain, other (stored fields, docValues, field setup)",
+     ("org.apache.lucene.index.IndexingChain", "org.apache.lucene.index.StoredFieldsConsumer",
+      "org.apache.lucene.document.", "org.apache.lucene.analysis.")),
+    ("Solr document building (schema fields)", ("org.apache.solr.update.DocumentBuilder",
+                                                "org.apache.solr.schema.")),
+    ("Solr update processors", ("org.apache.solr.update.processor.",)),
+    ("HTTP and servlet", ("org.eclipse.jetty.", "org.apache.solr.servlet.")),
+)
+
+
+def _frame_name(frame: dict) -> str:
+    method = frame["method"]
+    return f"{method['type']['name'].replace('/', '.')}.{method['name']}"  # JFR spells packages with '/'
+
+
+
+def _stage(names: list[str]) -> str:
+    for name in names:
+        for stage, prefixes in STAGES:
+            if name.startswith(prefixes):
+                return stage
+    return "other (JVM, GC helpers, unknown)"
+
+
+def profile(core_url: str, pid: int, documents: list[dict], layout: str, batch: int, workers: int,
+            out: Path, top: int = 15) -> dict:
+    """One more pass of ``layout`` under JFR; the samples of Solr's threads by stage and by top method."""
+    recording = out.with_suffix(".jfr")
+    subprocess.run(["jcmd", str(pid), "JFR.start", "name=neardup", "settings=profile"], check=True,
+                   capture_output=True)
+    row = measure(core_url, pid, documents, layout, batch, workers)
+    subprocess.run(["jcmd", str(pid), "JFR.dump", "name=neardup", f"filename={recording}"], check=True,
+                   capture_output=True)
+    subprocess.run(["jcmd", str(pid), "JFR.stop", "name=neardup"], check=True, capture_output=True)
+    printed = subprocess.run(["jfr", "print", "--json", "--events", "jdk.ExecutionSample", str(recording)],
+                             check=True, capture_output=True, text=True).stdout
+    events = json.loads(printed)["recording"]["events"]
+    by_stage: Counter = Counter()
+    by_method: Counter = Counter()
+    for event in events:
+        frames = event["values"]["stackTrace"]["frames"] if event["values"].get("stackTrace") else []
+        names = [_frame_name(f) for f in frames]
+        by_stage[_stage(names)] += 1
+        by_method[names[0] if names else "?"] += 1
+    total = sum(by_stage.values()) or 1
+    return {"layout": layout, "samples": total, "solr_cpu_ms_per_doc": row["solr_cpu_ms_per_doc"],
+            "stages": [(s, n / total) for s, n in by_stage.most_common()],
+            "top_methods": [(m, n / total) for m, n in by_method.most_common(top)],
+            "recording": str(recording)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=20000)
@@ -110,6 +192,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=500)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--profile", choices=sorted(LAYOUTS), action="append", default=[],
+                    help="post this layout once more under Java Flight Recorder and print where Solr's time went "
+                         "(repeatable; the .jfr files are kept beside --json, or in benchmarks/work)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="token-fields-") as work:
         corpus = args.corpus
@@ -132,6 +217,11 @@ def main(argv=None) -> int:
             pid = int(solr.pid_file.read_text())
             passes = [[measure(core_url, pid, documents, layout, args.batch_size, args.workers) for layout in LAYOUTS]
                       for _ in range(2)]
+            where = (args.json.parent if args.json else Path(__file__).parent / "work")
+            where.mkdir(parents=True, exist_ok=True)
+            profiles = [profile(core_url, pid, documents, layout, args.batch_size, args.workers,
+                                where / f"token-fields-{layout.split()[0].strip(',')}-{i}")
+                        for i, layout in enumerate(args.profile)]
         finally:
             solr.stop()
     rows = passes[1]
@@ -141,9 +231,17 @@ def main(argv=None) -> int:
     print(f"{'layout':<32}{'Solr CPU ms/doc':>16}{'docs/s':>9}{'body MB':>9}")
     for row in rows:
         print(f"{row['layout']:<32}{row['solr_cpu_ms_per_doc']:>16.3f}{row['docs_per_s']:>9.0f}{row['body_mb']:>9.0f}")
+    for found in profiles:
+        print(f"\nJFR, layout {found['layout']!r}: {found['samples']} samples of Solr's threads "
+              f"({found['solr_cpu_ms_per_doc']:.3f} ms/doc in that pass); {found['recording']}")
+        for stage, share in found["stages"]:
+            print(f"  {share:6.1%}  {stage}")
+        print("  top methods:")
+        for method, share in found["top_methods"]:
+            print(f"  {share:6.1%}  {method}")
     if args.json:
         args.json.write_text(json.dumps({"docs": args.docs, "load_average": load, "rows": rows,
-                                         "first_pass": passes[0]}, indent=2))
+                                         "first_pass": passes[0], "profiles": profiles}, indent=2))
     return 0
 
 

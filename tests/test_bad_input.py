@@ -10,6 +10,7 @@ import pytest
 
 from netutil import client_connections
 
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.solr.searcher import Searcher
 
@@ -95,7 +96,8 @@ def test_odd_ids_and_query_syntax_are_stored_and_found_verbatim(solr, tmp_path):
 
 
 def test_queries_built_to_inject_match_nothing_they_should_not(solr, tmp_path):
-    Indexer(solr).index_records([("a", "alpha beta gamma delta"), ("b", "epsilon zeta eta theta")])
+    Indexer(solr, IndexSettings(fields=WRITE_UP_TOKEN_FIELDS)).index_records(
+        [("a", "alpha beta gamma delta"), ("b", "epsilon zeta eta theta")])
     searcher = Searcher(solr)
     for attack in ["*:*", "} OR id:*", "{!lucene}*:*", '" OR *:* OR "', "id:* OR content_ng:*", "\\", "*"]:
         for mode in ("shingles", "minhash", "lsh"):

@@ -564,9 +564,9 @@ def test_ids_that_would_break_tsv_outputs_are_rejected_from_files_with_reasons(s
 
 
 def _store_raw_settings(client: SolrClient, **values) -> None:
-    """What an older version stored without checking (IndexSettings itself refuses these values now)."""
-    data = {"ngram": 3, "unit": "word", "num_hashes": 128, "seed": 42, "lsh_threshold": 0.8, "bands": None,
-            "rows": None, "fields": ["shingles", "minhash", "lsh", "words"], "sample_mod": 1, **values}
+    """What an older version stored without checking (IndexSettings itself refuses these values now): today's keys
+    and defaults with ``values`` over them."""
+    data = {**json.loads(IndexSettings().to_json()), **values}
     client.add([{"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": json.dumps(data)}])
     client.commit()
 

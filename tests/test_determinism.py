@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from neardup_solr.pairs.groups import group_pairs
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.engine.report import report_near_dups
 from neardup_solr.io.restaurants import prepare_default
@@ -106,7 +107,8 @@ def test_candidates_tied_at_the_cap_are_chosen_by_id_not_by_index_order(solr):
     # Thirty documents with one text: every one is a candidate with the same overlap. They are indexed in reverse
     # order, so the internal document order (what Solr falls back on without a sort) is the opposite of id order.
     ids = _ids(30)
-    Indexer(solr, batch_size=100, workers=1).index_records([(i, SAME_TEXT) for i in reversed(ids)])
+    Indexer(solr, IndexSettings(fields=WRITE_UP_TOKEN_FIELDS), batch_size=100, workers=1).index_records(
+        [(i, SAME_TEXT) for i in reversed(ids)])
     searcher = Searcher(solr)
     found = searcher.find_near_dups_of_text(SAME_TEXT, rows=5)
     # Solr cuts at the first five ids in its own (string) order; the client then orders them by value.

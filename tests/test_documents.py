@@ -1,4 +1,5 @@
-"""Document building: the lean NumPy path and the full path produce the same fields."""
+"""Document building: every token field and shingle form is spelled the same whatever else is indexed, and a
+lookup's prepared document is the indexer's."""
 
 from __future__ import annotations
 
@@ -21,15 +22,39 @@ def _items(n=300, seed=5):
     return items
 
 
-@pytest.mark.parametrize("fields", [(), ("lsh",), ("lsh", "minhash"), ("minhash",)])
-def test_lean_path_equals_full_path(fields):
+EVERY_FIELD = ("shingles", "minhash", "lsh", "words", "grams")
+
+
+@pytest.mark.parametrize("fields", [(), ("lsh",), ("lsh", "minhash"), ("minhash",), ("shingles", "lsh", "words")])
+@pytest.mark.parametrize("form", ["hash", "text"])
+def test_a_documents_fields_do_not_depend_on_the_other_token_fields(fields, form):
     items = _items()
-    lean = DocumentBuilder(IndexSettings(fields=fields)).build(items)
-    full = DocumentBuilder(IndexSettings()).build(items)
-    assert lean.rejected == full.rejected and lean.rejected  # some texts are empty or punctuation only
-    keys = COMMON + [f for f, kind in (("content_lsh", "lsh"), ("content_sg", "minhash")) if kind in fields]
-    assert [{k: d[k] for k in keys} for d in lean.documents] == [{k: d[k] for k in keys} for d in full.documents]
-    assert all("content_ng" not in d and "content_words" not in d for d in lean.documents)
+    some = DocumentBuilder(IndexSettings(fields=fields, shingle_tokens=form)).build(items)
+    every = DocumentBuilder(IndexSettings(fields=EVERY_FIELD, shingle_tokens=form)).build(items)
+    assert some.rejected == every.rejected and some.rejected  # some texts are empty or punctuation only
+    kinds = {"content_lsh": "lsh", "content_sg": "minhash", "content_words": "words",
+             IndexSettings(shingle_tokens=form).token_field("shingles"): "shingles"}
+    keys = COMMON + [f for f, kind in kinds.items() if kind in fields]
+    assert [{k: d[k] for k in keys} for d in some.documents] == [{k: d[k] for k in keys} for d in every.documents]
+    absent = {f for f, kind in kinds.items() if kind not in fields} | {"content_grams"}
+    assert all(not absent & set(d) for d in some.documents)
+
+
+@pytest.mark.parametrize("sample_mod", [1, 3])
+@pytest.mark.parametrize("unit", ["word", "char"])
+def test_hashed_shingle_tokens_are_the_hashes_of_the_shingle_strings(sample_mod, unit):
+    """content_nh holds, for each distinct shingle content_ng would hold, the hex of its hash: the same sets."""
+    items = _items()
+    text = DocumentBuilder(IndexSettings(shingle_tokens="text", unit=unit, sample_mod=sample_mod)).build(items)
+    hashed_builder = DocumentBuilder(IndexSettings(unit=unit, sample_mod=sample_mod))
+    hashed = hashed_builder.build(items)
+    assert len(text.documents) == len(hashed.documents) > 100
+    for t, h in zip(text.documents, hashed.documents):
+        expected = {format(hashed_builder.shingler.hash_shingle(s), "x") for s in t["content_ng"]}
+        tokens = h["content_nh"].split(" ") if h["content_nh"] else []
+        assert len(tokens) == len(set(tokens)) and set(tokens) == expected
+        assert h["num_shingles"] == t["num_shingles"]  # no two of these shingles share a hash
+        assert {k: v for k, v in h.items() if k != "content_nh"} == {k: v for k, v in t.items() if k != "content_ng"}
 
 
 def test_signature_encoding_round_trips():
@@ -43,12 +68,13 @@ def test_signature_encoding_round_trips():
 @pytest.mark.parametrize("fields", [("lsh",), ("lsh", "minhash"), ("shingles", "minhash", "lsh", "words"),
                                     ("words",)])
 @pytest.mark.parametrize("unit", ["word", "char"])
-def test_build_prepared_equals_build(fields, unit):
+@pytest.mark.parametrize("form", ["hash", "text"])
+def test_build_prepared_equals_build(fields, unit, form):
     """A check adds the document it built from its prepared query: it must be the indexer's, field for field."""
     from neardup_solr.solr.searcher import Searcher
     from neardup_solr.solr.client import SolrClient
 
-    settings = IndexSettings(fields=fields, unit=unit, ngram=3 if unit == "word" else 4)
+    settings = IndexSettings(fields=fields, unit=unit, ngram=3 if unit == "word" else 4, shingle_tokens=form)
     builder = DocumentBuilder(settings)
     items = [(i, t) for i, t in _items(120) if t.strip(" .!") and any(c.isalnum() for c in t)]
     built = builder.build(items, dataset="news")

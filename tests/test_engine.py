@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neardup_solr.solr.documents import IndexSettings, decode_signatures, signature_tokens
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings, decode_signatures, signature_tokens
 from neardup_solr.pairs.evaluate import evaluate, read_pairs
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.engine.report import report_near_dups
@@ -23,7 +23,8 @@ def restaurants(solr_url, tmp_path_factory):
     client.delete_all()
     path = tmp_path_factory.mktemp("restaurants") / "addresses.txt"
     prepare_default(path)
-    summary = Indexer(client, IndexSettings(ngram=3, num_hashes=128)).index_file(path, "lines")
+    settings = IndexSettings(ngram=3, num_hashes=128, fields=WRITE_UP_TOKEN_FIELDS)
+    summary = Indexer(client, settings).index_file(path, "lines")
     assert (summary.read, summary.indexed, summary.rejected) == (864, 864, 0)
     return client
 

@@ -25,7 +25,7 @@ from neardup_solr.engine.report import report_near_dups  # noqa: E402
 from neardup_solr.io import restaurants  # noqa: E402
 from neardup_solr.options import WRITEUP_LOOKUP, JoinOptions, LookupOptions, ThresholdOptions  # noqa: E402
 from neardup_solr.service import ServiceConfig, create_app  # noqa: E402
-from neardup_solr.solr.documents import DEFAULT_TOKEN_FIELDS  # noqa: E402
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS  # noqa: E402
 
 pytestmark = [pytest.mark.solr, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -39,7 +39,7 @@ def guides(solr_url, tmp_path_factory):
     client = SolrClient(solr_url)
     client.delete_all()
     fodors, zagats = restaurants._read_guides(restaurants.fodors_path(), restaurants.zagats_path())
-    settings = IndexSettings(fields=(*DEFAULT_TOKEN_FIELDS, "grams"))
+    settings = IndexSettings(fields=(*WRITE_UP_TOKEN_FIELDS, "grams"))
     Indexer(client, settings, dataset="fodors").index_records([(str(i), t) for i, t in fodors])
     Indexer(client, settings, dataset="zagats").index_records([(str(i), t) for i, t in zagats])
     left = tmp_path_factory.mktemp("join") / "fodors.tsv"

@@ -176,14 +176,36 @@ def test_sets_already_hashed_sign_as_the_numpy_path():
         kernel.sign_hashes(sets[0], np.array([0, 10_000]), minhash.masks)
 
 
-@pytest.mark.parametrize("fields,sample_mod", [(("shingles", "minhash", "lsh", "words"), 1),
-                                               (("shingles", "minhash", "lsh", "words", "grams"), 3),
-                                               (("lsh",), 1), (("minhash", "lsh"), 1)])
+@pytest.mark.parametrize("modulus", [1, 2, 7])
+def test_distinct_hex_is_the_numpy_paths(modulus):
+    from neardup_solr.text.shingles import joined_hash_tokens
+
+    rng = np.random.default_rng(modulus)
+    # Small values repeat (duplicates to drop), large ones cover every hex length up to ffffffff.
+    sets = [rng.integers(0, rng.choice([20, 1 << 32]), size=int(n), dtype=np.uint32)
+            for n in rng.integers(0, 300, size=200)]
+    sets[0] = np.array([0, 0xFFFFFFFF, 0, 16], dtype=np.uint32)
+    hashes = np.concatenate(sets)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in sets])]).astype(np.int64)
+    joined, counts = joined_hash_tokens(hashes, offsets, modulus)
+    assert (joined, counts.tolist()) == _numpy(lambda: (lambda j, c: (j, c.tolist()))(
+        *joined_hash_tokens(hashes, offsets, modulus)))
+    if modulus == 1:
+        assert joined[0] == "0 ffffffff 10" and counts[0] == 3
+    with pytest.raises(ValueError, match="offsets"):
+        kernel.distinct_hex(sets[1], np.array([0, 10_000]), 1)
+
+
+@pytest.mark.parametrize("fields,sample_mod,form", [(("shingles", "minhash", "lsh", "words"), 1, "text"),
+                                                    (("shingles", "minhash", "lsh", "words", "grams"), 3, "text"),
+                                                    (("shingles", "lsh", "words"), 1, "hash"),
+                                                    (("shingles", "lsh", "words", "grams"), 3, "hash"),
+                                                    (("lsh",), 1, "hash"), (("minhash", "lsh"), 1, "hash")])
 @pytest.mark.parametrize("path", ["kernel", "numpy"])
-def test_a_batch_builds_the_documents_one_text_at_a_time_would(fields, sample_mod, path):
+def test_a_batch_builds_the_documents_one_text_at_a_time_would(fields, sample_mod, form, path):
     from neardup_solr.solr.documents import DocumentBuilder, IndexSettings
 
-    builder = DocumentBuilder(IndexSettings(fields=fields, sample_mod=sample_mod))
+    builder = DocumentBuilder(IndexSettings(fields=fields, sample_mod=sample_mod, shingle_tokens=form))
     texts = [t for t in _random_texts(random.Random(9), 150) if t.strip()]
     items = [(f"d{i}", t) for i, t in enumerate(texts)]
     built = builder.build(items, dataset="set") if path == "kernel" else _numpy(lambda: builder.build(items, "set"))

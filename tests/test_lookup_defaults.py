@@ -13,6 +13,7 @@ import random
 import pytest
 
 from neardup_solr import WRITEUP_RANKING, Indexer, IndexSettings, InvalidParameterError, Searcher
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS
 from neardup_solr.cli import main
 
 pytestmark = pytest.mark.solr
@@ -51,7 +52,9 @@ def issue_copies(solr):
         five[position] = f"changed{position}"
     assert round(jaccard_of(words, first), 3) == 0.993
     assert round(jaccard_of(words, five), 3) == 0.904
-    summary = Indexer(solr).index_records([("first", " ".join(first)), ("five", " ".join(five))])
+    # Every write-up mode is looked up below, minhash too: its tokens are opt-in.
+    summary = Indexer(solr, IndexSettings(fields=WRITE_UP_TOKEN_FIELDS)).index_records(
+        [("first", " ".join(first)), ("five", " ".join(five))])
     assert summary.indexed == 2
     return " ".join(words)
 
@@ -81,12 +84,26 @@ def test_a_stored_document_finds_its_copies_too(solr, issue_copies):
 
 def test_thirty_indexed_copies_give_thirty(solr):
     text = " ".join(three_hundred_words(11))
-    Indexer(solr).index_records([(f"copy{i}", text) for i in range(30)])
+    Indexer(solr, IndexSettings(fields=WRITE_UP_TOKEN_FIELDS)).index_records([(f"copy{i}", text) for i in range(30)])
     searcher = Searcher(solr)
     for mode in MODES:
         found = searcher.find_near_dups_of_text(text, mode=mode)
         assert len(found) == 30 and all(m.exact for m in found), mode
     assert len(searcher.find_near_dups_of_text(text, rows=10)) == 10  # a row cap is still there when asked
+
+
+def test_a_default_index_answers_shingle_and_lsh_lookups_and_names_the_fields_minhash_mode_needs(solr, solr_url,
+                                                                                                capsys):
+    text = " ".join(three_hundred_words(12))
+    Indexer(solr).index_records([("copy", text)])
+    searcher = Searcher(solr)
+    assert searcher.settings.fields == ("shingles", "lsh", "words") and searcher.settings.shingle_tokens == "hash"
+    for mode in ("shingles", "lsh"):
+        assert [m.id for m in searcher.find_near_dups_of_text(text, mode=mode)] == ["copy"], mode
+    with pytest.raises(ValueError, match=r"without 'minhash' tokens \(content_sg\).*--fields including minhash"):
+        searcher.find_near_dups_of_text(text, mode="minhash")
+    assert cli(["near-dups", "--text", text, "--mode", "minhash", "--solr-url", solr_url]) == 2
+    assert "--fields including minhash" in capsys.readouterr().err
 
 
 def test_the_collection_threshold_is_the_default_and_none_keeps_every_candidate(solr):

@@ -34,9 +34,13 @@ def test_gram_tokens_are_indexed_only_when_asked_for():
     # Only grams: still the full document (content_grams), not the lean one without any token field.
     lean = DocumentBuilder(IndexSettings(fields=("lsh", "grams"))).build([("1", text)]).documents[0]
     assert lean["content_grams"] == doc["content_grams"] and "content_words" not in lean
-    # Settings stored before "grams" existed read back as they were: the default token fields are unchanged.
+    # Settings stored before "grams" existed read back as they were, and today's round-trip.
     assert IndexSettings.from_json(IndexSettings().to_json()) == IndexSettings()
-    assert IndexSettings().fields == ("shingles", "minhash", "lsh", "words")
+    assert IndexSettings().fields == ("shingles", "lsh", "words")
+    old = '{"ngram": 3, "unit": "word", "num_hashes": 128, "seed": 42, "lsh_threshold": 0.8, "bands": null, ' \
+          '"rows": null, "fields": ["shingles", "minhash", "lsh", "words"], "sample_mod": 1}'
+    assert IndexSettings.from_json(old) == IndexSettings(fields=("shingles", "minhash", "lsh", "words"),
+                                                         normalizer_version=1, shingle_tokens="text")
 
 
 @pytest.mark.solr

@@ -290,8 +290,9 @@ def add_index_settings_options(p: argparse.ArgumentParser) -> None:
                    help="index only shingles whose hash is 0 modulo this (write-up 003's sampling; default 1 = all)")
     p.add_argument("--fields", type=_fields, default=None,
                    help="token fields to index, comma-separated from shingles,minhash,lsh,words,grams (default "
-                        "all but grams; 'lsh' alone is fastest and enough for LSH lookups and whole-collection "
-                        "dedup; grams: words and their character 4-grams, for --similarity idf --idf-tokens grams)")
+                        "shingles,lsh,words; minhash: for --mode minhash, the write-up's MinHash mode; 'lsh' alone "
+                        "is fastest and enough for LSH lookups and whole-collection dedup; grams: words and their "
+                        "character 4-grams, for --similarity idf --idf-tokens grams)")
 
 
 def _fields(raw: str) -> tuple[str, ...]:

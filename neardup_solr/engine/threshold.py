@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, TOKEN_FIELDS, text_tokens
+from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
@@ -102,8 +102,8 @@ class ThresholdFinder:
         # Per-field weighting reads document frequencies of "column:word" tokens (records indexed from
         # several text columns); a column missing from field_weights weighs 1.
         self.field_weights = field_weights
-        self.token_field = ("content_ng" if similarity == "jaccard"
-                            else "content_fwords" if field_weights is not None else TOKEN_FIELDS[idf_tokens])
+        self.token_field = ("content_fwords" if similarity == "idf" and field_weights is not None
+                            else searcher.settings.token_field("shingles" if similarity == "jaccard" else idf_tokens))
         self.idf = IdfWeights(self.client, field=self.token_field) if similarity == "idf" else None
         # The same pairs either way (see prefix_filter); False is for measuring and checking that claim.
         self.prefix_filter = prefix_filter
@@ -125,7 +125,8 @@ class ThresholdFinder:
             covered += 1
             try:
                 if self.similarity == "jaccard":
-                    tokens.update(dict.fromkeys(text_tokens(self.searcher.builder.process(text).shingles)))
+                    builder = self.searcher.builder
+                    tokens.update(dict.fromkeys(builder.shingle_tokens(builder.process(text))))
                 else:
                     tokens.update(dict.fromkeys(self._word_tokens(text, fields)))
             except ValueError:
@@ -168,7 +169,7 @@ class ThresholdFinder:
         """(token, boost) pairs, the lower bound on the score, and what verification needs."""
         processed = self.searcher.builder.process(text)
         if self.similarity == "jaccard":
-            tokens = list(dict.fromkeys(text_tokens(processed.shingles)))
+            tokens = list(dict.fromkeys(self.searcher.builder.shingle_tokens(processed)))
             bound = math.ceil(self.threshold * len(set(processed.shingle_hashes.tolist())) - 1e-9)
             return [(t, 1.0) for t in tokens], float(bound), np.unique(processed.shingle_hashes)
         words = self._word_tokens(text, fields)

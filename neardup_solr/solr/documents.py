@@ -26,7 +26,7 @@ from neardup_solr.pairs.lsh import LSHParams, band_keys, band_tokens, recall_par
 from neardup_solr.text import LATEST_NORMALIZER_VERSION, MinHash, Normalizer, ProcessedText, Shingler, kernel
 from neardup_solr.text.kernel import position_tokens
 from neardup_solr.text.normalizer import split_normalized
-from neardup_solr.text.shingles import distinct_in_order
+from neardup_solr.text.shingles import distinct_in_order, hash_tokens, joined_hash_tokens
 from neardup_solr.text.scripts import UnspacedTextCheck
 from neardup_solr.validation import check_choice, check_float, check_int, id_problem
 
@@ -44,13 +44,26 @@ MAX_TOKEN_BYTES = 256
 
 UNITS = ("word", "char")
 
-# Token field of each kind of token, in the schema.
+# Token field of each kind of token, in the schema (shingles: see SHINGLE_FIELDS, by IndexSettings.shingle_tokens).
 TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh", "words": "content_words",
                 "grams": "content_grams"}
-# The token fields an index gets unless told otherwise. "grams" is not among them: it costs indexing time and
-# only the typo-tolerant IDF matching (--idf-tokens grams) reads it, and collections stored with these defaults
-# must keep comparing equal to IndexSettings().
-DEFAULT_TOKEN_FIELDS = ("shingles", "minhash", "lsh", "words")
+# How shingles are spelled as tokens, and the field of each spelling. "hash": the hex of each distinct shingle's
+# 32-bit hash (the values the MinHash signature is computed from), all of a document's in one whitespace-separated
+# value of content_nh. "text": the shingle strings, one multi-valued content_ng value each, as collections indexed
+# before the "hash" form keep doing (stored settings without shingle_tokens read as "text"). The hash form costs
+# Solr about a third less per document (benchmarks/token_fields.py) and the client no shingle strings. Two
+# distinct shingles of one pair of documents share a 32-bit hash with probability about n1*n2/2**32 (1e-5 for
+# two 220-shingle texts): the overlap count is then one too high, the same error the MinHash signature and the
+# threshold mode's exact check already accept, since both work on these hashes.
+SHINGLE_FIELDS = {"hash": "content_nh", "text": "content_ng"}
+# The token fields an index gets unless told otherwise: what the default lookups (shingles), LSH lookups and
+# whole-collection reports (lsh) and IDF weighting (words) read. "minhash" (the write-up's mode=minhash, a
+# position-by-position OR-query that LSH bands answer with a fraction of the tokens) cost a quarter of Solr's
+# indexing CPU and is opt-in, like "grams" (only --idf-tokens grams reads it).
+DEFAULT_TOKEN_FIELDS = ("shingles", "lsh", "words")
+# Every mode of the write-ups: the defaults before minhash became opt-in (collections indexed then keep them:
+# their stored settings name their fields).
+WRITE_UP_TOKEN_FIELDS = ("shingles", "minhash", "lsh", "words")
 # "grams" tokens: each word wrapped in WORD_GRAM_PAD, and the character WORD_GRAM_SIZE-grams of that. A typo
 # changes a whole word token but only the few grams around it, so records whose words carry typos still share
 # most of their weight. 4 was measured against 3-grams and character 3-shingles of the whole text on the
@@ -101,6 +114,8 @@ class IndexSettings:
     normalizer_version: int = LATEST_NORMALIZER_VERSION
     fold_diacritics: bool = False
     fold_digits: bool = False
+    # How shingles are indexed (SHINGLE_FIELDS): "hash" for new collections, "text" for those stored before.
+    shingle_tokens: str = "hash"
 
     def __post_init__(self) -> None:
         # Checked here, before a settings object can reach the index: a stored lsh_threshold of 1.5 or NaN, or
@@ -114,6 +129,7 @@ class IndexSettings:
         set_(self, "bands", check_int("bands", self.bands, "bands", none_ok=True))
         set_(self, "rows", check_int("rows", self.rows, "rows_per_band", none_ok=True))
         set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
+        set_(self, "shingle_tokens", check_choice("shingle_tokens", self.shingle_tokens, tuple(SHINGLE_FIELDS)))
         self.normalizer()  # checks the version and its options
         if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
             raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
@@ -137,10 +153,16 @@ class IndexSettings:
         """Raise a clear error when a query needs a token field this collection was indexed without."""
         if kind not in self.fields:
             raise ValueError(
-                f"this collection was indexed without {kind!r} tokens ({TOKEN_FIELDS[kind]}); re-index with "
+                f"this collection was indexed without {kind!r} tokens ({self.token_field(kind)}); re-index with "
                 f"--fields including {kind} (IndexSettings(fields=...) in Python) to use this mode (indexed: "
                 f"{', '.join(self.fields) or 'none'})"
             )
+
+    def token_field(self, kind: str) -> str:
+        """The schema field that holds ``kind`` tokens (a key of TOKEN_FIELDS) in a collection with these settings."""
+        if kind == "shingles":
+            return SHINGLE_FIELDS[self.shingle_tokens]
+        return TOKEN_FIELDS[kind]
 
     def normalizer(self) -> Normalizer:
         """The normaliser every text of this collection goes through (indexing, lookups, joins, verify)."""
@@ -166,6 +188,7 @@ class IndexSettings:
         if isinstance(data.get("fields"), list):
             data["fields"] = tuple(data["fields"])
         data.setdefault("normalizer_version", 1)  # stored before normaliser versions existed
+        data.setdefault("shingle_tokens", "text")  # stored before shingles were indexed as hashes
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def settings_document(self) -> dict:
@@ -260,9 +283,12 @@ class DocumentBuilder:
         return processed
 
     def shingle_tokens(self, p: ProcessedText) -> list[str]:
-        """The shingles of a processed text as stored in ``content_ng``: all of them, or the sample."""
-        tokens = text_tokens(p.shingles)
+        """The shingles of a processed text as its collection indexes them (``shingle_tokens``: the hex of each
+        distinct hash, or the shingle strings), all of them or the ``sample_mod`` sample."""
         m = self.settings.sample_mod
+        if self.settings.shingle_tokens == "hash":
+            return hash_tokens(p.shingle_hashes, m)
+        tokens = text_tokens(p.shingles)
         if m == 1:
             return tokens
         hashes = p.shingle_hashes.tolist()
@@ -291,44 +317,94 @@ class DocumentBuilder:
 
     def build(self, items: Sequence[tuple], dataset: str | None = None) -> BuiltBatch:
         """``items`` are (id, text) or (id, text, fields) tuples; records that cannot be indexed are returned in
-        ``rejected``."""
-        if not {"shingles", "words", "grams"} & set(self.settings.fields):
-            return self._build_lean(items, dataset)
+        ``rejected``. The batch is hashed and signed at once (the compiled kernel where it is built); shingle
+        strings are made only for a collection that indexes them as text."""
         out = BuiltBatch()
-        # (index in items, id, text, normalised text, its words, its shingles)
-        processed: list[tuple[int, str, str, str, list[str], list[str]]] = []
+        settings = self.settings
+        text_shingles = "shingles" in settings.fields and settings.shingle_tokens == "text"
+        # (index in items, normalised text, its words, its shingle strings when indexed as text)
+        kept: list[tuple[int, str, list[str], list[str] | None]] = []
         normalize, shingles_of = self.shingler.normalizer.normalize, self.shingler.shingles_of
         for index, (doc_id, text, *_) in enumerate(items):
             problem = record_problem(doc_id, text)
             if problem:
                 out.rejected.append((index, problem))
                 continue
-            # The strings here (words and shingles are stored as tokens); their hashes batch-wise below.
             normalized = normalize(text)
-            words = split_normalized(normalized)
-            shingles = shingles_of(normalized, words)
-            if not shingles:
+            if not normalized:
                 out.rejected.append((index, NO_WORDS_LEFT))
                 continue
             self.unspaced.check(normalized)
-            processed.append((index, doc_id, text, normalized, words, shingles))
-        if not processed:
+            words = split_normalized(normalized)
+            kept.append((index, normalized, words, shingles_of(normalized, words) if text_shingles else None))
+        if not kept:
             return out
-        # From the texts, not from p.normalized: the kernel normalises them itself, and normalising twice is not
-        # always the same as once (a rare combining sequence, see tests/test_normalizer.py).
-        hashes, offsets, signatures = self.minhash.hashes_and_signatures([row[2] for row in processed])
-        keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
+        # From the texts, not from the normalised ones: the kernel normalises them itself, and normalising twice is
+        # not always the same as once (a rare combining sequence, see tests/test_normalizer.py).
+        hashes, offsets, signatures = self.minhash.hashes_and_signatures([items[row[0]][1] for row in kept])
+        joined, distinct = joined_hash_tokens(hashes, offsets, settings.sample_mod)
+        keys = band_keys(signatures, self.lsh) if "lsh" in settings.fields else None
         tokens = self._signature_field_tokens(signatures, keys)
-        for row, (index, doc_id, text, normalized, words, shingles) in enumerate(processed):
-            p = ProcessedText(normalized, words, shingles, distinct_in_order(hashes[offsets[row]:offsets[row + 1]]))
-            doc = self._full_document(doc_id, text, p, signatures[row], None, dataset, signature_fields=False)
-            doc.update((field_name, values[row]) for field_name, values in tokens.items())
-            fields = items[index][2] if len(items[index]) > 2 else None
-            if fields:
-                doc["content_fwords"] = self.field_tokens(fields)
-                doc["fields_json"] = json.dumps(fields, ensure_ascii=False)
-            out.documents.append(doc)
+        for row, (index, normalized, words, shingles) in enumerate(kept):
+            shingle_value: str | list[str]
+            if shingles is None:
+                shingle_value, count = joined[row], int(distinct[row])
+            else:
+                p = ProcessedText(normalized, words, shingles, distinct_in_order(hashes[offsets[row]:offsets[row + 1]]))
+                shingle_value, count = self.shingle_tokens(p), len(shingles)
+            doc_id, text, *rest = items[index]
+            out.documents.append(self._document(doc_id, text, normalized, words, count, shingle_value,
+                                                signatures[row], {f: values[row] for f, values in tokens.items()},
+                                                dataset, rest[0] if rest else None))
         return out
+
+    def build_prepared(self, doc_id: str, text: str, processed: ProcessedText, signature: np.ndarray,
+                       dataset: str | None = None, *, band_keys_row: np.ndarray | None = None) -> dict:
+        """The document :meth:`build` makes of ``(doc_id, text)``, from the text already processed and signed (a
+        lookup's prepared query), so a check that goes on to add it does not shingle and sign it twice.
+        ``band_keys_row``: the signature's band keys when already computed."""
+        keys = None
+        if "lsh" in self.settings.fields:
+            keys = band_keys(signature[None, :], self.lsh) if band_keys_row is None else band_keys_row[None, :]
+        tokens = self._signature_field_tokens(signature[None, :], keys)
+        shingle_value: str | list[str]
+        if self.settings.shingle_tokens == "hash":
+            shingle_value = " ".join(self.shingle_tokens(processed))
+            count = int(np.unique(processed.shingle_hashes).size)
+        else:
+            shingle_value, count = self.shingle_tokens(processed), len(processed.shingles)
+        return self._document(doc_id, text, processed.normalized, processed.words, count, shingle_value, signature,
+                              {f: values[0] for f, values in tokens.items()}, dataset, None)
+
+    def _document(self, doc_id: str, text: str, normalized: str, words: list[str], num_shingles: int,
+                  shingle_value: str | list[str], signature: np.ndarray, signature_tokens_row: dict,
+                  dataset: str | None, fields: dict | None) -> dict:
+        """One Solr document: the stored fields, then the token fields the settings name."""
+        settings = self.settings
+        doc = {
+            "id": doc_id,
+            "content": text,
+            "md5_hash": md5_hex(normalized),
+            "num_words": len(words),
+            "first_word": text_token(words[0]) if words else "",
+            "num_shingles": num_shingles,
+            "minhash_sig": encode_signature(signature),
+        }
+        if "shingles" in settings.fields:
+            doc[settings.token_field("shingles")] = shingle_value
+        if "words" in settings.fields:
+            doc["content_words"] = text_tokens(dict.fromkeys(words))
+        if "grams" in settings.fields:
+            doc["content_grams"] = word_gram_tokens(dict.fromkeys(words))
+        doc.update(signature_tokens_row)
+        if dataset is not None:
+            doc["dataset"] = dataset
+        if fields:
+            # Column tokens only where a words-like field is indexed: the lean profiles (lsh, minhash) are for speed.
+            if {"shingles", "words", "grams"} & set(settings.fields):
+                doc["content_fwords"] = self.field_tokens(fields)
+            doc["fields_json"] = json.dumps(fields, ensure_ascii=False)
+        return doc
 
     def _signature_field_tokens(self, signatures: np.ndarray, keys: np.ndarray | None) -> dict[str, list]:
         """The MinHash and LSH token fields of a whole batch (each a list of per-document token lists), made by
@@ -341,108 +417,6 @@ class DocumentBuilder:
         if keys is not None:
             tokens["content_lsh"] = batch_tokens(keys) if batch_tokens else [band_tokens(row) for row in keys]
         return tokens
-
-    def build_prepared(self, doc_id: str, text: str, processed: ProcessedText, signature: np.ndarray,
-                       dataset: str | None = None, *, band_keys_row: np.ndarray | None = None) -> dict:
-        """The document :meth:`build` makes of ``(doc_id, text)``, from the text already processed and signed (a
-        lookup's prepared query), so a check that goes on to add it does not shingle and sign it twice.
-        ``band_keys_row``: the signature's band keys when already computed."""
-        keys = None
-        if "lsh" in self.settings.fields:
-            keys = band_keys(signature[None, :], self.lsh)[0] if band_keys_row is None else band_keys_row
-        if {"shingles", "words", "grams"} & set(self.settings.fields):
-            return self._full_document(doc_id, text, processed, signature, keys, dataset)
-        words = processed.words
-        doc = {
-            "id": doc_id,
-            "content": text,
-            "md5_hash": md5_hex(processed.normalized),
-            "num_words": len(words),
-            "first_word": text_token(words[0]),
-            "num_shingles": int(np.unique(processed.shingle_hashes).size),  # as _build_lean counts them
-            "minhash_sig": encode_signature(signature),
-        }
-        self._add_signature_fields(doc, signature, keys, dataset)
-        return doc
-
-    def _full_document(self, doc_id: str, text: str, p: ProcessedText, signature: np.ndarray, band_keys_row,
-                       dataset: str | None, *, signature_fields: bool = True) -> dict:
-        """The document with every field; ``signature_fields=False`` leaves the MinHash and LSH token fields to
-        the caller (build makes them for a whole batch at once)."""
-        doc = {
-            "id": doc_id,
-            "content": text,
-            "md5_hash": md5_hex(p.normalized),
-            "num_words": len(p.words),
-            "first_word": text_token(p.words[0]) if p.words else "",
-            "num_shingles": len(p.shingles),
-            "minhash_sig": encode_signature(signature),
-        }
-        if "shingles" in self.settings.fields:
-            doc["content_ng"] = self.shingle_tokens(p)
-        if "words" in self.settings.fields:
-            doc["content_words"] = text_tokens(dict.fromkeys(p.words))
-        if "grams" in self.settings.fields:
-            doc["content_grams"] = word_gram_tokens(dict.fromkeys(p.words))
-        if signature_fields:
-            self._add_signature_fields(doc, signature, band_keys_row, dataset)
-        elif dataset is not None:
-            doc["dataset"] = dataset
-        return doc
-
-    def _add_signature_fields(self, doc: dict, signature: np.ndarray, band_keys_row, dataset: str | None) -> None:
-        if "minhash" in self.settings.fields:
-            doc["content_sg"] = signature_tokens(signature)
-        if band_keys_row is not None:
-            doc["content_lsh"] = band_tokens(band_keys_row)
-        if dataset is not None:
-            doc["dataset"] = dataset
-
-    def _build_lean(self, items: Sequence[tuple], dataset: str | None) -> BuiltBatch:
-        """Without shingle or word tokens to store, no shingle string is ever built: the whole batch is hashed and
-        signed in NumPy (Shingler.batch_hashes, the same hashes as process(); tests check the fields agree)."""
-        out = BuiltBatch()
-        kept: list[int] = []
-        normalized: list[str] = []
-        words: list[list[str]] = []
-        for index, (doc_id, text, *_) in enumerate(items):
-            problem = record_problem(doc_id, text)
-            if problem:
-                out.rejected.append((index, problem))
-                continue
-            norm = self.shingler.normalizer.normalize(text)
-            self.unspaced.check(norm)
-            if not norm:
-                out.rejected.append((index, NO_WORDS_LEFT))
-                continue
-            kept.append(index)
-            normalized.append(norm)
-            words.append(norm.split(" "))
-        if not kept:
-            return out
-        hashes, offsets, signatures = self.minhash.hashes_and_signatures([items[index][1] for index in kept])
-        distinct = _distinct_counts(hashes, offsets)
-        keys = band_keys(signatures, self.lsh) if "lsh" in self.settings.fields else None
-        tokens = self._signature_field_tokens(signatures, keys)
-        for row, index in enumerate(kept):
-            doc_id, text, *rest = items[index]
-            ws = words[row]
-            doc = {
-                "id": doc_id,
-                "content": text,
-                "md5_hash": md5_hex(normalized[row]),
-                "num_words": len(ws),
-                "first_word": text_token(ws[0]),
-                "num_shingles": int(distinct[row]),
-                "minhash_sig": encode_signature(signatures[row]),
-            }
-            doc.update((field_name, values[row]) for field_name, values in tokens.items())
-            if dataset is not None:
-                doc["dataset"] = dataset
-            if rest and rest[0]:
-                doc["fields_json"] = json.dumps(rest[0], ensure_ascii=False)
-            out.documents.append(doc)
-        return out
 
 
 def record_problem(doc_id: object, text: object) -> str | None:
@@ -459,17 +433,6 @@ def record_problem(doc_id: object, text: object) -> str | None:
     if not isinstance(text, str):
         return f"the text must be a str, not {type(text).__name__}"
     return None
-
-
-def _distinct_counts(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Number of distinct values in each document's slice of ``hashes``, vectorised over the batch."""
-    ndocs = len(offsets) - 1
-    doc = np.repeat(np.arange(ndocs, dtype=np.uint64), np.diff(offsets))
-    # One uint64 sort (document in the high half, hash in the low) is several times faster than a lexsort.
-    keys = np.sort((doc << np.uint64(32)) | hashes.astype(np.uint64))
-    first = np.ones(len(keys), dtype=bool)
-    first[1:] = keys[1:] != keys[:-1]
-    return np.bincount((keys[first] >> np.uint64(32)).astype(np.int64), minlength=ndocs)
 
 
 def _holds_no_documents(client: SolrClient) -> bool:
@@ -579,6 +542,8 @@ def _salvaged_settings(text: str | None, signature_length: int | None,
     if not isinstance(data, dict):
         data = {}
     kept: dict = {} if "normalizer_version" in data else {"normalizer_version": normalizer_version}
+    if "shingle_tokens" not in data:
+        kept["shingle_tokens"] = "text"
     for name in IndexSettings.__dataclass_fields__:
         if name in data:
             value = data[name]

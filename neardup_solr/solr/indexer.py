@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
 from neardup_solr.errors import IndexingInterrupted, IndexIncomplete  # noqa: F401 (defined in errors, importable here too)
-from neardup_solr.solr.documents import META_DATASET, DocumentBuilder, IndexSettings, ensure_index_settings
+from neardup_solr.solr.documents import (
+    META_DATASET,
+    DocumentBuilder,
+    IndexSettings,
+    ensure_index_settings,
+    read_index_settings,
+)
 from neardup_solr.errors import (
     InvalidRecordError,
     ParameterTypeError,
@@ -345,8 +351,10 @@ class Indexer:
         self.client.check()
         # Before anything is written: a core that is not ours gets no settings document and no records.
         require_neardup_schema(self.client)
-        if self.requested_settings is not None:
-            require_token_fields(self.client, self.requested_settings.fields)
+        # The fields of the settings this run will write with (the stored ones, or the defaults for an empty
+        # collection), checked before the settings document is written.
+        require_token_fields(self.client,
+                             self.requested_settings or read_index_settings(self.client) or IndexSettings())
         settings = ensure_index_settings(self.client, self.requested_settings)
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)

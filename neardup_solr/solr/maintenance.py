@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Iterable
 
-from neardup_solr.solr.documents import META_DATASET, TOKEN_FIELDS
+from neardup_solr.solr.documents import META_DATASET, IndexSettings
 from neardup_solr.errors import ForeignCollectionError, NeardupError
 from neardup_solr.solr.recent import recent_adds
 from neardup_solr.solr.client import SolrClient
@@ -51,11 +50,11 @@ def require_neardup_schema(client: SolrClient) -> None:
         )
 
 
-def require_token_fields(client: SolrClient, kinds: Iterable[str]) -> None:
-    """Raise ForeignCollectionError when the schema lacks the field of a token kind to be indexed: a core made
-    from an older configset has no ``content_grams``, and Solr would refuse every document with a bare
-    "unknown field" error."""
-    wanted = {kind: TOKEN_FIELDS[kind] for kind in kinds if kind in TOKEN_FIELDS}
+def require_token_fields(client: SolrClient, settings: IndexSettings) -> None:
+    """Raise ForeignCollectionError when the schema lacks the field of a token kind ``settings`` index: a core
+    made from an older configset has no ``content_grams`` or ``content_nh``, and Solr would refuse every document
+    with a bare "unknown field" error."""
+    wanted = {kind: settings.token_field(kind) for kind in settings.fields}
     fields = client.schema_fields()
     missing = [f"{field!r} ({kind!r} tokens)" for kind, field in wanted.items() if field not in fields]
     if missing:

@@ -46,7 +46,6 @@ from neardup_solr.options import COLLECTION_THRESHOLD, MODES, WRITEUP_LOOKUP, Mi
 
 log = logging.getLogger(__name__)
 
-_FIELD_OF_MODE = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh"}
 _FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json,score"
 # Candidates read per request when nothing caps them (rows=None): paged with a cursor.
 _PAGE_SIZE = 500
@@ -310,7 +309,7 @@ class Searcher:
         if tokens:
             bound = math.ceil(min_share * len(tokens) - 1e-9)
             params = [
-                ("q", " ".join(quoted_term(t) for t in tokens)), ("defType", "lucene"), ("df", "content_ng"),
+                ("q", " ".join(quoted_term(t) for t in tokens)), ("defType", "lucene"), ("df", self.settings.token_field("shingles")),
                 ("q.op", "OR"), ("fq", f"{{!frange l={bound}}}query($q)"), ("fl", "id,score"),
                 ("sort", "score desc,id asc"),
             ]
@@ -357,7 +356,7 @@ class Searcher:
         params: list[tuple[str, object]] = [
             ("q", " ".join(quoted_term(t) for t in dict.fromkeys(tokens))),
             ("defType", "lucene"),
-            ("df", _FIELD_OF_MODE[mode]),
+            ("df", self.settings.token_field(mode)),
             ("q.op", "OR"),
             # The row cap must cut at the same place on every shard layout. Without a sort, candidates with equal
             # overlap come in internal document order, which depends on indexing order, segment merges and (on

@@ -498,6 +498,86 @@ static PyObject *kernel_position_tokens(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* For document d, the distinct values of hashes[offsets[d]:offsets[d+1]] in first-seen order: how many there are
+ * (into counts[d]) and, of those that are 0 modulo `modulus`, one str of their lowercase hex without leading zeros
+ * joined by single spaces ("{:x}", the shingle tokens of content_nh). An open-addressing set per document, reused. */
+static PyObject *kernel_distinct_hex(PyObject *self, PyObject *args) {
+    Py_buffer hashes, offsets, counts;
+    unsigned long modulus;
+    if (!PyArg_ParseTuple(args, "y*y*w*k", &hashes, &offsets, &counts, &modulus)) return NULL;
+    PyObject *result = NULL;
+    uint64_t *table = NULL;
+    char *text = NULL;
+    Py_ssize_t ndocs = offsets.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t total = hashes.len / (Py_ssize_t)sizeof(uint32_t);
+    const int64_t *offset = offsets.buf;
+    const uint32_t *value = hashes.buf;
+    if (ndocs < 0 || counts.len != ndocs * (Py_ssize_t)sizeof(int64_t) || modulus == 0) {
+        PyErr_SetString(PyExc_ValueError, "distinct_hex(): offsets, counts or modulus do not fit");
+        goto done;
+    }
+    for (Py_ssize_t d = 0; d < ndocs; d++) {
+        if (offset[d] < 0 || offset[d] > offset[d + 1] || offset[d + 1] > total) {
+            PyErr_SetString(PyExc_ValueError, "distinct_hex(): offsets out of order or past the hashes");
+            goto done;
+        }
+    }
+    size_t capacity = 0;
+    result = PyList_New(ndocs);
+    for (Py_ssize_t d = 0; result != NULL && d < ndocs; d++) {
+        size_t n = (size_t)(offset[d + 1] - offset[d]);
+        size_t size = 16;
+        while (size < 2 * n) size <<= 1;
+        if (size > capacity) {
+            free(table);
+            free(text);
+            table = malloc(size * sizeof(uint64_t));
+            text = malloc(size / 2 * 9 + 1);  /* at most n values of 8 digits and a space each */
+            if (table == NULL || text == NULL) {
+                PyErr_NoMemory();
+                Py_CLEAR(result);
+                break;
+            }
+            capacity = size;
+        }
+        memset(table, 0, size * sizeof(uint64_t));  /* 0: empty; a value v is kept as v + 1 */
+        int64_t distinct = 0;
+        size_t length = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = value[offset[d] + i];
+            size_t slot = (size_t)((v * 0x9E3779B1u) & (uint32_t)(size - 1));
+            while (table[slot] != 0 && table[slot] != (uint64_t)v + 1) slot = (slot + 1) & (size - 1);
+            if (table[slot] != 0) continue;
+            table[slot] = (uint64_t)v + 1;
+            distinct++;
+            if (v % modulus) continue;
+            static const char digits[] = "0123456789abcdef";
+            char hex[8];
+            int len = 0;
+            do {
+                hex[len++] = digits[v & 15];
+                v >>= 4;
+            } while (v);
+            if (length) text[length++] = ' ';
+            while (len) text[length++] = hex[--len];
+        }
+        ((int64_t *)counts.buf)[d] = distinct;
+        PyObject *joined = PyUnicode_FromStringAndSize(text, (Py_ssize_t)length);
+        if (joined == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, d, joined);
+    }
+done:
+    free(table);
+    free(text);
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&counts);
+    return result;
+}
+
 static PyObject *kernel_murmur3(PyObject *self, PyObject *args) {
     Py_buffer data;
     unsigned long seed;
@@ -518,6 +598,9 @@ static PyMethodDef kernel_methods[] = {
     {"position_tokens", kernel_position_tokens, METH_VARARGS,
      "position_tokens(values, rows, width, itemsize): '<position>_<hex>' tokens of every row (4-byte values "
      "unpadded, 8-byte values 16 digits)."},
+    {"distinct_hex", kernel_distinct_hex, METH_VARARGS,
+     "distinct_hex(hashes, offsets, counts, modulus) -> list of str: per document, its distinct hashes counted into "
+     "counts and those 0 modulo modulus as space-separated hex, in first-seen order."},
     {"murmur3", kernel_murmur3, METH_VARARGS, "murmur3(data, seed): MurmurHash3_x86_32, unsigned."},
     {NULL, NULL, 0, NULL},
 };

@@ -97,3 +97,14 @@ def position_tokens(values: np.ndarray) -> list[list[str]]:
     if values.ndim != 2 or values.dtype not in (np.uint32, np.uint64):
         raise ValueError(f"position_tokens takes a 2-D uint32 or uint64 array, got {values.dtype} {values.shape}")
     return _kernel.position_tokens(values, values.shape[0], values.shape[1], values.dtype.itemsize)
+
+
+def distinct_hex(hashes: np.ndarray, offsets: np.ndarray, modulus: int = 1) -> tuple[list[str], np.ndarray]:
+    """Per document (``hashes[offsets[d]:offsets[d+1]]``): its distinct values in first-seen order, those that are
+    0 modulo ``modulus`` as one str of space-separated lowercase hex (no leading zeros), and how many distinct
+    values it has (before the modulus)."""
+    assert _kernel is not None
+    counts = np.empty(len(offsets) - 1, dtype=np.int64)
+    joined = _kernel.distinct_hex(np.ascontiguousarray(hashes, dtype=np.uint32),
+                                  np.ascontiguousarray(offsets, dtype=np.int64), counts, modulus)
+    return joined, counts

@@ -87,6 +87,32 @@ def distinct_in_order(values: np.ndarray) -> np.ndarray:
     return values[np.sort(first)]
 
 
+def hash_tokens(hashes: np.ndarray, modulus: int = 1) -> list[str]:
+    """The distinct shingle hashes of one text as tokens (lowercase hex, no leading zeros), first-seen order,
+    those 0 modulo ``modulus`` only: the ``shingle_tokens="hash"`` spelling of its shingles."""
+    kept = distinct_in_order(np.asarray(hashes, dtype=np.uint32))
+    if modulus != 1:
+        kept = kept[kept % modulus == 0]
+    return list(map(_HEX, kept.tolist()))
+
+
+def joined_hash_tokens(hashes: np.ndarray, offsets: np.ndarray, modulus: int = 1) -> tuple[list[str], np.ndarray]:
+    """:func:`hash_tokens` of every text of a batch (``hashes[offsets[d]:offsets[d+1]]``), each joined by spaces
+    (one value of a whitespace-tokenized field), and each text's number of distinct hashes. The compiled kernel
+    does it where it is built."""
+    if kernel.available():
+        return kernel.distinct_hex(hashes, offsets, modulus)
+    joined, counts = [], np.empty(len(offsets) - 1, dtype=np.int64)
+    for d in range(len(offsets) - 1):
+        distinct = distinct_in_order(hashes[offsets[d]:offsets[d + 1]])
+        counts[d] = distinct.size
+        joined.append(" ".join(hash_tokens(distinct, modulus)))
+    return joined, counts
+
+
+_HEX = "{:x}".format
+
+
 def raise_for_texts_without_shingles(texts: Sequence[str], counts: np.ndarray) -> None:
     """InvalidTextError naming the first text whose shingle count is 0."""
     empty = np.flatnonzero(counts == 0)
