@@ -2,16 +2,19 @@
 
     python benchmarks/token_fields.py --docs 20000 [--corpus benchmarks/work/c30k/docs.jsonl] [--json out.json]
 
-The documents are built once by our ``DocumentBuilder`` (default settings: shingles, minhash, lsh, words) and
-posted to a dedicated Solr as prepared JSON bodies (500 documents each, two at a time), so the client's share is
-out of the measurement: each row is Solr's own CPU time per document (from /proc, so Linux only) and the rate
-Solr alone sustains. Layouts:
+The documents are built once by our ``DocumentBuilder``, with the defaults before the hash form (shingles as text,
+minhash, lsh, words) and with today's defaults (hashed shingles in content_nh, lsh, words), and posted to a
+dedicated Solr as prepared JSON bodies (500 documents each, two at a time), so the client's share is out of the
+measurement: each row is Solr's own CPU time per document (from /proc, so Linux only) and the rate Solr alone
+sustains. Layouts:
 
-- ``default``: what ``index`` sends today, one multi-valued StrField value per token;
-- ``without <field>``: the same without one field, which is that field's cost;
+- ``before``: what ``index`` sent by default before, one multi-valued StrField value per token;
+- ``before without <field>``: the same without one field, which is that field's cost;
 - ``whitespace``: shingles, words and MinHash tokens as one whitespace-tokenized value per field (shingle
   words joined by '_', which the normaliser never leaves in a word);
 - ``whitespace, hashed shingles``: the same with each shingle as its 32-bit hash in hex;
+- ``hashed shingles and words (whitespace), no minhash``: the default, with the words joined too;
+- ``default``: what ``index`` sends by default now;
 - ``lsh only``: what ``--fields lsh`` sends.
 
 The dedicated Solr's schema gets the whitespace-tokenized fields added (its own copy; nothing of the project's
@@ -42,7 +45,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
-from neardup_solr.solr.documents import DocumentBuilder, IndexSettings  # noqa: E402
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, DocumentBuilder, IndexSettings  # noqa: E402
 
 WHITESPACE_FIELDS = """
   <fieldType name="ws_token" class="solr.TextField" omitNorms="true" omitTermFreqAndPositions="true">
@@ -68,25 +71,25 @@ def _without(*fields: str):
     return lambda doc: {k: v for k, v in doc.items() if k not in fields}
 
 
-def _hashed_shingles_only(doc: dict, words_joined: bool) -> dict:
-    """Shingles as one whitespace-joined value of their hashes, words as they are (or joined), no MinHash tokens."""
-    doc = {k: v for k, v in doc.items() if k != "content_sg"}
-    doc["ng_ws"] = " ".join(format(hash(t) & 0xFFFFFFFF, "x") for t in doc.pop("content_ng"))
-    if words_joined:
-        doc["words_ws"] = " ".join(doc.pop("content_words"))
+def _words_joined(doc: dict) -> dict:
+    doc = dict(doc)
+    doc["words_ws"] = " ".join(doc.pop("content_words"))
     return doc
 
 
+BEFORE = IndexSettings(fields=WRITE_UP_TOKEN_FIELDS, shingle_tokens="text")
+DEFAULT = IndexSettings()
+# name: (the settings the documents are built with, what is done to each before it is sent)
 LAYOUTS = {
-    "default": lambda doc: doc,
-    "without shingles (content_ng)": _without("content_ng"),
-    "without minhash (content_sg)": _without("content_sg"),
-    "without words (content_words)": _without("content_words"),
-    "whitespace": lambda doc: _whitespace(doc, hashed=False),
-    "whitespace, hashed shingles": lambda doc: _whitespace(doc, hashed=True),
-    "hashed shingles (whitespace), no minhash": lambda doc: _hashed_shingles_only(doc, words_joined=False),
-    "hashed shingles and words (whitespace), no minhash": lambda doc: _hashed_shingles_only(doc, words_joined=True),
-    "lsh only": _without("content_ng", "content_sg", "content_words"),
+    "before": (BEFORE, lambda doc: doc),
+    "before without shingles (content_ng)": (BEFORE, _without("content_ng")),
+    "before without minhash (content_sg)": (BEFORE, _without("content_sg")),
+    "before without words (content_words)": (BEFORE, _without("content_words")),
+    "whitespace": (BEFORE, lambda doc: _whitespace(doc, hashed=False)),
+    "whitespace, hashed shingles": (BEFORE, lambda doc: _whitespace(doc, hashed=True)),
+    "hashed shingles and words (whitespace), no minhash": (DEFAULT, _words_joined),
+    "default": (DEFAULT, lambda doc: doc),
+    "lsh only": (DEFAULT, _without("content_nh", "content_words")),
 }
 
 
@@ -107,9 +110,10 @@ def _post_all(core_url: str, bodies: list[bytes], workers: int) -> None:
     session.post(f"{core_url}/update?commit=true", json={}, timeout=300).raise_for_status()
 
 
-def measure(core_url: str, pid: int, documents: list[dict], layout: str, batch: int, workers: int) -> dict:
+def measure(core_url: str, pid: int, documents: dict, layout: str, batch: int, workers: int) -> dict:
     requests.post(f"{core_url}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=300).raise_for_status()
-    shaped = [LAYOUTS[layout](d) for d in documents]
+    settings, shape = LAYOUTS[layout]
+    shaped = [shape(d) for d in documents[settings]]
     bodies = [json.dumps(shaped[i:i + batch]).encode() for i in range(0, len(shaped), batch)]
     cpu0, wall0 = _solr_cpu_seconds(pid), time.perf_counter()
     _post_all(core_url, bodies, workers)
@@ -155,7 +159,7 @@ def _stage(names: list[str]) -> str:
     return "other (JVM, GC helpers, unknown)"
 
 
-def profile(core_url: str, pid: int, documents: list[dict], layout: str, batch: int, workers: int,
+def profile(core_url: str, pid: int, documents: dict, layout: str, batch: int, workers: int,
             out: Path, top: int = 15) -> dict:
     """One more pass of ``layout`` under JFR; the samples of Solr's threads by stage and by top method."""
     recording = out.with_suffix(".jfr")
@@ -204,7 +208,8 @@ def main(argv=None) -> int:
             corpus = Path(work) / "corpus" / "docs.jsonl"
         with open(corpus) as lines:
             records = [json.loads(next(lines)) for _ in range(args.docs)]
-        documents = DocumentBuilder(IndexSettings()).build([(r["id"], r["text"]) for r in records]).documents
+        documents = {settings: DocumentBuilder(settings).build([(r["id"], r["text"]) for r in records]).documents
+                     for settings in (BEFORE, DEFAULT)}
         solr = LocalSolr(port=args.port, data_dir=Path(work) / "solr", heap=args.heap)
         solr.start()
         try:

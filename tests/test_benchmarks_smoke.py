@@ -45,12 +45,15 @@ def test_quick_run_writes_every_section_with_numbers(solr_url, tmp_path):
     assert signing["results"]["neardup_solr (batch)"]["mb_per_s"] > 0
 
     per = report["sizes"]["300"]
-    for name in ("corpus", "indexing", "index_size", "lookup", "solr_minhash"):
+    for name in ("corpus", "indexing", "indexing_writeup", "indexing_lsh_only", "index_size", "lookup", "solr_minhash"):
         assert per[name]["status"] == "ok", (name, per[name])
         assert _has_number(per[name]), name
     assert per["indexing"]["docs"] == 300 and per["indexing"]["docs_per_s"] > 0
     assert per["index_size"]["bytes_per_doc"] > 0
-    for mode in ("shingles", "minhash", "lsh"):
+    # The default index has no minhash tokens (opt-in): that mode says so instead of failing the section.
+    assert per["lookup"]["modes"]["minhash"] == {"status": "skipped", "error": "the index has no minhash tokens"}
+    assert per["indexing_writeup"]["settings"]["fields"] == ["shingles", "minhash", "lsh", "words"]
+    for mode in ("shingles", "lsh"):
         for kind in ("by_id", "by_text"):
             lat = per["lookup"]["modes"][mode][kind]
             assert lat["n"] == 5 and 0 < lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
