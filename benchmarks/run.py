@@ -1167,17 +1167,18 @@ def main(argv=None) -> int:
                     docs=min(n, args.signing_docs or (300 if quick else 20_000)), repeats=signing_repeats)
                 _write(report, stem, log)
             # The LSH profile: in a default run only up to --variant-max-docs; always when asked for by name.
+            # First of the indexing runs, so the JVM the two after it are compared in is equally warm for both.
+            if "indexing_lsh" in sections and (n <= args.variant_max_docs or args.sections):
+                per["indexing_lsh_only"] = run_section(
+                    f"{n}/indexing lsh only", sec_indexing, b["indexing"], log, core_url=core_url,
+                    docs_path=docs_path, batch_size=args.batch_size, workers=args.workers,
+                    settings=IndexSettings(fields=("lsh",)), solr_pid=solr_pid)
             if "indexing_writeup" in sections and (n <= args.variant_max_docs or args.sections):
                 # Before minhash became opt-in and shingles were hashed: every write-up mode, shingles as text.
                 per["indexing_writeup"] = run_section(
                     f"{n}/indexing write-up fields", sec_indexing, b["indexing"], log, core_url=core_url,
                     docs_path=docs_path, batch_size=args.batch_size, workers=args.workers, solr_pid=solr_pid,
                     settings=IndexSettings(fields=WRITE_UP_TOKEN_FIELDS, shingle_tokens="text"))
-            if "indexing_lsh" in sections and (n <= args.variant_max_docs or args.sections):
-                per["indexing_lsh_only"] = run_section(
-                    f"{n}/indexing lsh only", sec_indexing, b["indexing"], log, core_url=core_url,
-                    docs_path=docs_path, batch_size=args.batch_size, workers=args.workers,
-                    settings=IndexSettings(fields=("lsh",)), solr_pid=solr_pid)
             if "indexing" in sections:
                 per["indexing"] = run_section(f"{n}/indexing", sec_indexing, b["indexing"], log, core_url=core_url,
                                               docs_path=docs_path, batch_size=args.batch_size, workers=args.workers,

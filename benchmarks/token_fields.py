@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--profile", choices=sorted(LAYOUTS), action="append", default=[],
                     help="post this layout once more under Java Flight Recorder and print where Solr's time went "
-                         "(repeatable; the .jfr files are kept beside --json, or in benchmarks/work)")
+                         "(repeatable; the .jfr files are kept in benchmarks/work)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="token-fields-") as work:
         corpus = args.corpus
@@ -222,7 +222,7 @@ def main(argv=None) -> int:
             pid = int(solr.pid_file.read_text())
             passes = [[measure(core_url, pid, documents, layout, args.batch_size, args.workers) for layout in LAYOUTS]
                       for _ in range(2)]
-            where = (args.json.parent if args.json else Path(__file__).parent / "work")
+            where = Path(__file__).parent / "work"  # recordings are large: kept out of results/
             where.mkdir(parents=True, exist_ok=True)
             profiles = [profile(core_url, pid, documents, layout, args.batch_size, args.workers,
                                 where / f"token-fields-{layout.split()[0].strip(',')}-{i}")

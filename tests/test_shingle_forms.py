@@ -84,3 +84,21 @@ def test_an_older_schema_without_the_hash_field_is_refused_before_anything_is_wr
         require_token_fields(old_schema, IndexSettings())
     require_token_fields(old_schema, IndexSettings(shingle_tokens="text"))  # what such a collection was made for
     require_token_fields(old_schema, IndexSettings(fields=("lsh", "words")))
+
+
+def test_flags_that_differ_from_a_text_form_collection_are_refused_with_the_flags_that_keep_it(solr, solr_url,
+                                                                                              tmp_path, capsys):
+    from neardup_solr.cli import main as cli
+
+    Indexer(solr, IndexSettings(fields=WRITE_UP_TOKEN_FIELDS, shingle_tokens="text")).index_records(
+        [("1", "a text indexed the way collections were before")])
+    more = tmp_path / "more.txt"
+    more.write_text("2 another text for the same collection\n", encoding="utf-8")
+    base = ["index", str(more), "--format", "lines", "--solr-url", solr_url, "-q"]
+    assert cli(base + ["--ngram", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "differ in fields, shingle_tokens" in err
+    assert "--fields shingles,minhash,lsh,words --shingle-tokens text" in err
+    assert cli(base + ["--ngram", "3", "--fields", "shingles,minhash,lsh,words", "--shingle-tokens", "text"]) == 0
+    assert cli(base) == 0  # no settings flags: the collection's own
+    assert solr.count() == 3

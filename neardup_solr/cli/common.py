@@ -288,6 +288,9 @@ def add_index_settings_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows-per-band", type=number("--rows-per-band", "rows_per_band"), default=None)
     p.add_argument("--sample-mod", type=number("--sample-mod", "sample_mod"), default=None,
                    help="index only shingles whose hash is 0 modulo this (write-up 003's sampling; default 1 = all)")
+    p.add_argument("--shingle-tokens", choices=["hash", "text"], default=None,
+                   help="how shingles are indexed: the hex of their hashes (default) or the shingle strings (how "
+                        "collections were indexed before the hash form; they keep it by themselves)")
     p.add_argument("--fields", type=_fields, default=None,
                    help="token fields to index, comma-separated from shingles,minhash,lsh,words,grams (default "
                         "shingles,lsh,words; minhash: for --mode minhash, the write-up's MinHash mode; 'lsh' alone "
@@ -308,7 +311,7 @@ def _fields(raw: str) -> tuple[str, ...]:
 
 INDEX_SETTINGS_FLAGS = {"ngram": "--ngram", "unit": "--unit", "num_hashes": "--num-hashes",
                         "lsh_threshold": "--lsh-threshold", "bands": "--bands", "rows_per_band": "--rows-per-band",
-                        "sample_mod": "--sample-mod", "fields": "--fields"}
+                        "sample_mod": "--sample-mod", "fields": "--fields", "shingle_tokens": "--shingle-tokens"}
 
 
 def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None":
@@ -319,7 +322,7 @@ def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None"
         return None
     given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes,
              "lsh_threshold": args.lsh_threshold, "bands": args.bands, "rows": args.rows_per_band,
-             "sample_mod": args.sample_mod, "fields": args.fields}
+             "sample_mod": args.sample_mod, "fields": args.fields, "shingle_tokens": args.shingle_tokens}
     # "is not None", never "or": --num-hashes 0 used to mean the default instead of an error.
     return IndexSettings(**{k: v for k, v in given.items() if v is not None})
 

@@ -505,17 +505,40 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
             cli_message=f"{why} (index FILE --clear-all), or keep this one with --normalizer-version "
                         f"{stored.normalizer_version}.")
     if settings is not None and settings != stored:
+        differ = [name for name in IndexSettings.__dataclass_fields__
+                  if getattr(settings, name) != getattr(stored, name)]
         why = (f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
-               "shingles/signatures. Use the same settings, or empty the collection first")
+               f"shingles/signatures (they differ in {', '.join(differ)}). Use the same settings, or empty the "
+               "collection first")
+        keep = ", ".join(f"{name}={getattr(stored, name)!r}" for name in differ)
+        flags = " ".join(_flag_for(name, getattr(stored, name)) for name in differ)
         raise SettingsConflictError(
-            f"{why} (neardup_solr.solr.maintenance.clear(client, everything=True)).",
-            cli_message=f"{why} (index --clear-all).")
+            f"{why} (neardup_solr.solr.maintenance.clear(client, everything=True)), or give {keep}.",
+            cli_message=f"{why} (index --clear-all), or keep this collection's with {flags} (or no settings "
+                        "flags at all: the collection's own are used).")
     if stored.normalizer_version < LATEST_NORMALIZER_VERSION:
         log.warning("%s was indexed with normaliser version %d and keeps using it; version %d also matches copies "
                     "that differ by Unicode form (NFD accents, ligatures, soft hyphens, full-width digits): to "
                     "use it, re-index everything (neardup-solr index FILE --clear-all)", client.url,
                     stored.normalizer_version, LATEST_NORMALIZER_VERSION)
     return stored
+
+
+# IndexSettings fields `index` has a flag for (the rest, such as seed, are set in Python only).
+_FLAGGED_SETTINGS = frozenset({"ngram", "unit", "num_hashes", "lsh_threshold", "bands", "rows", "sample_mod", "fields",
+                               "shingle_tokens", "normalizer_version", "fold_diacritics", "fold_digits"})
+
+
+def _flag_for(name: str, value: object) -> str:
+    """The command-line flag that asks for ``name=value`` (IndexSettings' names, as the CLI spells them)."""
+    if name not in _FLAGGED_SETTINGS:
+        return f"({name}={value!r}: Python only)"
+    flag = "--rows-per-band" if name == "rows" else "--" + name.replace("_", "-")
+    if isinstance(value, bool):
+        return flag if value else ""
+    if isinstance(value, tuple):
+        value = ",".join(value)
+    return f"{flag} {value}"
 
 
 @dataclass
