@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from neardup_solr.solr import settings
-from neardup_solr.solr.documents import IndexSettings
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings
 from neardup_solr.pairs.evaluate import EvaluationResult, evaluate, read_pairs
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.engine.report import report_near_dups
@@ -122,7 +122,8 @@ def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out
                 if (int(doc_id) <= FODORS_COUNT) == (name == "fodors"):
                     fh.write(f"{doc_id} {text}\n")
     client.delete_all()
-    index_settings = IndexSettings(ngram=3, num_hashes=128, lsh_threshold=0.5)
+    # Every write-up mode is compared below, so the MinHash tokens (opt-in) are indexed too.
+    index_settings = IndexSettings(ngram=3, num_hashes=128, lsh_threshold=0.5, fields=WRITE_UP_TOKEN_FIELDS)
     for name, path in guides.items():
         summary = Indexer(client, index_settings, dataset=name).index_file(
             path, "lines", rejects_path=workdir / "rejects.jsonl")
