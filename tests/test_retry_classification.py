@@ -30,3 +30,24 @@ def test_a_failed_solr_is_reported_at_once_with_what_to_do(message, kind):
     assert _transient_state(500, message) is None
     found, advice = _server_failure(message)
     assert found == kind and "--resume" in advice
+
+
+def test_a_generic_solr_error_is_named_by_its_root_cause():
+    """Solr answered a commit on a full disk with "Error opening new searcher"; the cause is in the trace."""
+    import json
+
+    import requests
+
+    from neardup_solr.solr.client import _solr_error_text
+
+    trace = ("org.apache.solr.common.SolrException: Error opening new searcher\n\tat org.apache.solr.core...\n"
+             "Caused by: org.apache.lucene.store.AlreadyClosedException: this IndexWriter is closed\n\tat ...\n"
+             "Caused by: java.io.IOException: No space left on device\n\tat java.base/sun.nio.ch...\n")
+    resp = requests.Response()
+    resp.status_code = 500
+    resp._content = json.dumps({"error": {"msg": "Error opening new searcher", "trace": trace, "code": 500}}).encode()
+    message = _solr_error_text(resp)
+    assert message == "Error opening new searcher (caused by java.io.IOException: No space left on device)"
+    assert _transient_state(500, message) is None and _server_failure(message)[0] == "disk_full"
+    resp._content = json.dumps({"error": {"msg": "unknown field 'x'", "code": 400}}).encode()
+    assert _solr_error_text(resp) == "unknown field 'x'"

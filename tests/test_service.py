@@ -22,7 +22,8 @@ schemathesis = pytest.importorskip("schemathesis")
 from fastapi.testclient import TestClient  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from neardup_solr import Indexer, Searcher  # noqa: E402
+from neardup_solr import Indexer, IndexSettings, Searcher  # noqa: E402
+from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS  # noqa: E402
 from neardup_solr.service import ServiceConfig, create_app  # noqa: E402
 from neardup_solr.solr.client import RetryPolicy, SolrClient  # noqa: E402
 from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs  # noqa: E402
@@ -46,9 +47,19 @@ def make_app(solr: SolrClient, tmp_path: Path, **config):
 
 @pytest.fixture()
 def api(solr, tmp_path):
-    Indexer(solr).index_records(RECORDS)
+    # Every write-up mode is looked up through the service below, minhash too: its tokens are opt-in.
+    Indexer(solr, IndexSettings(fields=WRITE_UP_TOKEN_FIELDS)).index_records(RECORDS)
     with TestClient(make_app(solr, tmp_path)) as client:
         yield client
+
+
+def test_a_mode_the_default_index_lacks_is_a_client_error_naming_the_fields(solr, tmp_path):
+    Indexer(solr).index_records(RECORDS)
+    with TestClient(make_app(solr, tmp_path)) as client:
+        answer = client.post("/v1/near-dups", json={"text": RECORDS[3][1], "mode": "minhash"})
+        assert 400 <= answer.status_code < 500, answer.text
+        assert "--fields including minhash" in answer.text
+        assert client.post("/v1/near-dups", json={"text": RECORDS[3][1], "mode": "lsh"}).status_code == 200
 
 
 def assert_problem(response, status: int, *words: str) -> dict:

@@ -832,18 +832,31 @@ def _solr_error_text(resp: requests.Response) -> str:
     sent the batch to wraps the leader's answer: "Async exception during distributed update: Error from server
     at <leader>: null ... Remote error message: <the real reason>" (the "null" is the HTTP/2 reason phrase,
     which does not exist). The real reason is what the user needs, so it is taken out of the wrapper."""
+    trace = ""
     try:
         error = resp.json().get("error", {})
-        msg = error.get("msg") or error.get("trace", "").strip().split("\n", 1)[0]
+        trace = str(error.get("trace") or "")
+        msg = error.get("msg") or trace.strip().split("\n", 1)[0]
     except (ValueError, AttributeError):
         msg = None
     if not msg:
         msg = resp.text.strip().splitlines()[0] if resp.text.strip() else resp.reason
     msg = _distributed_reason(msg) or msg
+    cause = _root_cause(trace)
+    if cause and cause.lower() not in msg.lower():
+        # "Error opening new searcher" says nothing; its cause ("No space left on device") says what to do.
+        msg = f"{msg} (caused by {cause})"
     # "No registered leader ... slice: shard2 saw state=DocCollection(...)={" is followed by the whole
     # collection state as JSON: the shard is the news, the state is noise.
     msg = msg.split(" saw state=", 1)[0]
     return msg[:500]
+
+
+def _root_cause(trace: str) -> str:
+    """The innermost "Caused by:" of a Java stack trace, shortened; empty when there is none."""
+    causes = [line.strip()[len("Caused by:"):].strip() for line in trace.splitlines()
+              if line.strip().startswith("Caused by:")]
+    return causes[-1][:200] if causes else ""
 
 
 _ASYNC_PREFIX = re.compile(r"^\s*(?:\d+ )?Async exceptions? during distributed update:\s*", re.IGNORECASE)
