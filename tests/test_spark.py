@@ -419,3 +419,22 @@ def test_idf_join_equals_join_similarity_idf_lsh(spark, addresses, solr, tmp_pat
     assert _triples(join(left, right, 0.4, similarity="idf", snapshot=snap).collect()) == _triples(expected.pairs)
     matched = join(left, right, 0.4, similarity="idf", one_to_one_matching=True).collect()
     assert _triples(matched) == _triples(solr_join(True).pairs) and len(matched) < len(expected.pairs)
+
+
+def test_executors_order_ids_as_report_does(spark, tmp_path):
+    """The pairs file is sorted on the executors: ids by value when they are ASCII digits (any length, leading
+    zeros kept apart), before every other id, which sort by code point."""
+    from neardup_solr.pairs.similar_pairs import id_sort_key, pair_lines, SimilarPair
+    from neardup_solr.spark.io import write_pairs_from_executors
+
+    ids = ["10", "9", "007", "7", "0", "00", "123456789012345678901234567890", "99999999999999999999", "a", "B",
+           "é", "ß", "10a", " 5", "#x", "z\u0301", "日本", "-3", "1.5", "𝔘"]
+    pairs = [SimilarPair(a, b, 0.5 + i / 1000) for i, (a, b) in enumerate(zip(ids, reversed(ids)))]
+    frame = spark.createDataFrame([(p.id, p.neighbor_id, p.similarity) for p in pairs],
+                                  "id string, neighbor_id string, similarity double").repartition(3)
+    write_pairs_from_executors(frame, tmp_path / "pairs.tsv", tmp_path / "staging")
+    expected = sorted(pairs, key=lambda p: (id_sort_key(p.id), id_sort_key(p.neighbor_id)))
+    assert (tmp_path / "pairs.tsv").read_text(encoding="utf-8") == "".join(pair_lines(expected))
+    empty = spark.createDataFrame([], "id string, neighbor_id string, similarity double")
+    write_pairs_from_executors(empty, tmp_path / "none.tsv", tmp_path / "staging2")
+    assert (tmp_path / "none.tsv").read_text(encoding="utf-8") == "".join(pair_lines([]))

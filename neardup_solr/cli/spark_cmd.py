@@ -103,7 +103,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
     from neardup_solr.pairs.groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
     from neardup_solr.spark import dedup
-    from neardup_solr.spark.io import write_pairs_parquet, write_pairs_tsv
+    from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
 
     if args.keep is not None and args.groups is None:
         raise UsageError("--keep needs --groups (the keep list comes from the groups)")
@@ -120,21 +120,23 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         result = dedup(source.records, args.threshold, settings=settings, lsh_params=_lsh(args),
                        max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot,
                        split_bucket=None if args.split_bucket == NEVER_SPLIT else args.split_bucket)
-        pairs = result.collect()
-        write_pairs_tsv(pairs, args.out)
+        # Written by the executors and streamed into place: the driver never holds the pairs.
+        write_pairs_from_executors(result.pairs, args.out, staging)
         _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
         s = result.stats
         measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
-        print(f"{len(pairs)} pairs with {measure} >= {args.threshold} among {s.documents} records "
+        print(f"{s.verified_pairs} pairs with {measure} >= {args.threshold} among {s.documents} records "
               f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {time.monotonic() - started:.1f} s "
               f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
         if s.oversized_buckets:
             print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {args.max_bucket} were split; "
                   f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
         if args.groups:
-            groups = group_pairs([(p.id, p.neighbor_id, round(1.0 - p.similarity, 6)) for p in pairs])
+            # The groups hold the ids that have a near duplicate (a union-find of them), not the documents.
+            groups = group_pairs((r["id"], r["neighbor_id"], round(1.0 - float(r["similarity"]), 6))
+                                 for r in result.pairs.toLocalIterator())
             write_groups_jsonl(groups, args.groups)
             line = f"{len(groups)} groups holding {sum(len(g.members) for g in groups)} documents -> {args.groups}"
             if args.keep:
@@ -156,7 +158,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 def cmd_join(args: argparse.Namespace) -> int:
     """Every pair (LEFT record, RIGHT record) with Jaccard >= --threshold, computed on Spark."""
     from neardup_solr.spark import join
-    from neardup_solr.spark.io import write_pairs_parquet, write_pairs_tsv
+    from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
 
     snapshot = _snapshot(args)
     _check_outputs(args)
@@ -168,13 +170,12 @@ def cmd_join(args: argparse.Namespace) -> int:
         result = join(left.records, right.records, args.threshold, settings=_settings(args), lsh_params=_lsh(args),
                       max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one,
                       similarity=args.similarity, snapshot=snapshot)
-        pairs = result.collect()
-        write_pairs_tsv(pairs, args.out)
+        write_pairs_from_executors(result.pairs, args.out, staging)
         _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
         measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
-        print(f"{len(pairs)} cross pairs with {measure} >= {args.threshold} ({result.stats.documents} records, "
+        print(f"{result.stats.verified_pairs} cross pairs with {measure} >= {args.threshold} ({result.stats.documents} records, "
               f"{result.stats.candidate_pairs} candidates) in {time.monotonic() - started:.1f} s -> {args.out}")
         rejected = _report_rejected([left, right], result)
     return EXIT_REJECTED if rejected else 0
@@ -207,7 +208,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows-per-band", type=number("--rows-per-band", "rows_per_band"), default=None)
     p.add_argument("--max-bucket", type=number("--max-bucket", Limit("int", 2, 10**9)), default=5000,
                    help="split band buckets larger than this (counted and reported; default 5000)")
-    p.add_argument("--master", default="local[*]", help="Spark master (default local[*]; or run under spark-submit)")
+    p.add_argument("--master", default=None,
+                   help="Spark master (default: spark-submit's --master when run under it, else local[*])")
     p.add_argument("--shuffle-partitions", type=number("--shuffle-partitions", Limit("int", 1, 100_000)), default=8,
                    help="spark.sql.shuffle.partitions (default 8; raise it on a cluster)")
     p.add_argument("--driver-memory", default=None, help="spark.driver.memory, e.g. 4g (local mode: all of Spark)")

@@ -13,14 +13,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import FORMATS, Record, RecordReader
-from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
+from neardup_solr.io.outputs import write_atomically
+from neardup_solr.pairs.similar_pairs import PAIR_HEADER
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +141,53 @@ def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path,
     return InputRead(frame.select("id", "text"), rejected, read)
 
 
-def write_pairs_tsv(pairs: Sequence[SimilarPair], out: str | Path) -> None:
-    """The pairs file ``report --threshold`` writes (header, ``id``, ``neighbor_id``, ``similarity``)."""
-    write_pairs(pairs, out)
+def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir: str | Path) -> None:
+    """The pairs file ``report --threshold`` writes, byte for byte, without the pairs on the driver: the executors
+    sort the pairs (by id, then neighbour id, numeric-aware as ``report`` sorts them), format each line with the
+    same Python code and write part files into ``staging_dir`` (which the driver must see); the driver then
+    streams the parts, in order, behind the header into ``out``, which appears complete or not at all."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("string")
+    def lines(ids, neighbors, similarities):  # pandas Series in, Series out: one TSV line per pair
+        import pandas as pd
+
+        from neardup_solr.pairs.similar_pairs import SimilarPair, pair_lines
+
+        rows = (SimilarPair(a, b, float(s)) for a, b, s in zip(ids, neighbors, similarities))
+        return pd.Series([line[:-1] for line in list(pair_lines(rows))[1:]], dtype=object)
+
+    parts = Path(staging_dir) / "pairs-parts"
+    (pairs.orderBy(*_id_order(F.col("id")), *_id_order(F.col("neighbor_id")))
+     .select(lines("id", "neighbor_id", "similarity").alias("value"))
+     .write.mode("overwrite").text(str(parts)))
+
+    def chunks():
+        yield PAIR_HEADER
+        for part in sorted(parts.glob("part-*")):
+            with open(part, encoding="utf-8") as fh:
+                while True:
+                    chunk = fh.read(1 << 20)
+                    if not chunk:
+                        break
+                    yield chunk
+
+    write_atomically(out, chunks())
+
+
+def _id_order(column: "Column") -> list["Column"]:
+    """Sort keys that order ids as :func:`~neardup_solr.pairs.groups.id_key` does: ASCII digit strings by value
+    (any length: by their length without leading zeros, then their digits), before any other string, and the id
+    itself last. Spark compares strings by their UTF-8 bytes, which is Python's code point order."""
+    from pyspark.sql import functions as F
+
+    digits = column.rlike("^[0-9]+$")
+    number = F.regexp_replace(column, "^0+", "")
+    return [F.when(digits, F.lit(0)).otherwise(F.lit(1)),
+            F.when(digits, F.length(number)).otherwise(F.lit(0)),
+            F.when(digits, number).otherwise(F.lit("")),
+            column]
 
 
 def write_pairs_parquet(pairs: "DataFrame", out: str | Path) -> None:

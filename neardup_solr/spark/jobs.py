@@ -29,9 +29,10 @@ lsh``), laid out as write-up 001's band join so that they run on a cluster:
 records' words (:mod:`neardup_solr.spark.weighted`) and verifies with the exact IDF-weighted Jaccard: the
 steps and numbers of ``report --similarity idf --method lsh`` (:mod:`neardup_solr.engine.weighted_lsh`).
 
-Groups and the keep list are computed on the driver from the collected pairs with :mod:`neardup_solr.pairs.groups`:
-the pairs follow the near duplicates, not the documents (67,000 pairs for a million benchmark documents), so
-a driver holds them long after the documents stop fitting anywhere but a cluster.
+The pairs file is written by the executors (:func:`neardup_solr.spark.io.write_pairs_from_executors`): the driver
+streams their part files into place and never holds the pairs. Groups and the keep list are computed on the
+driver from the pairs streamed back, with :mod:`neardup_solr.pairs.groups`: they follow the near duplicates, not
+the documents (67,000 pairs for a million benchmark documents).
 """
 
 from __future__ import annotations

@@ -58,8 +58,13 @@ def require_java() -> None:
                                     "(e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
 
 
+def submitted() -> bool:
+    """True when this process is a driver started by ``spark-submit`` (which hands it a running JVM gateway)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def spark_session(
-    master: str = DEFAULT_MASTER,
+    master: str | None = DEFAULT_MASTER,
     *,
     app_name: str = "neardup-solr",
     shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
@@ -67,6 +72,7 @@ def spark_session(
     config: dict[str, Any] | None = None,
 ) -> "SparkSession":
     """A SparkSession for the jobs (the active one if it exists: then ``master`` and memory cannot change).
+    ``master=None``: the one ``spark-submit --master`` gave, or ``local[*]`` outside spark-submit.
 
     Python workers run this interpreter (``PYSPARK_PYTHON`` is set to it) unless ``PYSPARK_PYTHON`` says otherwise,
     so they import the same neardup_solr; Arrow is enabled for the signing UDF."""
@@ -74,7 +80,12 @@ def spark_session(
     require_java()
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(master).appName(app_name)
+    if master is None and not submitted():
+        master = DEFAULT_MASTER
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:  # under spark-submit without one, its --master holds
+        builder = builder.master(master)
+    builder = (builder
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.ui.showConsoleProgress", "false"))
@@ -82,7 +93,7 @@ def spark_session(
         # PySpark reads the workers' interpreter from the environment when the context starts (default
         # "python3", which may lack this package's dependencies); a cluster sets PYSPARK_PYTHON itself.
         os.environ["PYSPARK_PYTHON"] = sys.executable
-    if master.startswith("local") and not os.environ.get("SPARK_LOCAL_IP"):
+    if (master or "").startswith("local") and not os.environ.get("SPARK_LOCAL_IP"):
         # Local mode talks to itself only: bind to loopback instead of guessing an interface (and warning).
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     if driver_memory:
