@@ -6,7 +6,7 @@
 Steps: generate the corpus (benchmarks/corpus.py; reused when DIR/docs.jsonl is there), the exact ground
 truth (benchmarks/exact_pairs.py), then the Solr side (index with ``--fields lsh``, then
 ``dedupe_collection``), then the Spark side in this process (driver) with ``--master`` (default local[2]):
-read the JSONL, sign, band join, verify, collect. A sampler thread reads the RSS of the process tree every
+read the JSONL, sign, band join, verify, and the pairs file the executors write. A sampler thread reads the RSS of the process tree every
 0.2 s: this Python process (the Spark driver's Python side), the JVM (driver and, in local mode, the
 executors) and the Python workers the JVM starts. Spark's own metrics (stages, shuffle bytes, cached
 bytes) come from its REST API. Results: ``benchmarks/results/<date>-spark-<docs>.{json,md}``.
@@ -28,6 +28,7 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
 from benchmarks.exact_pairs import exact_pairs, shingle_sets  # noqa: E402
+from neardup_solr.pairs.similar_pairs import SimilarPair  # noqa: E402
 
 THRESHOLD = 0.8
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +147,8 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
     import tempfile
 
     from neardup_solr.spark import dedup, spark_session
-    from neardup_solr.spark.io import read_records
+    from neardup_solr.spark.io import read_records, write_pairs_from_executors
+    from neardup_solr.validation import parse_tsv_id
 
     rss = TreeRSS()
     t0 = time.perf_counter()
@@ -158,9 +160,13 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
         source = read_records(spark, docs_path, "jsonl", staging_dir=staging)
         stage_s = time.perf_counter() - t1
         result = dedup(source.records, THRESHOLD)
-        pairs = result.collect()
+        pairs_file = Path(staging) / "pairs.tsv"
+        write_pairs_from_executors(result.pairs, pairs_file, staging)  # as `spark dedup --out` writes it
         job_s = time.perf_counter() - t1
-    memory = rss.stop()
+        memory = rss.stop()  # before the pairs are read back here for recall
+        with open(pairs_file, encoding="utf-8") as fh:
+            rows = [line.rstrip("\n").split("\t") for line in fh if not line.startswith("#")]
+    pairs = [SimilarPair(parse_tsv_id(a), parse_tsv_id(b), float(sim)) for a, b, sim in rows]
     metrics = spark_metrics(spark)
     spark.stop()
     found = {(p.id, p.neighbor_id) for p in pairs}
@@ -180,7 +186,7 @@ def render(report: dict) -> str:
              "", f"{report['date']}, {report['machine']}; exact ground truth: {report['truth_pairs']:,} pairs "
              f"(benchmarks/exact_pairs.py, {report['truth_seconds']} s).", "",
              "| method | wall s | peak memory MiB | pairs | recall | precision |", "|---|---:|---:|---:|---:|---:|",
-             f"| Spark dedup, {s['master']} (read + sign + band join + verify + collect) | {s['job_seconds']} | "
+             f"| Spark dedup, {s['master']} (read + sign + band join + verify + pairs file) | {s['job_seconds']} | "
              f"{s['peak_total_mib']} (driver Python {s['peak_driver_python_mib']}, JVM {s['peak_jvm_mib']}, "
              f"Python workers {s['peak_python_workers_mib']}) | {s['pairs']:,} | {s['recall']} | {s['precision']} |"]
     if o:
