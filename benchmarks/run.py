@@ -1088,11 +1088,14 @@ def main(argv=None) -> int:
     import numpy
 
     from neardup_solr.solr import settings as nd_settings
+    from neardup_solr.text import kernel
+    from neardup_solr.version import package_version
 
     cmd = "python " + " ".join(shlex.quote(a) for a in ([os.path.relpath(__file__, REPO)] +
                                                          (sys.argv[1:] if argv is None else list(argv))))
     report: dict = {
-        "meta": {"date": date, "machine": machine, "command": cmd, "python": platform.python_version(),
+        "meta": {"date": date, "machine": machine, "command": cmd, "neardup_solr": package_version(),
+                 "signing_path": kernel.describe(), "python": platform.python_version(),
                  "numpy": numpy.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
                  "memory_gib": round(_mem_gib(), 1), "solr_version": nd_settings.SOLR_VERSION, "seed": args.seed,
                  "quick": quick, "threshold": THRESHOLD, "num_hashes": NUM_HASHES, "lookups": lookups,

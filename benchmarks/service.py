@@ -371,7 +371,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     docs_dir, fresh_dir = corpus(work, args.docs, args.seed)
+    from neardup_solr.version import package_version
+
     report: dict[str, Any] = {"section": "service", "date": _dt.date.today().isoformat(), "machine": args.machine,
+                              "neardup_solr": package_version(),
                               "docs": args.docs, "clients": args.clients, "workers": args.workers,
                               "requests": args.requests, "load_before": os.getloadavg(),
                               "load_generator": "http.client, one keep-alive connection per client thread"}

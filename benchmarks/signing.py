@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neardup_solr.text import MinHash, Normalizer, Shingler, kernel  # noqa: E402
+from neardup_solr.version import package_version  # noqa: E402
 
 _SYLLABLES = [
     "ka", "lo", "mi", "ne", "ru", "ta", "vo", "ze", "shi", "pra", "gu", "del", "mon", "ti", "bar", "qu",
@@ -326,6 +327,7 @@ def run_signing_benchmark(
         "mb": mb,
         "num_hashes": num_hashes,
         "signing_path": kernel.describe(),
+        "neardup_solr": package_version(),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "cpu": cpu,
         "python": platform.python_version(),

@@ -234,7 +234,10 @@ def main(argv=None) -> int:
     truth = {(a, b) if a <= b else (b, a) for a, b, _ in exact_pairs(shingle_sets(list(texts)), list(ids), THRESHOLD)}
     truth_s = round(time.perf_counter() - t0, 1)
     del ids, texts
+    from neardup_solr.version import package_version
+
     report: dict = {"docs": args.docs, "date": dt.date.today().isoformat(), "truth_pairs": len(truth),
+                    "neardup_solr": package_version(),
                     "truth_seconds": truth_s,
                     "machine": f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                                f"{platform.python_version()}"}

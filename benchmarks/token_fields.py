@@ -245,7 +245,10 @@ def main(argv=None) -> int:
         for method, share in found["top_methods"]:
             print(f"  {share:6.1%}  {method}")
     if args.json:
-        args.json.write_text(json.dumps({"docs": args.docs, "load_average": load, "rows": rows,
+        from neardup_solr.version import package_version
+
+        args.json.write_text(json.dumps({"docs": args.docs, "neardup_solr": package_version(), "load_average": load,
+                                         "rows": rows,
                                          "first_pass": passes[0], "profiles": profiles}, indent=2))
     return 0
 

@@ -134,6 +134,19 @@ def test_stale_claim_is_taken_over(solr):
     assert user_ids(solr) == ["b"]
 
 
+def test_a_claim_left_by_the_same_records_earlier_attempt_lets_it_in(solr):
+    """An attempt whose answer was lost left its claim but not its document (a retried create then meets its own
+    claim): the record is added, not reported as a duplicate of itself."""
+    check_and_add(solr, "seed", "seed text that stores the collection settings first", 0.9)
+    md5 = Searcher(solr).prepare(BASE).md5_hash
+    solr.add([{"id": claim_id(md5), "dataset": META_DATASET,
+               "content": json.dumps({"owner": "x", "md5": md5, "claimed_at": time.time()})}])
+    solr.commit()
+    assert check_and_add(solr, "x", BASE, 0.9).added
+    other = check_and_add(solr, "y", BASE, 0.9)
+    assert not other.added and [m.id for m in other.matches] == ["x"]
+
+
 def test_identical_texts_at_the_same_moment_from_threads(solr):
     check_and_add(solr, "seed", "seed text that stores the collection settings first", 0.8)
     barrier = threading.Barrier(8)

@@ -192,7 +192,9 @@ _ADDER = """
 import json, sys
 from neardup_solr.engine.online import check_and_add
 from neardup_solr.solr.client import RetryPolicy, SolrClient
-client = SolrClient(sys.argv[1], retry=RetryPolicy(max_wait=120))
+# min_replicas=2: a claim only the cut-off leader acknowledged is lost with it when a replica takes over, and
+# then the other process's claim would win too; counted with both replicas, it is sent again instead.
+client = SolrClient(sys.argv[1], retry=RetryPolicy(max_wait=120), min_replicas=2)
 out = []
 for doc_id, text in json.loads(sys.argv[2]):
     out.append([doc_id, check_and_add(client, doc_id, text, 0.9).added])

@@ -1,6 +1,6 @@
 """The Spark jobs on a real standalone cluster: a master and a worker in their own JVMs, started from the pyspark
 package's own ``spark-class`` (nothing downloaded). The dedup is submitted with ``spark-submit`` (the package's
-``neardup_solr/spark/submit.py``, the master from spark-submit's ``--master``), the join by the CLI with
+``neardup_solr/cli/spark_submit.py``, the master from spark-submit's ``--master``), the join by the CLI with
 ``--master spark://``. Both must write the files a ``local`` run writes, byte for byte."""
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def _submit(master: str, *args: str) -> subprocess.CompletedProcess:
     """``spark-submit`` as a cluster's users run it, with the package's submit file and no --master of ours."""
-    from neardup_solr.spark import submit
+    from neardup_solr.cli import spark_submit
 
-    return _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, submit.__file__, *args])
+    return _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, spark_submit.__file__, *args])
 
 
 def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cluster, tmp_path):

@@ -376,6 +376,11 @@ def _claim(client: SolrClient, md5_hash: str, doc_id: str,
         if owner_docs and owner_docs[0].get("md5_hash") == md5_hash:
             d = owner_docs[0]
             return False, Match(owner, 1.0, 0, True, d.get("dataset"), d.get("content", "")), owner == doc_id
+        if owner == doc_id:
+            # Our own claim, our document not there yet: an earlier attempt of this call whose answer was lost
+            # (a retried create meets its own 409), or a concurrent check of the same record. Adding the same
+            # id and text again is idempotent, so it is ours to go on with, never a duplicate of itself.
+            return True, None, False
         age = now - float(info.get("claimed_at", 0) or 0)
         if owner and age < CLAIM_LEASE_SECONDS:
             # The owner's add is under way (or failed moments ago): report it rather than race it.

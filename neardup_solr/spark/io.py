@@ -147,20 +147,21 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
     same Python code and write part files into ``staging_dir`` (which the driver must see); the driver then
     streams the parts, in order, behind the header into ``out``, which appears complete or not at all."""
     from pyspark.sql import functions as F
-    from pyspark.sql.functions import pandas_udf
 
-    @pandas_udf("string")
-    def lines(ids, neighbors, similarities):  # pandas Series in, Series out: one TSV line per pair
+    def lines(frames):  # pandas DataFrames of a partition, in order: one TSV line per pair
         import pandas as pd
 
         from neardup_solr.pairs.similar_pairs import SimilarPair, pair_lines
 
-        rows = (SimilarPair(a, b, float(s)) for a, b, s in zip(ids, neighbors, similarities))
-        return pd.Series([line[:-1] for line in list(pair_lines(rows))[1:]], dtype=object)
+        for frame in frames:
+            rows = (SimilarPair(a, b, float(s)) for a, b, s in
+                    zip(frame["id"], frame["neighbor_id"], frame["similarity"]))
+            yield pd.DataFrame({"value": [line[:-1] for line in pair_lines(rows)][1:]}, dtype=object)
 
     parts = Path(staging_dir) / "pairs-parts"
-    (pairs.orderBy(*_id_order(F.col("id")), *_id_order(F.col("neighbor_id")))
-     .select(lines("id", "neighbor_id", "similarity").alias("value"))
+    (pairs.select("id", "neighbor_id", "similarity")
+     .orderBy(*_id_order(F.col("id")), *_id_order(F.col("neighbor_id")))
+     .mapInPandas(lines, "value string")
      .write.mode("overwrite").text(str(parts)))
 
     def chunks():

@@ -1,6 +1,6 @@
-"""The file to give ``spark-submit``: ``spark-submit [options] .../neardup_solr/spark/submit.py dedup FILE ...``
+"""The file to give ``spark-submit``: ``spark-submit [options] .../neardup_solr/cli/spark_submit.py dedup FILE ...``
 runs ``neardup-solr spark dedup FILE ...`` as the submitted application, on the cluster ``spark-submit``
-names (``--master spark://``, ``yarn``, ``k8s://``). Its path: ``python -m neardup_solr.spark.submit --path``."""
+names (``--master spark://``, ``yarn``, ``k8s://``). Its path: ``python -m neardup_solr.cli.spark_submit --path``."""
 
 from __future__ import annotations
 
