@@ -380,27 +380,44 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
 def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams, split_bucket: int,
                       keep_matches: int, max_bucket: int, stats: SparkJobStats) -> "DataFrame":
     """Distinct candidate pairs ``a < b`` of a dedup: buckets of at most ``split_bucket`` members pair every
-    member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module docstring)."""
+    member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module docstring).
+
+    One shuffle of the band rows: each bucket's ids are gathered and sorted (string order, as ``a < b``
+    compares them), and the pairs of a small bucket are read off its array. The members of large buckets meet
+    their signatures through a broadcast of their ids when they are few enough, so the signed records are not
+    shuffled for the few buckets that need them."""
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
-    sizes = bands.groupBy("band", "key").agg(F.count("*").alias("size")).filter(F.col("size") > 1)
-    members = bands.join(sizes, ["band", "key"]).cache()
-    small = members.filter(F.col("size") <= split_bucket)
-    a, b = small.alias("a"), small.alias("b")
-    on = [F.col("a.band") == F.col("b.band"), F.col("a.key") == F.col("b.key"), F.col("a.id") < F.col("b.id")]
-    paired = a.join(b, on).select(F.col("a.id").alias("a"), F.col("b.id").alias("b"))
-    large = (members.filter(F.col("size") > split_bucket).select("band", "key", "id")
-             .join(signed.select("id", "signature"), "id"))
-    judged = large.groupBy("band", "key").applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket),
-                                                        "a string, b string")
-    candidates = paired.unionByName(judged).distinct().cache()
+    buckets = (bands.groupBy("band", "key").agg(F.array_sort(F.collect_list("id")).alias("ids"))
+               .filter(F.size("ids") > 1).cache())
+    small = buckets.filter(F.size("ids") <= split_bucket)
+    paired = (small.select("ids", F.posexplode("ids").alias("i", "a"))
+              .select("a", F.explode(F.slice("ids", F.col("i") + 2, F.lit(split_bucket))).alias("b")))
+    large = buckets.filter(F.size("ids") > split_bucket).select("band", "key", F.explode("ids").alias("id"))
+    large_ids = large.select("id").distinct().cache()
+    members = large_ids.count()
+    if members == 0:
+        candidates = paired.distinct().cache()
+    else:
+        signatures = signed.select("id", "signature")
+        if members <= _BROADCAST_IDS:
+            signatures = signatures.join(F.broadcast(large_ids), "id")
+        judged = (large.join(signatures, "id").groupBy("band", "key")
+                  .applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket), "a string, b string"))
+        candidates = paired.unionByName(judged).distinct().cache()
     stats.candidate_pairs = candidates.count()
-    members.unpersist()
+    buckets.unpersist()
+    large_ids.unpersist()
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
     log.info("%d candidate pairs from %d bands of %d rows (buckets over split_bucket=%d judged)",
              stats.candidate_pairs, stats.bands, stats.rows, split_bucket)
     return candidates
+
+
+# Up to this many ids are broadcast to every executor to pick records out of the signed ones without a shuffle
+# (a few tens of MB of ids); more, and the join shuffles as usual.
+_BROADCAST_IDS = 1_000_000
 
 
 def _bucket_judge(params: LSHParams, split_bucket: int, keep_matches: int, max_bucket: int):
@@ -453,6 +470,13 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
     t0 = time.perf_counter()
     stats.margin = estimate_margin(threshold, k)
     need = min_matches(threshold, k, stats.margin)
+    # Only the records in a candidate pair are joined, found through a broadcast of their ids when they are few
+    # enough: the signed records (signature and set, ~1.3 KB each) are then not shuffled whole, twice.
+    needed = {"a": candidates.select(F.col("a").alias("id")).distinct(),
+              "b": candidates.select(F.col("b").alias("id")).distinct()}
+    if stats.candidate_pairs * 2 <= _BROADCAST_IDS:
+        left = left.join(F.broadcast(needed["a"]), "id")
+        right = right.join(F.broadcast(needed["b"]), "id")
     sides = (left.select(F.col("id").alias("a"), F.col("signature").alias("sig_a"), F.col(set_column).alias("set_a")),
              right.select(F.col("id").alias("b"), F.col("signature").alias("sig_b"), F.col(set_column).alias("set_b")))
     both = candidates.join(sides[0], "a").join(sides[1], "b")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, record_problem
+from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.lsh import LSHParams, band_keys
 from neardup_solr.text import normalize
 
@@ -109,7 +110,9 @@ def _distinct_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
     """Each text's distinct shingle hashes, sorted, concatenated, and their counts."""
     ndocs = len(offsets) - 1
     doc = np.repeat(np.arange(ndocs, dtype=np.uint64), np.diff(offsets))
-    keyed = np.unique((doc << np.uint64(32)) | hashes.astype(np.uint64))
+    # sorted_distinct, not np.unique: NumPy 2.3+'s hash-based unique took 1.0 s of the 1.4 s sign_arrays spent on
+    # 10,000 corpus texts (1.7 million values); sorting takes a tenth of that.
+    keyed = sorted_distinct((doc << np.uint64(32)) | hashes.astype(np.uint64))
     counts = np.bincount((keyed >> np.uint64(32)).astype(np.int64), minlength=ndocs)
     return (keyed & np.uint64(0xFFFFFFFF)).astype(np.uint32), counts
 
