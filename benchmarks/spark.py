@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import threading
 import time
@@ -237,7 +238,7 @@ def main(argv=None) -> int:
     from neardup_solr.version import package_version
 
     report: dict = {"docs": args.docs, "date": dt.date.today().isoformat(), "truth_pairs": len(truth),
-                    "neardup_solr": package_version(),
+                    "neardup_solr": package_version(), "load_average_start": round(os.getloadavg()[0], 2),
                     "truth_seconds": truth_s,
                     "machine": f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                                f"{platform.python_version()}"}
