@@ -80,6 +80,7 @@ from neardup_solr.solr.searcher import Query, Searcher
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
+from neardup_solr.solr.verify import FROM_LEADERS
 from neardup_solr.validation import check_bool, check_float, check_id, check_int, check_label, check_text
 
 log = logging.getLogger(__name__)
@@ -289,6 +290,17 @@ def _create(client: SolrClient, doc: dict, version: int, *, commit_within_ms: in
         if exc.status == 409:
             return False
         raise
+
+
+def _claim_holder(client: SolrClient, md5_hash: str) -> str | None:
+    """Who holds the claim on a text now, read from the shard leader's real-time view (None: no claim)."""
+    found = client.get_by_ids([claim_id(md5_hash)], "id,content", params=[FROM_LEADERS])
+    if not found:
+        return None
+    try:
+        return str(json.loads(found[0].get("content") or "{}").get("owner", "")) or None
+    except ValueError:
+        return None
 
 
 def _release(client: SolrClient, cid: str) -> None:
@@ -506,6 +518,17 @@ def check_and_add(
             except BaseException:
                 _release(client, claim_id(query.md5_hash))
                 raise
+            holder = _claim_holder(client, query.md5_hash)
+            if holder is not None and holder != doc_id:
+                # Our add took longer than the claim's lease (retries through a partition) and another check took
+                # the claim over meanwhile, finding no document of ours yet: the claim holder keeps the text.
+                log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is "
+                            "removed again", doc_id, holder, doc_id)
+                try:
+                    _post_update(client, {"delete": {"id": doc_id}}, soft_commit=True)
+                except NeardupError as exc:
+                    log.warning("could not remove %r (%s): its text is now indexed twice", doc_id, exc)
+                return CheckResult(doc_id, False, DUPLICATE, threshold, [Match(holder, 1.0, 0, True, pending=True)])
         if commit_within_ms is not None:
             remember_add(client, document, query, commit_within_ms)
     log.debug("check_and_add: added %r (no near duplicate >= %g)", doc_id, threshold)
