@@ -295,12 +295,16 @@ def _create(client: SolrClient, doc: dict, version: int, *, commit_within_ms: in
 def _claim_holder(client: SolrClient, md5_hash: str) -> str | None:
     """Who holds the claim on a text now, read from the shard leader's real-time view (None: no claim)."""
     found = client.get_by_ids([claim_id(md5_hash)], "id,content", params=[FROM_LEADERS])
-    if not found:
-        return None
+    return (str(_claim_info(found[0]).get("owner", "")) or None) if found else None
+
+
+def _claim_info(claim: dict) -> dict:
+    """What a claim document says (owner, md5, claimed_at, nonce); empty for a claim whose content is unreadable."""
     try:
-        return str(json.loads(found[0].get("content") or "{}").get("owner", "")) or None
+        info = json.loads(claim.get("content") or "{}")
     except ValueError:
-        return None
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _release(client: SolrClient, cid: str) -> None:
@@ -379,10 +383,7 @@ def _claim(client: SolrClient, md5_hash: str, doc_id: str,
         seen = client.get_by_ids([cid], "id,content,_version_")
         if not seen:
             continue  # released between our attempt and our read: try again
-        try:
-            info = json.loads(seen[0].get("content") or "{}")
-        except ValueError:
-            info = {}
+        info = _claim_info(seen[0])
         owner = str(info.get("owner", ""))
         owner_docs = client.get_by_ids([owner], "id,content,md5_hash,dataset") if owner else []
         if owner_docs and owner_docs[0].get("md5_hash") == md5_hash:

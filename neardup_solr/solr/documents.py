@@ -342,12 +342,14 @@ class DocumentBuilder:
         # From the texts, not from the normalised ones: the kernel normalises them itself, and normalising twice is
         # not always the same as once (a rare combining sequence, see tests/test_normalizer.py).
         hashes, offsets, signatures = self.minhash.hashes_and_signatures([items[row[0]][1] for row in kept])
-        joined, distinct = joined_hash_tokens(hashes, offsets, settings.sample_mod)
+        # The hash form's tokens and every text's count of distinct shingles, where no shingle strings are made.
+        joined, distinct = ([], None) if text_shingles else joined_hash_tokens(hashes, offsets, settings.sample_mod)
         keys = band_keys(signatures, self.lsh) if "lsh" in settings.fields else None
         tokens = self._signature_field_tokens(signatures, keys)
         for row, (index, normalized, words, shingles) in enumerate(kept):
             shingle_value: str | list[str]
             if shingles is None:
+                assert distinct is not None
                 shingle_value, count = joined[row], int(distinct[row])
             else:
                 p = ProcessedText(normalized, words, shingles, distinct_in_order(hashes[offsets[row]:offsets[row + 1]]))

@@ -21,7 +21,7 @@ from neardup_solr.io.outputs import write_atomically
 from neardup_solr.pairs.similar_pairs import PAIR_HEADER
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +148,8 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
     streams the parts, in order, behind the header into ``out``, which appears complete or not at all."""
     from pyspark.sql import functions as F
 
+    from neardup_solr.spark.jobs import id_order_keys
+
     def lines(frames):  # pandas DataFrames of a partition, in order: one TSV line per pair
         import pandas as pd
 
@@ -160,7 +162,7 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
 
     parts = Path(staging_dir) / "pairs-parts"
     (pairs.select("id", "neighbor_id", "similarity")
-     .orderBy(*_id_order(F.col("id")), *_id_order(F.col("neighbor_id")))
+     .orderBy(*id_order_keys(F.col("id")), *id_order_keys(F.col("neighbor_id")))
      .mapInPandas(lines, "value string")
      .write.mode("overwrite").text(str(parts)))
 
@@ -175,20 +177,6 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
                     yield chunk
 
     write_atomically(out, chunks())
-
-
-def _id_order(column: "Column") -> list["Column"]:
-    """Sort keys that order ids as :func:`~neardup_solr.pairs.groups.id_key` does: ASCII digit strings by value
-    (any length: by their length without leading zeros, then their digits), before any other string, and the id
-    itself last. Spark compares strings by their UTF-8 bytes, which is Python's code point order."""
-    from pyspark.sql import functions as F
-
-    digits = column.rlike("^[0-9]+$")
-    number = F.regexp_replace(column, "^0+", "")
-    return [F.when(digits, F.lit(0)).otherwise(F.lit(1)),
-            F.when(digits, F.length(number)).otherwise(F.lit(0)),
-            F.when(digits, number).otherwise(F.lit("")),
-            column]
 
 
 def write_pairs_parquet(pairs: "DataFrame", out: str | Path) -> None:

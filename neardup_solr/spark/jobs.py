@@ -510,14 +510,23 @@ def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", th
             .filter(F.col("similarity") >= F.lit(floor)))
 
 
-def _id_before(a: "Column", b: "Column") -> "Column":
-    """``id_sort_key(a) < id_sort_key(b)`` as a Spark expression: ASCII-digit ids by value (then as strings)
-    before every other id, other ids as strings (UTF-8 byte order is code point order, as in Python)."""
+def id_order_keys(column: "Column") -> list["Column"]:
+    """Sort keys that order ids as :func:`~neardup_solr.pairs.groups.id_key` (``id_sort_key``) does: ASCII digit
+    strings by value (any length: by their length without leading zeros, then their digits), before any other
+    string, and the id itself last. Spark compares strings by their UTF-8 bytes, which is Python's code point
+    order. ``orderBy(*id_order_keys(col))`` sorts as ``report`` does; :func:`_id_before` compares two ids."""
     from pyspark.sql import functions as F
 
-    a_num, b_num = a.rlike("^[0-9]+$"), b.rlike("^[0-9]+$")
-    a_val = F.regexp_replace(a, "^0+", "")
-    b_val = F.regexp_replace(b, "^0+", "")
-    by_value = F.when(F.length(a_val) != F.length(b_val), F.length(a_val) < F.length(b_val)) \
-        .when(a_val != b_val, a_val < b_val).otherwise(a < b)
-    return F.when(a_num & b_num, by_value).when(a_num, F.lit(True)).when(b_num, F.lit(False)).otherwise(a < b)
+    digits = column.rlike("^[0-9]+$")
+    number = F.regexp_replace(column, "^0+", "")
+    return [F.when(digits, F.lit(0)).otherwise(F.lit(1)),
+            F.when(digits, F.length(number)).otherwise(F.lit(0)),
+            F.when(digits, number).otherwise(F.lit("")),
+            column]
+
+
+def _id_before(a: "Column", b: "Column") -> "Column":
+    """``id_sort_key(a) < id_sort_key(b)`` as a Spark expression (structs compare field by field)."""
+    from pyspark.sql import functions as F
+
+    return F.struct(*id_order_keys(a)) < F.struct(*id_order_keys(b))
