@@ -6,7 +6,9 @@ IDF-weighted word Jaccard >= T) without one Solr query per record:
 
 1. **Documents** are exported in bulk with a cursor (``id``, ``content``, ``fields_json``), as the exact report
    reads them. Their tokens are the exact method's (:meth:`ThresholdFinder.word_tokens`: distinct words, or
-   ``column:word`` tokens with per-field weights).
+   ``column:word`` tokens with per-field weights), held as ordinals into one vocabulary
+   (:class:`~neardup_solr.pairs.token_sets.TokenSets`): the run's memory follows the distinct tokens, not the
+   records (1,000,000 person records: 3.4 GiB as lists of strings, see the README's weighted table for now).
 2. **IDF snapshot.** The document frequency of every distinct token is read once from Solr (``/terms``) with
    the finder's own :class:`~neardup_solr.solr.idf.IdfWeights`, together with ``N``. This
    :class:`IdfSnapshot` fixes the weights the run signs with; it is written beside the pairs
@@ -14,10 +16,12 @@ IDF-weighted word Jaccard >= T) without one Solr query per record:
    (``snapshot=``, ``--idf-snapshot``).
 3. **Signatures.** Each document's token -> weight map (IDF times field weight) is signed with
    :class:`~neardup_solr.text.weighted.WeightedMinHash` (ICWS): one position agrees with probability equal to
-   the weighted Jaccard. Signing runs on the client; nothing is stored in Solr, so no schema change.
+   the weighted Jaccard, a slice of documents at a time into a
+   :class:`~neardup_solr.pairs.signature_store.SignatureStore` on disk (as the plain path's signatures). Signing
+   runs on the client; nothing is stored in Solr, so no schema change.
 4. **Bands** are chosen for T exactly as the plain ``--method lsh`` chooses them
    (:func:`~neardup_solr.pairs.lsh.optimal_params` with the false-negative weight 0.998), candidate pairs come from
-   :func:`~neardup_solr.pairs.candidates.candidate_pairs` (buckets of more than ``split_bucket`` records refined by
+   :func:`~neardup_solr.pairs.candidates.store_candidate_pairs`, a band partition at a time (buckets of more than ``split_bucket`` records refined by
    further signature values, see ``collection``), and candidates whose estimate is below ``T - margin``
    (:func:`~neardup_solr.pairs.candidates.estimate_margin`) are dropped.
 5. **Exact verification** of every remaining candidate with :func:`~neardup_solr.pairs.weighted.weighted_jaccard`
@@ -57,10 +61,10 @@ from neardup_solr.pairs.candidates import (
     DEFAULT_MAX_BUCKET,
     DEFAULT_SPLIT_BUCKET,
     CollectionStats,
-    candidate_pairs,
     estimate_margin,
-    matching_positions,
     min_matches,
+    store_candidate_pairs,
+    store_matching_positions,
 )
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.pairs.lsh import LSHParams, optimal_params
@@ -73,7 +77,8 @@ from neardup_solr.pairs.similar_pairs import SimilarPair, pair_lines
 from neardup_solr.engine.threshold import ThresholdFinder
 from neardup_solr.pairs.similar_pairs import one_to_one as _one_to_one
 from neardup_solr.validation import check_choice, check_float, check_int
-from neardup_solr.pairs.weighted import weighted_jaccard
+from neardup_solr.pairs.signature_store import SignatureStore
+from neardup_solr.pairs.token_sets import TokenSets
 
 log = logging.getLogger(__name__)
 
@@ -222,26 +227,39 @@ def weighted_band_params(threshold: float, num_hashes: int,
     return optimal_params(threshold, num_hashes, 1.0 - false_negative_weight, false_negative_weight)
 
 
-def _sign_sets(token_sets: list[list[str]], weights: dict[str, float], signer) -> np.ndarray:
-    return np.asarray(signer.signatures([signing_weights(tokens, weights) for tokens in token_sets]))
+# Documents signed at once: their token -> weight maps and the signer's per-token samples are the run's largest
+# temporary (~60 MB at twelve tokens a document), whatever the collection's size.
+SIGN_DOCUMENTS = 20_000
 
 
-def _estimate_filter(sigs: np.ndarray, a: np.ndarray, b: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray]:
-    """The candidates whose signatures agree in at least ``need`` positions."""
-    keep = matching_positions(sigs, a, b) >= need
-    return a[keep], b[keep]
+def _sign_into(store: SignatureStore, sets: TokenSets, ids: Sequence[str], weights: Mapping[str, float],
+               signer) -> None:
+    """Sign every document of ``sets`` with ``weights`` (the :func:`signing_weights` rule), a slice at a time,
+    appending the signatures to ``store`` in document order."""
+    ordinals, offsets = sets.arrays()
+    vocabulary, starts = sets.vocabulary, offsets.tolist()
+    for lo in range(0, len(sets), SIGN_DOCUMENTS):
+        hi = min(lo + SIGN_DOCUMENTS, len(sets))
+        maps = [signing_weights([vocabulary[o] for o in ordinals[starts[d] : starts[d + 1]].tolist()], weights)
+                for d in range(lo, hi)]
+        store.append(ids[lo:hi], np.asarray(signer.signatures(maps)))
+    store.finish()
 
 
-def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list[tuple[str, list[str]]] | None,
+def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: int | None,
          *, scheme: str, num_hashes: int, seed: int | None, snapshot: IdfSnapshot | None,
          false_negative_weight: float, lsh_params: LSHParams | None, max_bucket: int,
-         split_bucket: int | None, stats: WeightedLshStats) -> tuple[list[tuple[int, int, float]], IdfSnapshot]:
-    """(i, j, similarity) of verified pairs: within ``left`` (i < j) when ``right`` is None, else left x right."""
+         split_bucket: int | None, work_dir: str | None,
+         stats: WeightedLshStats) -> tuple[list[tuple[int, int, float]], IdfSnapshot]:
+    """(i, j, similarity) of verified pairs of documents of ``sets``: all pairs (i < j) when ``left_count`` is
+    None, else pairs of a document before ``left_count`` (i) with one from there on (j).
+
+    Memory follows the distinct tokens and the candidates, not the documents: tokens are held as ordinals
+    (:class:`TokenSets`) and the signatures go to a :class:`SignatureStore` on disk, as the plain path's do."""
     threshold = finder.threshold
     seed = seed if seed is not None else finder.searcher.settings.seed
-    docs = left + (right or [])
     t0 = time.perf_counter()
-    distinct = list(dict.fromkeys(t for _, tokens in docs for t in tokens))
+    distinct = sets.vocabulary
     stats.distinct_tokens = len(distinct)
     current = _read_snapshot(finder, distinct, scheme, num_hashes, seed)
     verify_weights = finder.token_weights(distinct)  # the exact method's weights (same cache, same numbers)
@@ -262,37 +280,37 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     stats.snapshot_digest = used.digest()
     stats.seconds["weights"] = round(time.perf_counter() - t0, 3)
 
-    t0 = time.perf_counter()
-    sigs = _sign_sets([tokens for _, tokens in docs], sign_weights, weighted_signer(scheme, num_hashes, seed))
-    stats.seconds["sign"] = round(time.perf_counter() - t0, 3)
-
-    t0 = time.perf_counter()
     params = lsh_params or weighted_band_params(threshold, num_hashes, false_negative_weight)
     stats.bands, stats.rows = params.bands, params.rows
-    refinement = CollectionStats()
-    stats.margin = estimate_margin(threshold, sigs.shape[1])
-    need = min_matches(threshold, sigs.shape[1], stats.margin)
-    codes = candidate_pairs(sigs, params, max_bucket=max_bucket, split_bucket=split_bucket, stats=refinement,
-                            keep_matches=need)
-    log_refinement(refinement, split_bucket)
-    stats.refinement = refinement.refinement()
-    a, b = np.divmod(codes, np.int64(max(len(docs), 1)))
-    if right is not None:  # a join pairs the two sides only
-        cross = (a < len(left)) & (b >= len(left))
-        a, b = a[cross], b[cross]
-    stats.candidate_pairs = int(a.size)
-    a, b = _estimate_filter(sigs, a, b, need)
-    stats.estimated_pairs = int(a.size)
-    stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
+    with SignatureStore(num_hashes, params, expected_documents=len(sets), directory=work_dir) as store:
+        t0 = time.perf_counter()
+        _sign_into(store, sets, ids, sign_weights, weighted_signer(scheme, num_hashes, seed))
+        stats.seconds["sign"] = round(time.perf_counter() - t0, 3)
+
+        t0 = time.perf_counter()
+        refinement = CollectionStats()
+        stats.margin = estimate_margin(threshold, num_hashes)
+        need = min_matches(threshold, num_hashes, stats.margin)
+        codes = store_candidate_pairs(store, max_bucket=max_bucket, split_bucket=split_bucket, stats=refinement,
+                                      keep_matches=need)
+        log_refinement(refinement, split_bucket)
+        stats.refinement = refinement.refinement()
+        a, b = np.divmod(codes, np.int64(max(len(sets), 1)))
+        del codes
+        if left_count is not None:  # a join pairs the two sides only
+            cross = (a < left_count) & (b >= left_count)
+            a, b = a[cross], b[cross]
+        stats.candidate_pairs = int(a.size)
+        keep = store_matching_positions(store, a, b) >= need
+        a, b = a[keep], b[keep]
+        stats.estimated_pairs = int(a.size)
+        stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    # Token sets of the documents some candidate names (at 1M records most documents are in none).
-    sets = {i: set(docs[i][1]) for i in np.unique(np.concatenate((a, b))).tolist()}
-    found = []
-    for i, j in zip(a.tolist(), b.tolist()):
-        sim = weighted_jaccard(sets[i], sets[j], verify_weights)
-        if sim >= threshold - 1e-12:  # the exact method's acceptance test
-            found.append((i, j, sim))
+    by_ordinal = [verify_weights[t] for t in distinct]
+    similarity = sets.weighted_jaccards(a, b, by_ordinal)
+    accepted = similarity >= threshold - 1e-12  # the exact method's acceptance test
+    found = list(zip(a[accepted].tolist(), b[accepted].tolist(), similarity[accepted].tolist()))
     stats.verified_pairs = len(found)
     stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
     log.info("weighted LSH %dx%d: %d candidates, %d after the estimate, %d pairs >= %g", params.bands,
@@ -300,21 +318,21 @@ def _run(finder: ThresholdFinder, left: list[tuple[str, list[str]]], right: list
     return found, used
 
 
-def _indexed_tokens(finder: ThresholdFinder, dataset: str | None, *,
-                    with_shingles_only: bool) -> list[tuple[str, list[str]]]:
-    """``(id, tokens)`` of every indexed document (of ``dataset``) that has tokens, in the cursor's id order.
+def _indexed_tokens(finder: ThresholdFinder, dataset: str | None, sets: TokenSets, ids: list[str], *,
+                    with_shingles_only: bool) -> None:
+    """Append the tokens (to ``sets``) and id (to ``ids``) of every indexed document (of ``dataset``) that has
+    tokens, in the cursor's order.
 
     Only what tokenising needs is read, and the data set is filtered by Solr (a join against one of several
-    data sets read them all before). Only (id, tokens) is kept: at a million records the texts are gigabytes.
-    ``with_shingles_only`` skips documents indexed without shingles, as the report always has."""
-    out = []
+    data sets read them all before). Only the tokens are kept, as ordinals: at a million records the texts are
+    gigabytes. ``with_shingles_only`` skips documents indexed without shingles, as the report always has."""
     for doc in iter_documents(finder.searcher, 5000, dataset=dataset, fields="id,content,num_shingles,fields_json"):
         if with_shingles_only and not doc.num_shingles:
             continue
         tokens = finder.word_tokens(doc.content, doc.fields)
         if tokens:
-            out.append((doc.id, tokens))
-    return out
+            sets.add(tokens)
+            ids.append(doc.id)
 
 
 def _finish(pairs: list[SimilarPair], used: IdfSnapshot, stats: WeightedLshStats, out: str | Path | None,
@@ -340,6 +358,7 @@ def idf_lsh_pairs(
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
     split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
+    work_dir: str | None = None,
 ) -> WeightedLshResult:
     """Every pair of the collection (or of one data set) with IDF-weighted Jaccard >= ``finder.threshold``,
     found through weighted MinHash bands and verified exactly (see the module docstring).
@@ -348,7 +367,9 @@ def idf_lsh_pairs(
     and weights are the exact method's. ``scheme`` is the signer (``"icws"``, or ``"boost"`` for write-up 001's
     integer boosts), ``num_hashes`` (default 128) and ``seed`` (default: the collection's) its parameters;
     ``snapshot`` signs with an earlier run's frequencies instead of today's. With ``out`` the pairs are written
-    there (as ``threshold_pairs`` writes them) and the snapshot to ``OUT.idf.json``.
+    there (as ``threshold_pairs`` writes them) and the snapshot to ``OUT.idf.json``. ``work_dir`` holds the
+    signatures while the run lasts (default: the system's temporary directory; ``4 * num_hashes + 12 * bands``
+    bytes and the id a document).
 
     >>> finder = ThresholdFinder(Searcher(SolrClient()), threshold=0.4, similarity="idf")
     >>> idf_lsh_pairs(finder).pairs[:1]
@@ -358,17 +379,21 @@ def idf_lsh_pairs(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    left = _indexed_tokens(finder, dataset, with_shingles_only=True)
-    left.sort(key=lambda doc: id_sort_key(doc[0]))
-    stats.documents = len(left)
+    sets, ids = TokenSets(), []
+    _indexed_tokens(finder, dataset, sets, ids, with_shingles_only=True)
+    stats.documents = len(ids)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
-    found, used = _run(finder, left, None, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
+    found, used = _run(finder, sets, ids, None, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
                        false_negative_weight=false_negative_weight, lsh_params=lsh_params, max_bucket=max_bucket,
-                       split_bucket=split_bucket, stats=stats)
-    # The exact method's order: by first id, then best first, ties by id; the smaller id first in each pair
-    # (left is in id order, so i < j already says which).
-    found.sort(key=lambda f: (f[0], -f[2], id_sort_key(left[f[1]][0])))
-    pairs = [SimilarPair(left[i][0], left[j][0], sim) for i, j, sim in found]
+                       split_bucket=split_bucket, work_dir=work_dir, stats=stats)
+    del sets
+    # The exact method's order: by first id, then best first, ties by id; the smaller id first in each pair.
+    # The cursor's order is not the numeric-aware one, so only the documents in some pair are ranked by it.
+    named = sorted({d for i, j, _ in found for d in (i, j)}, key=lambda d: id_sort_key(ids[d]))
+    rank = {d: r for r, d in enumerate(named)}
+    ordered = [(i, j, sim) if rank[i] < rank[j] else (j, i, sim) for i, j, sim in found]
+    ordered.sort(key=lambda f: (rank[f[0]], -f[2], rank[f[1]]))
+    pairs = [SimilarPair(ids[i], ids[j], sim) for i, j, sim in ordered]
     return _finish(pairs, used, stats, out, started)
 
 
@@ -387,6 +412,7 @@ def idf_lsh_join(
     lsh_params: LSHParams | None = None,
     max_bucket: int = DEFAULT_MAX_BUCKET,
     split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
+    work_dir: str | None = None,
 ) -> WeightedLshResult:
     """Similarity join at LSH speed: every streamed record against the indexed data set (``indexed_dataset``,
     or the whole collection), pairs (streamed id, indexed id) with IDF-weighted Jaccard >= the finder's
@@ -396,28 +422,29 @@ def idf_lsh_join(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    items = [(r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None) for r in records]
-    left: list[tuple[str, list[str]]] = []
-    for rid, text, fields in items:
+    sets, ids = TokenSets(), []
+    for r in records:
+        rid, text, fields = (r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None)
         try:
             tokens = finder.word_tokens(text, fields)
         except ValueError as exc:  # as the exact join: a record without words cannot match
             log.warning("join: record %r skipped: %s", rid, exc)
             tokens = []
         if tokens:
-            left.append((rid, tokens))
+            sets.add(tokens)
+            ids.append(rid)
         else:
             stats.skipped += 1
-    stats.streamed = len(left)
-    right = _indexed_tokens(finder, indexed_dataset, with_shingles_only=False)
-    stats.documents = len(right)
+    n = stats.streamed = len(ids)
+    _indexed_tokens(finder, indexed_dataset, sets, ids, with_shingles_only=False)
+    stats.documents = len(ids) - n
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
-    found, used = _run(finder, left, right, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
+    found, used = _run(finder, sets, ids, n, scheme=scheme, num_hashes=k, seed=seed, snapshot=snapshot,
                        false_negative_weight=false_negative_weight, lsh_params=lsh_params, max_bucket=max_bucket,
-                       split_bucket=split_bucket, stats=stats)
-    n = len(left)
-    found.sort(key=lambda f: (f[0], -f[2], id_sort_key(right[f[1] - n][0])))
-    pairs = [SimilarPair(left[i][0], right[j - n][0], sim) for i, j, sim in found]
+                       split_bucket=split_bucket, work_dir=work_dir, stats=stats)
+    del sets
+    found.sort(key=lambda f: (f[0], -f[2], id_sort_key(ids[f[1]])))
+    pairs = [SimilarPair(ids[i], ids[j], sim) for i, j, sim in found]
     if one_to_one:
         pairs = _one_to_one(pairs)
     return _finish(pairs, used, stats, out, started)
