@@ -27,8 +27,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.corpus import generate, iter_documents  # noqa: E402
-from benchmarks.exact_pairs import exact_pairs, shingle_sets  # noqa: E402
+from benchmarks.corpus import generate  # noqa: E402
+from benchmarks.exact_pairs import pairs_path  # noqa: E402
 from neardup_solr.pairs.similar_pairs import SimilarPair  # noqa: E402
 
 THRESHOLD = 0.8
@@ -95,10 +95,19 @@ def spark_metrics(spark) -> dict:
     rdds = get("/storage/rdd")
     total = {k: sum(int(s.get(k, 0)) for s in stages)
              for k in ("shuffleWriteBytes", "shuffleReadBytes", "inputBytes", "outputBytes", "executorRunTime")}
-    heavy = sorted(stages, key=lambda s: -int(s.get("shuffleWriteBytes", 0)))[:8]
+    heavy = sorted(stages, key=lambda s: -int(s.get("executorRunTime", 0)))[:8]
+    # The jobs name their phases (``neardup: sign``, ...: spark/jobs.py ``_stage``): task time per phase.
+    phases: dict[str, dict] = {}
+    for st in stages:
+        name = st.get("name", "").split(" at ")[0]
+        phase = phases.setdefault(name, {"stages": 0, "run_ms": 0, "shuffle_write_bytes": 0})
+        phase["stages"] += 1
+        phase["run_ms"] += int(st.get("executorRunTime", 0))
+        phase["shuffle_write_bytes"] += int(st.get("shuffleWriteBytes", 0))
     return {"stages": len(stages), **total,
             "cached_memory_bytes": sum(int(r.get("memoryUsed", 0)) for r in rdds),
             "cached_disk_bytes": sum(int(r.get("diskUsed", 0)) for r in rdds),
+            "phases": dict(sorted(phases.items(), key=lambda kv: -kv[1]["run_ms"])),
             "heaviest_stages": [{"name": s.get("name", "")[:60], "tasks": s.get("numTasks"),
                                  "shuffle_write_bytes": int(s.get("shuffleWriteBytes", 0)),
                                  "shuffle_read_bytes": int(s.get("shuffleReadBytes", 0)),
@@ -144,7 +153,8 @@ def solr_dedup_in_child(solr_url: str) -> dict:
     return out
 
 
-def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, partitions: int) -> dict:
+def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, partitions: int,
+              similarity: str = "jaccard") -> dict:
     import tempfile
 
     from neardup_solr.spark import dedup, spark_session
@@ -160,7 +170,7 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
         t1 = time.perf_counter()
         source = read_records(spark, docs_path, "jsonl", staging_dir=staging)
         stage_s = time.perf_counter() - t1
-        result = dedup(source.records, THRESHOLD)
+        result = dedup(source.records, THRESHOLD, similarity=similarity)
         pairs_file = Path(staging) / "pairs.tsv"
         write_pairs_from_executors(result.pairs, pairs_file, staging)  # as `spark dedup --out` writes it
         job_s = time.perf_counter() - t1
@@ -172,7 +182,7 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
     spark.stop()
     found = {(p.id, p.neighbor_id) for p in pairs}
     n = result.stats.documents
-    return {"master": master, "driver_memory": driver_memory, "shuffle_partitions": partitions,
+    return {"master": master, "similarity": similarity, "driver_memory": driver_memory, "shuffle_partitions": partitions,
             "session_start_seconds": round(start_s, 2), "stage_input_seconds": round(stage_s, 2),
             "job_seconds": round(job_s, 2), "stats": result.stats.__dict__, **memory, **recall_precision(found, truth),
             "spark": metrics, "shuffle_write_bytes_per_doc": round(metrics["shuffleWriteBytes"] / n, 1),
@@ -183,9 +193,10 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
 
 def render(report: dict) -> str:
     s, o = report["spark"], report.get("solr")
-    lines = [f"# Spark dedup vs report --threshold {THRESHOLD} --method lsh: {report['docs']:,} documents",
+    lines = [f"# Spark dedup{' --similarity idf' if s.get('similarity') == 'idf' else ''} vs report --threshold "
+             f"{THRESHOLD} --method lsh: {report['docs']:,} documents",
              "", f"{report['date']}, {report['machine']}; exact ground truth: {report['truth_pairs']:,} pairs "
-             f"(benchmarks/exact_pairs.py, {report['truth_seconds']} s).", "",
+             f"(benchmarks/exact_pairs.py in a child process, {report['truth_seconds'] or 'cached'} s).", "",
              "| method | wall s | peak memory MiB | pairs | recall | precision |", "|---|---:|---:|---:|---:|---:|",
              f"| Spark dedup, {s['master']} (read + sign + band join + verify + pairs file) | {s['job_seconds']} | "
              f"{s['peak_total_mib']} (driver Python {s['peak_driver_python_mib']}, JVM {s['peak_jvm_mib']}, "
@@ -206,7 +217,32 @@ def render(report: dict) -> str:
               "| heaviest stages | tasks | shuffle write | shuffle read | run ms |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {st['name']} | {st['tasks']} | {st['shuffle_write_bytes']:,} | {st['shuffle_read_bytes']:,} | "
               f"{st['run_ms']:,} |" for st in s["spark"]["heaviest_stages"]]
+    lines += ["", "| phase (stage name) | stages | task time ms | ms a document | shuffle write |",
+              "|---|---:|---:|---:|---:|"]
+    n = max(s["stats"]["documents"], 1)
+    lines += [f"| {name} | {p['stages']} | {p['run_ms']:,} | {p['run_ms'] / n:.4f} | {p['shuffle_write_bytes']:,} |"
+              for name, p in s["spark"].get("phases", {}).items()]
+    lines += ["", f"Load average: {report.get('load_average_start')} (1 min) at the start, "
+              f"{report.get('load_average_end')} (1, 5, 15 min) at the end; package {report.get('neardup_solr')}."]
     return "\n".join(lines) + "\n"
+
+
+def ground_truth(work: Path) -> tuple[set, float | None]:
+    """The exact pairs of the corpus in ``work`` (computed once, in a child process, into
+    ``work/exact_0.8.tsv``): computed here, the all-pairs join's arrays (about 10 GB at 1M documents) would stay
+    in this process's RSS, which is the Spark driver's figure."""
+    import subprocess
+
+    path = pairs_path(work, THRESHOLD)
+    seconds = None
+    if not path.exists():
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "exact_pairs.py"), str(work), "--threshold",
+                        str(THRESHOLD)], check=True, cwd=ROOT)
+        seconds = round(time.perf_counter() - t0, 1)
+    with open(path, encoding="utf-8") as fh:
+        rows = (line.rstrip("\n").split("\t") for line in fh if not line.startswith("#"))
+        return {(a, b) if a <= b else (b, a) for a, b, *_ in rows}, seconds
 
 
 def main(argv=None) -> int:
@@ -220,6 +256,9 @@ def main(argv=None) -> int:
     ap.add_argument("--solr-url", default=None, help="core for the side-by-side run (default: $SOLR_URL or the "
                                                      "local launcher's); --no-solr skips it")
     ap.add_argument("--no-solr", action="store_true")
+    ap.add_argument("--similarity", choices=("jaccard", "idf"), default="jaccard",
+                    help="idf: the IDF-weighted dedup instead (no Solr side; recall is against the plain truth, "
+                         "so only its time and memory mean something)")
     args = ap.parse_args(argv)
 
     import platform
@@ -230,11 +269,7 @@ def main(argv=None) -> int:
     if not (work / "docs.jsonl").exists():
         generate(args.docs, args.seed, work)
     docs_path = work / "docs.jsonl"
-    t0 = time.perf_counter()
-    ids, texts = zip(*iter_documents(work))
-    truth = {(a, b) if a <= b else (b, a) for a, b, _ in exact_pairs(shingle_sets(list(texts)), list(ids), THRESHOLD)}
-    truth_s = round(time.perf_counter() - t0, 1)
-    del ids, texts
+    truth, truth_s = ground_truth(work)
     from neardup_solr.version import package_version
 
     report: dict = {"docs": args.docs, "date": dt.date.today().isoformat(), "truth_pairs": len(truth),
@@ -242,17 +277,20 @@ def main(argv=None) -> int:
                     "truth_seconds": truth_s,
                     "machine": f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                                f"{platform.python_version()}"}
-    if not args.no_solr:
+    if not args.no_solr and args.similarity == "jaccard":
         from neardup_solr.solr.client import SolrClient
 
         report["solr"] = run_solr(SolrClient(args.solr_url).url, docs_path, truth)
-    report["spark"] = run_spark(args.master, docs_path, truth, args.driver_memory, args.shuffle_partitions)
+    report["spark"] = run_spark(args.master, docs_path, truth, args.driver_memory, args.shuffle_partitions,
+                                args.similarity)
+    report["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     if "solr" in report:
         report["identical_pairs"] = report["solr"]["pair_list"] == report["spark"]["pair_list"]
     for side in ("solr", "spark"):
         if side in report:
             report[side].pop("pair_list")
-    out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark-{args.docs}"
+    suffix = "" if args.similarity == "jaccard" else f"-{args.similarity}"
+    out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark{suffix}-{args.docs}"
     out.with_suffix(".json").write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(render(report), encoding="utf-8")
     print(render(report))

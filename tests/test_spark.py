@@ -357,6 +357,31 @@ def test_idf_dedup_equals_report_similarity_idf_lsh(spark, persons, solr, tmp_pa
     assert IdfSnapshot.load(snapshot_path(pairs)).digest() == snap.digest()
 
 
+@pytest.mark.solr
+def test_idf_dedup_to_solr_loads_documents_that_give_solr_the_same_pairs(spark, persons, solr, solr_url, tmp_path,
+                                                                         capsys):
+    """spark dedup --similarity idf --to-solr: the documents go in without the job's weighted signatures (the
+    plain builder's documents, words included), and report --similarity idf --method lsh over the loaded
+    collection finds the pairs the Spark job wrote, with the same frequencies (snapshot digests equal)."""
+    from neardup_solr.cli import main
+    from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_pairs, snapshot_path
+
+    data = tmp_path / "persons.tsv"
+    data.write_text("".join(f"{i}\t{t}\n" for i, t in persons), encoding="utf-8")
+    pairs = tmp_path / "spark.tsv"
+    code = main(["spark", "dedup", str(data), "--threshold", "0.4", "--similarity", "idf", "--out", str(pairs),
+                 "--to-solr", "--solr-url", solr_url])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "sent 2000 documents" in captured.out and "verified 2000 documents: all in the index" in captured.out
+    assert verify_file(solr, data).missing == 0 and verify_file(solr, data).resigned == 0
+    solr_out = tmp_path / "solr.tsv"
+    from_solr = idf_lsh_pairs(ThresholdFinder(Searcher(solr), threshold=0.4, similarity="idf"), out=solr_out)
+    assert len(from_solr.pairs) > 300
+    assert solr_out.read_text(encoding="utf-8") == pairs.read_text(encoding="utf-8")
+    assert IdfSnapshot.load(snapshot_path(pairs)).digest() == from_solr.stats.snapshot_digest
+
+
 def test_idf_dedup_zero_weight_words_and_bad_parameters(spark, tmp_path):
     """Words in every record weigh 0 (as on the Solr side); records made only of them are signed with unit
     weights and still pair. Bad parameters are the package's errors, in one line on the command line."""

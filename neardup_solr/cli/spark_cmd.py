@@ -147,7 +147,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         if client is not None:
             from neardup_solr.spark.solr import write_to_solr
 
-            load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset)
+            load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset,
+                                 weighted=args.similarity == "idf")
             print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
             if not load.verify.ok:
                 return EXIT_INCOMPLETE

@@ -22,6 +22,20 @@ def concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - firsts, counts)
 
 
+def run_pairs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of positions ``(p, q)``, ``p < q``, inside each run ``[start, start + size)``: run by run, ``p``
+    ascending, then ``q`` ascending (the order of a double loop over each run)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    with_followers = np.maximum(sizes - 1, 0)
+    members = concat_ranges(starts, with_followers)
+    offsets = concat_ranges(np.zeros_like(starts), with_followers)
+    followers = np.repeat(sizes, with_followers) - 1 - offsets
+    a = np.repeat(members, followers)
+    b = a + 1 + concat_ranges(np.zeros_like(members), followers)
+    return a, b
+
+
 def set_intersections(keyed: np.ndarray, sizes: np.ndarray, x: np.ndarray, y: np.ndarray, chunk: int,
                       on_batch: Callable[[int, int], None] | None = None) -> np.ndarray:
     """``|set(x[i]) & set(y[i])|`` for sets stored as ``keyed`` = ``(set << 32) + value``, sorted by set then

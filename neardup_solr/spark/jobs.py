@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from neardup_solr.pairs.candidates import (
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
@@ -175,7 +176,8 @@ def dedup(
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
                          F.when(first, F.col("b")).otherwise(F.col("a")).alias("neighbor_id"),
                          "similarity").cache()
-    stats.verified_pairs = pairs.count()
+    with _stage(pairs, "verify"):
+        stats.verified_pairs = pairs.count()
     stats.seconds["total"] = round(time.perf_counter() - started, 3)
     log.info("spark dedup (%s): %d pairs >= %g among %d records (%d rejected) in %.1f s", similarity,
              stats.verified_pairs, t, stats.documents, stats.rejected, stats.seconds["total"])
@@ -234,7 +236,8 @@ def join(
         pairs = spark.createDataFrame([(p.id, p.neighbor_id, p.similarity) for p in kept],
                                       "id string, neighbor_id string, similarity double")
     pairs = pairs.cache()
-    stats.verified_pairs = pairs.count()
+    with _stage(pairs, "verify"):
+        stats.verified_pairs = pairs.count()
     stats.seconds["total"] = round(time.perf_counter() - started, 3)
     rejected = left_rejected.withColumn("side", F.lit("left")).unionByName(
         right_rejected.withColumn("side", F.lit("right")))
@@ -276,8 +279,9 @@ def _signed(records: "DataFrame", settings: IndexSettings, params: LSHParams,
 
     t0 = time.perf_counter()
     all_signed = sign(records, settings, params).cache()
-    counts = {row["ok"]: row["n"] for row in
-              all_signed.groupBy(F.col("problem").isNull().alias("ok")).agg(F.count("*").alias("n")).collect()}
+    with _stage(records, "sign"):
+        counts = {row["ok"]: row["n"] for row in
+                  all_signed.groupBy(F.col("problem").isNull().alias("ok")).agg(F.count("*").alias("n")).collect()}
     stats.documents += counts.get(True, 0)
     stats.rejected += counts.get(False, 0)
     signed = all_signed.filter(F.col("problem").isNull()).drop("problem")
@@ -317,7 +321,8 @@ def _tokens(records: "DataFrame", settings: IndexSettings,
     all_tokens = tokenize(records, settings).cache()
     valid = all_tokens.filter(F.col("problem").isNull()).drop("problem")
     rejected = all_tokens.filter(F.col("problem").isNotNull()).select("id", "problem")
-    stats.rejected += rejected.count()
+    with _stage(records, "tokens"):
+        stats.rejected += rejected.count()
     stats.seconds["tokens"] = round(stats.seconds.get("tokens", 0.0) + time.perf_counter() - t0, 3)
     return valid, rejected
 
@@ -328,7 +333,8 @@ def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobSta
     from neardup_solr.spark.weighted import frequencies
 
     t0 = time.perf_counter()
-    snapshot = frequencies(valid, scheme="icws", num_hashes=settings.num_hashes, seed=settings.seed)
+    with _stage(valid, "document frequencies"):
+        snapshot = frequencies(valid, scheme="icws", num_hashes=settings.num_hashes, seed=settings.seed)
     stats.seconds["weights"] = round(time.perf_counter() - t0, 3)
     log.info("document frequencies of %d words over %d records (snapshot %s)", len(snapshot.df),
              snapshot.num_docs, snapshot.digest())
@@ -342,7 +348,8 @@ def _signed_weighted(valid: "DataFrame", snapshot: IdfSnapshot, params: LSHParam
 
     t0 = time.perf_counter()
     signed = sign_weighted(valid, snapshot, params).cache()
-    stats.documents += signed.count()
+    with _stage(valid, "sign weighted"):
+        stats.documents += signed.count()
     stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
     return signed
 
@@ -362,7 +369,8 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
     ordinal = F.row_number().over(Window.partitionBy("band", "key").orderBy("id", "side")) - 1
     members = members.withColumn(
         "block", F.when(F.col("size") > max_bucket, F.floor(ordinal / max_bucket)).otherwise(F.lit(0))).cache()
-    _count_oversized(members, max_bucket, cross, stats)
+    with _stage(bands, "oversized buckets"):
+        _count_oversized(members, max_bucket, cross, stats)
     a, b = members.alias("a"), members.alias("b")
     on = [F.col("a.band") == F.col("b.band"), F.col("a.key") == F.col("b.key"), F.col("a.block") == F.col("b.block")]
     if cross:
@@ -370,7 +378,8 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
     else:
         on.append(F.col("a.id") < F.col("b.id"))
     candidates = a.join(b, on).select(F.col("a.id").alias("a"), F.col("b.id").alias("b")).distinct().cache()
-    stats.candidate_pairs = candidates.count()
+    with _stage(bands, "candidates"):
+        stats.candidate_pairs = candidates.count()
     members.unpersist()
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
     log.info("%d candidate pairs from %d bands of %d rows", stats.candidate_pairs, stats.bands, stats.rows)
@@ -382,21 +391,21 @@ def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams
     """Distinct candidate pairs ``a < b`` of a dedup: buckets of at most ``split_bucket`` members pair every
     member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module docstring).
 
-    One shuffle of the band rows: each bucket's ids are gathered and sorted (string order, as ``a < b``
-    compares them), and the pairs of a small bucket are read off its array. The members of large buckets meet
+    One shuffle and sort of the band rows (:func:`~neardup_solr.spark.buckets.bucket_rows`): the pairs of small
+    buckets come out of it directly, the members of large ones with their bucket. The members of large buckets meet
     their signatures through a broadcast of their ids when they are few enough, so the signed records are not
     shuffled for the few buckets that need them."""
     from pyspark.sql import functions as F
 
+    from neardup_solr.spark.buckets import bucket_rows
+
     t0 = time.perf_counter()
-    buckets = (bands.groupBy("band", "key").agg(F.array_sort(F.collect_list("id")).alias("ids"))
-               .filter(F.size("ids") > 1).cache())
-    small = buckets.filter(F.size("ids") <= split_bucket)
-    paired = (small.select("ids", F.posexplode("ids").alias("i", "a"))
-              .select("a", F.explode(F.slice("ids", F.col("i") + 2, F.lit(split_bucket))).alias("b")))
-    large = buckets.filter(F.size("ids") > split_bucket).select("band", "key", F.explode("ids").alias("id"))
+    buckets = bucket_rows(bands, split_bucket).cache()
+    paired = buckets.filter(F.col("b").isNotNull()).select("a", "b")
+    large = buckets.filter(F.col("b").isNull()).select("band", "key", F.col("a").alias("id"))
     large_ids = large.select("id").distinct().cache()
-    members = large_ids.count()
+    with _stage(bands, "band buckets"):
+        members = large_ids.count()
     if members == 0:
         candidates = paired.distinct().cache()
     else:
@@ -406,7 +415,8 @@ def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams
         judged = (large.join(signatures, "id").groupBy("band", "key")
                   .applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket), "a string, b string"))
         candidates = paired.unionByName(judged).distinct().cache()
-    stats.candidate_pairs = candidates.count()
+    with _stage(bands, "candidates"):
+        stats.candidate_pairs = candidates.count()
     buckets.unpersist()
     large_ids.unpersist()
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
@@ -414,6 +424,20 @@ def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams
              stats.candidate_pairs, stats.bands, stats.rows, split_bucket)
     return candidates
 
+
+@contextmanager
+def _stage(frame: "DataFrame", name: str) -> Iterator[None]:
+    """Name the Spark jobs run inside the block ``neardup: <name>`` (the call site Spark's UI, its REST API and
+    event log show for their stages) instead of the Python line that happened to trigger them."""
+    context = frame.sparkSession.sparkContext
+    label = f"neardup: {name}"
+    context.setLocalProperty("callSite.short", label)
+    context.setLocalProperty("callSite.long", label)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("callSite.short", None)  # type: ignore[arg-type]
+        context.setLocalProperty("callSite.long", None)  # type: ignore[arg-type]
 
 # Up to this many ids are broadcast to every executor to pick records out of the signed ones without a shuffle
 # (a few tens of MB of ids); more, and the join shuffles as usual.
@@ -483,7 +507,8 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
     agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
                            lambda acc, v: acc + v)
     estimated = both.filter(agreeing >= need).cache()
-    stats.estimated_pairs = estimated.count()
+    with _stage(candidates, "estimate"):
+        stats.estimated_pairs = estimated.count()
     candidates.unpersist()
     stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
     return estimated

@@ -8,6 +8,12 @@ document's ``minhash_sig`` is the signature the Spark job computed (a difference
 the load), then sends them in batches of 500. The driver stores the settings first
 (:func:`~neardup_solr.solr.documents.ensure_index_settings`: a collection indexed with other settings is refused),
 commits at the end and checks, as ``index`` does, that every id sent is in the index.
+
+An IDF run (``--similarity idf``) loads the same documents: its weighted signatures are not stored. Solr-side
+IDF runs sign at run time with the collection's frequencies of that moment (a stored weighted signature would
+go stale as every added document moves the IDF), and IDF lookups weigh ``content_words`` at query time; so the
+documents' words are what IDF needs from the index, and the weighted signatures stay in the job (with the
+snapshot written beside the pairs). The check against the job's signature applies to plain runs only.
 """
 
 from __future__ import annotations
@@ -43,13 +49,14 @@ class SolrLoad:
 
 
 def write_to_solr(records: "DataFrame", signed: "DataFrame", client: SolrClient, settings: IndexSettings,
-                  dataset: str | None = None) -> SolrLoad:
+                  dataset: str | None = None, *, weighted: bool = False) -> SolrLoad:
     """Send the documents of ``records`` (``id, text``) that ``signed`` holds (the job's signed records) to the
-    collection behind ``client``; returns what was sent and the check that the index holds it."""
+    collection behind ``client``; returns what was sent and the check that the index holds it. ``weighted``:
+    ``signed`` holds IDF-weighted signatures, which the documents do not carry (module docstring)."""
     stored = ensure_index_settings(client, settings)
     url, auth = client.url, client.session.auth if isinstance(client.session.auth, tuple) else None
     timeout = client.timeout
-    rows = records.join(signed.select("id", "signature"), "id")
+    rows = records.join(signed.select("id") if weighted else signed.select("id", "signature"), "id")
 
     def load(partition: Iterable) -> Iterator[tuple[int, int, list[tuple[str, str]]]]:
         builder = document_builder(stored)
@@ -59,10 +66,10 @@ def write_to_solr(records: "DataFrame", signed: "DataFrame", client: SolrClient,
 
         def send(sink: SolrClient, batch: list) -> None:
             built = builder.build([(r["id"], r["text"]) for r in batch], dataset=dataset)
-            expected = {r["id"]: encode_signature(np.asarray(r["signature"], dtype="<i4").view("<u4"))
-                        for r in batch}
+            expected = {} if weighted else {
+                r["id"]: encode_signature(np.asarray(r["signature"], dtype="<i4").view("<u4")) for r in batch}
             for doc in built.documents:
-                if doc["minhash_sig"] != expected[doc["id"]]:
+                if not weighted and doc["minhash_sig"] != expected[doc["id"]]:
                     raise SignatureDisagreementError(
                         f"record {doc['id']!r}: the indexer's builder signs it differently from the Spark job; "
                         "nothing more is sent (please report this)")

@@ -1,0 +1,92 @@
+"""The band buckets of a dedup as one shuffle and a sort: pairs of small buckets, members of large ones.
+
+Every record has one row per band (``band, key, id``: 21 rows a record at ``t = 0.8``), and nearly every bucket
+holds one record. Grouping the rows with ``collect_list`` makes Spark aggregate tens of millions of mostly
+single-row groups with object buffers (its object hash aggregate falls back to sorting after 128 keys), which was
+the most expensive stage of a dedup. Here the rows are instead hash-partitioned by ``(band, key)`` and sorted
+within each partition by ``(band, key, id)`` (Spark's binary sort), and one Arrow UDF walks the sorted rows
+with NumPy: a run of equal ``(band, key)`` is a bucket, already in id order.
+
+The UDF emits, in one DataFrame of :data:`BUCKET_ROWS_SCHEMA`:
+
+- for a bucket of 2 to ``split_bucket`` members, every pair ``a, b`` of its members (``a`` before ``b`` in id
+  order, as ``array_sort`` of the ids ordered them), with ``band``, ``key`` null;
+- for a larger bucket, one row per member (``a`` = its id, ``b`` null) with the ``band`` and ``key``, to be
+  judged with the members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+
+from neardup_solr.pairs._arrays import concat_ranges, run_pairs
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+BUCKET_ROWS_SCHEMA = "a string, b string, band int, key bigint"
+
+
+def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
+    """``bands`` (``id``, ``band``, ``key``) as the pairs of small buckets and the members of large ones (module
+    docstring)."""
+    rows = (bands.select("band", "key", "id").repartition("band", "key")
+            .sortWithinPartitions("band", "key", "id"))
+
+    def walk(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+        import pyarrow as pa
+
+        pending: "pa.RecordBatch | None" = None
+        for batch in batches:
+            if pending is not None and pending.num_rows:
+                batch = pa.Table.from_batches([pending, batch]).combine_chunks().to_batches()[0]
+            # The last run may go on in the next batch: it is held back until the next one starts.
+            done, pending = _complete_runs(batch)
+            if done.num_rows:
+                yield _emit(done, split_bucket)
+        if pending is not None and pending.num_rows:
+            yield _emit(pending, split_bucket)
+
+    return rows.mapInArrow(walk, BUCKET_ROWS_SCHEMA)
+
+
+def _run_starts(batch: "pa.RecordBatch") -> np.ndarray:
+    band = batch.column("band").to_numpy(zero_copy_only=False)
+    key = batch.column("key").to_numpy(zero_copy_only=False)
+    change = (band[1:] != band[:-1]) | (key[1:] != key[:-1])
+    return np.concatenate(([0], np.flatnonzero(change) + 1)) if batch.num_rows else np.empty(0, dtype=np.int64)
+
+
+def _complete_runs(batch: "pa.RecordBatch") -> tuple["pa.RecordBatch", "pa.RecordBatch"]:
+    """The rows of the runs that end in ``batch`` and the rows of its last run."""
+    starts = _run_starts(batch)
+    last = int(starts[-1]) if starts.size else 0
+    return batch.slice(0, last), batch.slice(last)
+
+
+def _emit(batch: "pa.RecordBatch", split_bucket: int) -> "pa.RecordBatch":
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    starts = _run_starts(batch)
+    sizes = np.diff(np.append(starts, batch.num_rows))
+    ids = batch.column("id")
+    small = (sizes >= 2) & (sizes <= split_bucket)
+    a, b = run_pairs(starts[small], sizes[small])
+    large = sizes > split_bucket
+    members = concat_ranges(starts[large], sizes[large])
+    npairs, nmembers = a.size, members.size
+
+    def take(column: "pa.Array", rows: np.ndarray, to: "pa.DataType") -> "pa.Array":
+        return pc.take(column, pa.array(rows, type=pa.int64())).cast(to)
+
+    return pa.RecordBatch.from_arrays(
+        [pa.concat_arrays([take(ids, a, pa.string()), take(ids, members, pa.string())]),
+         pa.concat_arrays([take(ids, b, pa.string()), pa.nulls(nmembers, pa.string())]),
+         pa.concat_arrays([pa.nulls(npairs, pa.int32()), take(batch.column("band"), members, pa.int32())]),
+         pa.concat_arrays([pa.nulls(npairs, pa.int64()), take(batch.column("key"), members, pa.int64())])],
+        names=["a", "b", "band", "key"])
+
