@@ -37,3 +37,14 @@ def test_weighted_jaccards_equal_the_string_form_to_the_last_bit():
     want = [weighted_jaccard(docs[i], docs[j], weight) for i, j in zip(a.tolist(), b.tolist())]
     assert got.tolist() == want
     assert got[-1] == 1.0
+
+
+def test_sealed_sets_keep_their_documents_and_refuse_more():
+    sets = TokenSets()
+    sets.add(["a", "b"])
+    sets.seal()
+    assert sets.tokens(0) == ["a", "b"] and sets.vocabulary == ["a", "b"]
+    import pytest
+
+    with pytest.raises(RuntimeError, match="sealed"):
+        sets.add(["c"])

@@ -228,19 +228,21 @@ def weighted_band_params(threshold: float, num_hashes: int,
 
 
 # Documents signed at once: their token -> weight maps and the signer's per-token samples are the run's largest
-# temporary (~60 MB at twelve tokens a document), whatever the collection's size.
-SIGN_DOCUMENTS = 20_000
+# temporary (~150 MB at twelve tokens a document), whatever the collection's size.
+SIGN_DOCUMENTS = 10_000
 
 
-def _sign_into(store: SignatureStore, sets: TokenSets, ids: Sequence[str], weights: Mapping[str, float],
-               signer) -> None:
-    """Sign every document of ``sets`` with ``weights`` (the :func:`signing_weights` rule), a slice at a time,
-    appending the signatures to ``store`` in document order."""
+def _sign_into(store: SignatureStore, sets: TokenSets, ids: Sequence[str], weights: np.ndarray, signer) -> None:
+    """Sign every document of ``sets`` with ``weights[o]`` the weight of ordinal ``o`` (the
+    :func:`signing_weights` rule), a slice at a time, appending the signatures to ``store`` in document order."""
     ordinals, offsets = sets.arrays()
     vocabulary, starts = sets.vocabulary, offsets.tolist()
     for lo in range(0, len(sets), SIGN_DOCUMENTS):
         hi = min(lo + SIGN_DOCUMENTS, len(sets))
-        maps = [signing_weights([vocabulary[o] for o in ordinals[starts[d] : starts[d + 1]].tolist()], weights)
+        chunk = ordinals[starts[lo] : starts[hi]]
+        vocab = dict(zip(chunk.tolist(), (vocabulary[o] for o in chunk.tolist())))
+        chunk_weights = dict(zip(vocab.values(), weights[list(vocab)].tolist()))
+        maps = [signing_weights([vocab[o] for o in ordinals[starts[d] : starts[d + 1]].tolist()], chunk_weights)
                 for d in range(lo, hi)]
         store.append(ids[lo:hi], np.asarray(signer.signatures(maps)))
     store.finish()
@@ -259,6 +261,7 @@ def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: i
     threshold = finder.threshold
     seed = seed if seed is not None else finder.searcher.settings.seed
     t0 = time.perf_counter()
+    sets.seal()
     distinct = sets.vocabulary
     stats.distinct_tokens = len(distinct)
     current = _read_snapshot(finder, distinct, scheme, num_hashes, seed)
@@ -268,15 +271,20 @@ def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: i
         # be signed as unseen.
         raise InvalidParameterError("snapshot", f"a snapshot of {current.field} frequencies", snapshot.field,
                                     "it was recorded by a run over other IDF tokens (--idf-tokens)")
+    # Weights by ordinal, and no token -> weight maps beyond the snapshot's: at a million records the
+    # vocabulary's maps were a third of the run's memory.
+    verify_by_ordinal = np.fromiter((verify_weights[t] for t in distinct), dtype=np.float64, count=len(distinct))
+    del verify_weights
+    finder.idf.forget()  # type: ignore[union-attr]
     if snapshot is not None:
-        sign_weights = snapshot.weights(distinct)
+        sign_by_ordinal = np.fromiter(snapshot.weights(distinct).values(), dtype=np.float64, count=len(distinct))
         used = snapshot
         if (snapshot.scheme, snapshot.num_hashes, snapshot.seed) != (scheme, num_hashes, seed):
             log.info("signing with the snapshot's signer (%s, %d values, seed %d)", snapshot.scheme,
                      snapshot.num_hashes, snapshot.seed)
             scheme, num_hashes, seed = snapshot.scheme, snapshot.num_hashes, snapshot.seed
     else:
-        sign_weights, used = verify_weights, current
+        sign_by_ordinal, used = verify_by_ordinal, current
     stats.snapshot_digest = used.digest()
     stats.seconds["weights"] = round(time.perf_counter() - t0, 3)
 
@@ -284,8 +292,10 @@ def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: i
     stats.bands, stats.rows = params.bands, params.rows
     with SignatureStore(num_hashes, params, expected_documents=len(sets), directory=work_dir) as store:
         t0 = time.perf_counter()
-        _sign_into(store, sets, ids, sign_weights, weighted_signer(scheme, num_hashes, seed))
+        _sign_into(store, sets, ids, sign_by_ordinal, weighted_signer(scheme, num_hashes, seed))
         stats.seconds["sign"] = round(time.perf_counter() - t0, 3)
+        log.info("signed %d documents over %d distinct tokens in %.1f s (weights read in %.1f s)", len(sets),
+                 len(distinct), stats.seconds["sign"], stats.seconds["weights"])
 
         t0 = time.perf_counter()
         refinement = CollectionStats()
@@ -295,7 +305,7 @@ def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: i
                                       keep_matches=need)
         log_refinement(refinement, split_bucket)
         stats.refinement = refinement.refinement()
-        a, b = np.divmod(codes, np.int64(max(len(sets), 1)))
+        a, b = (x.astype(np.int32) for x in np.divmod(codes, np.int64(max(len(sets), 1))))
         del codes
         if left_count is not None:  # a join pairs the two sides only
             cross = (a < left_count) & (b >= left_count)
@@ -307,8 +317,7 @@ def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: i
         stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    by_ordinal = [verify_weights[t] for t in distinct]
-    similarity = sets.weighted_jaccards(a, b, by_ordinal)
+    similarity = sets.weighted_jaccards(a, b, verify_by_ordinal.tolist())
     accepted = similarity >= threshold - 1e-12  # the exact method's acceptance test
     found = list(zip(a[accepted].tolist(), b[accepted].tolist(), similarity[accepted].tolist()))
     stats.verified_pairs = len(found)

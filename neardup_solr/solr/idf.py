@@ -60,6 +60,10 @@ class IdfWeights:
                 self._df[t] = int(found.get(t, 0))
         return {t: self._df[t] for t in tokens}
 
+    def forget(self) -> None:
+        """Empty the cache (a whole-collection run holds every token's weight itself, as an array)."""
+        self._df.clear()
+
     def _frequencies_of(self, chunk: list[str]) -> dict[str, int]:
         """One /terms request: the document frequency of each token of ``chunk`` that the index holds."""
         # terms.list is split on commas; normalised words never contain one (punctuation is removed).
