@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from neardup_solr.errors import InvalidTextError
 from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, record_problem
 from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.lsh import LSHParams, band_keys
@@ -52,23 +53,25 @@ def sign_arrays(builder: DocumentBuilder, params: LSHParams, ids: list, texts: l
     """One Arrow batch of signed records (:data:`SIGNED_SCHEMA`) for the records ``(ids[i], texts[i])``."""
     import pyarrow as pa
 
-    problems: list[str | None] = []
-    kept: list[int] = []
-    kept_texts: list[str] = []
-    for i, (doc_id, text) in enumerate(zip(ids, texts)):
-        problem = record_problem(doc_id, text)
-        if problem is None and not normalize(text):
-            problem = EMPTY_TEXT
-        problems.append(problem)
-        if problem is None:
-            kept.append(i)
-            kept_texts.append(text)
+    problems: list[str | None] = [record_problem(doc_id, text) for doc_id, text in zip(ids, texts)]
+    kept = [i for i, problem in enumerate(problems) if problem is None]
+    try:
+        signed_arrays = builder.minhash.hashes_and_signatures([texts[i] for i in kept]) if kept else None
+    except InvalidTextError:
+        # Some text has no words after normalisation (rare): only now is every text normalised on its own, to
+        # name those. The kernel normalises in C; a Python pass over every text up front would be a second
+        # normalisation of every clean batch.
+        for i in kept:
+            if not normalize(texts[i]):
+                problems[i] = EMPTY_TEXT
+        kept = [i for i, problem in enumerate(problems) if problem is None]
+        signed_arrays = builder.minhash.hashes_and_signatures([texts[i] for i in kept]) if kept else None
     n = len(ids)
     k = builder.settings.num_hashes
     valid = np.zeros(n, dtype=bool)
     valid[kept] = True
-    if kept:
-        hashes, offsets, signed = builder.minhash.hashes_and_signatures(kept_texts)
+    if signed_arrays is not None:
+        hashes, offsets, signed = signed_arrays
         signatures: np.ndarray = signed
         keys = band_keys(signatures, params)
         distinct, counts = _distinct_sets(hashes, offsets)
