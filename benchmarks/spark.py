@@ -149,7 +149,8 @@ def solr_dedup_in_child(solr_url: str) -> dict:
     proc = subprocess.run([sys.executable, "-c", code, solr_url], capture_output=True, text=True, cwd=ROOT,
                           check=True)
     out = json.loads(proc.stdout)
-    out["pair_list"] = [tuple(p) for p in out["pair_list"]]
+    # As the pairs file writes them (the Spark side is read back from its file): six decimals.
+    out["pair_list"] = [(a, b, float(f"{s:.6f}")) for a, b, s in out["pair_list"]]
     return out
 
 

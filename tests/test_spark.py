@@ -252,6 +252,13 @@ def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(spark, addresses, solr
     kept = keep.read_text(encoding="utf-8").split()
     dropped = {m for line in groups.read_text().splitlines() for m in json.loads(line)["members"][1:]}
     assert len(kept) == 864 - len(dropped) and not dropped & set(kept)
+    # Written by the executors, byte for byte the single process's keep list of the same groups and ids.
+    from neardup_solr.pairs.groups import Group, keep_list, write_keep_list
+
+    same_groups = [Group.from_dict(json.loads(line)) for line in groups.read_text().splitlines()]
+    single = tmp_path / "keep-single.txt"
+    write_keep_list(keep_list(same_groups, [i for i, _ in rows if i != "bad"]), single)
+    assert keep.read_bytes() == single.read_bytes()
 
 
 def test_cli_says_in_one_line_when_java_or_pyspark_is_missing(tmp_path):

@@ -101,9 +101,9 @@ def _save_snapshot(result, out: str) -> None:
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
-    from neardup_solr.pairs.groups import group_pairs, keep_list, write_groups_jsonl, write_keep_list
+    from neardup_solr.pairs.groups import group_pairs, write_groups_jsonl
     from neardup_solr.spark import dedup
-    from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
+    from neardup_solr.spark.io import write_keep_list_from_executors, write_pairs_from_executors, write_pairs_parquet
 
     if args.keep is not None and args.groups is None:
         raise UsageError("--keep needs --groups (the keep list comes from the groups)")
@@ -140,8 +140,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             write_groups_jsonl(groups, args.groups)
             line = f"{len(groups)} groups holding {sum(len(g.members) for g in groups)} documents -> {args.groups}"
             if args.keep:
-                all_ids = (row["id"] for row in result.signed.select("id").toLocalIterator())
-                kept = write_keep_list(keep_list(groups, all_ids), args.keep)
+                # Every id but the groups' other members, sorted and written by the executors.
+                dropped = (m for g in groups for m in g.members if m != g.representative)
+                kept = write_keep_list_from_executors(result.signed, dropped, args.keep, staging)
                 line += f"; keep list of {kept} ids -> {args.keep}"
             print(line)
         if client is not None:

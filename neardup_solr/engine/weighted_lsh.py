@@ -8,7 +8,7 @@ IDF-weighted word Jaccard >= T) without one Solr query per record:
    reads them. Their tokens are the exact method's (:meth:`ThresholdFinder.word_tokens`: distinct words, or
    ``column:word`` tokens with per-field weights), held as ordinals into one vocabulary
    (:class:`~neardup_solr.pairs.token_sets.TokenSets`): the run's memory follows the distinct tokens, not the
-   records (1,000,000 person records: 3.4 GiB as lists of strings, see the README's weighted table for now).
+   records (1,000,000 person records: 967 MiB peak, 3.4 GiB when they were lists of strings).
 2. **IDF snapshot.** The document frequency of every distinct token is read once from Solr (``/terms``) with
    the finder's own :class:`~neardup_solr.solr.idf.IdfWeights`, together with ``N``. This
    :class:`IdfSnapshot` fixes the weights the run signs with; it is written beside the pairs

@@ -3,14 +3,17 @@
 Every record has one row per band (``band, key, id``: 21 rows a record at ``t = 0.8``), and nearly every bucket
 holds one record. Grouping the rows with ``collect_list`` makes Spark aggregate tens of millions of mostly
 single-row groups with object buffers (its object hash aggregate falls back to sorting after 128 keys), which was
-the most expensive stage of a dedup. Here the rows are instead hash-partitioned by ``(band, key)`` and sorted
-within each partition by ``(band, key, id)`` (Spark's binary sort), and one Arrow UDF walks the sorted rows
-with NumPy: a run of equal ``(band, key)`` is a bucket, already in id order.
+the most expensive stage of a dedup. Here each row gets one 64-bit bucket number (``xxhash64(band, key)``), the
+rows are hash-partitioned by it and sorted within each partition by it alone (a sort on one long, which Spark
+does by radix sort), and one Arrow UDF walks the sorted rows with NumPy: a run of equal bucket numbers is a
+bucket. Sorting on ``(band, key, id)`` instead compared whole rows, strings included, and took longer than the
+grouping it replaced. Two different buckets share a number with probability ~2**-64 per pair of buckets; that
+would only add candidates, which the estimate and the exact verification then judge as any other.
 
 The UDF emits, in one DataFrame of :data:`BUCKET_ROWS_SCHEMA`:
 
-- for a bucket of 2 to ``split_bucket`` members, every pair ``a, b`` of its members (``a`` before ``b`` in id
-  order, as ``array_sort`` of the ids ordered them), with ``band``, ``key`` null;
+- for a bucket of 2 to ``split_bucket`` members, every pair ``a, b`` of its members, ``a`` the smaller id in
+  Spark's string order (so a pair found in several bands is the same row), with ``band``, ``key`` null;
 - for a larger bucket, one row per member (``a`` = its id, ``b`` null) with the ``band`` and ``key``, to be
   judged with the members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`).
 """
@@ -33,8 +36,10 @@ BUCKET_ROWS_SCHEMA = "a string, b string, band int, key bigint"
 def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
     """``bands`` (``id``, ``band``, ``key``) as the pairs of small buckets and the members of large ones (module
     docstring)."""
-    rows = (bands.select("band", "key", "id").repartition("band", "key")
-            .sortWithinPartitions("band", "key", "id"))
+    from pyspark.sql import functions as F
+
+    rows = (bands.select(F.xxhash64("band", "key").alias("bucket"), "band", "key", "id")
+            .repartition("bucket").sortWithinPartitions("bucket"))
 
     def walk(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
@@ -54,9 +59,8 @@ def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
 
 
 def _run_starts(batch: "pa.RecordBatch") -> np.ndarray:
-    band = batch.column("band").to_numpy(zero_copy_only=False)
-    key = batch.column("key").to_numpy(zero_copy_only=False)
-    change = (band[1:] != band[:-1]) | (key[1:] != key[:-1])
+    bucket = batch.column("bucket").to_numpy(zero_copy_only=False)
+    change = bucket[1:] != bucket[:-1]
     return np.concatenate(([0], np.flatnonzero(change) + 1)) if batch.num_rows else np.empty(0, dtype=np.int64)
 
 
@@ -83,9 +87,12 @@ def _emit(batch: "pa.RecordBatch", split_bucket: int) -> "pa.RecordBatch":
     def take(column: "pa.Array", rows: np.ndarray, to: "pa.DataType") -> "pa.Array":
         return pc.take(column, pa.array(rows, type=pa.int64())).cast(to)
 
+    first, second = take(ids, a, pa.string()), take(ids, b, pa.string())
+    swap = pc.greater(first, second)  # binary order of the UTF-8 bytes, as Spark compares strings
+    first, second = pc.if_else(swap, second, first), pc.if_else(swap, first, second)
     return pa.RecordBatch.from_arrays(
-        [pa.concat_arrays([take(ids, a, pa.string()), take(ids, members, pa.string())]),
-         pa.concat_arrays([take(ids, b, pa.string()), pa.nulls(nmembers, pa.string())]),
+        [pa.concat_arrays([first, take(ids, members, pa.string())]),
+         pa.concat_arrays([second, pa.nulls(nmembers, pa.string())]),
          pa.concat_arrays([pa.nulls(npairs, pa.int32()), take(batch.column("band"), members, pa.int32())]),
          pa.concat_arrays([pa.nulls(npairs, pa.int64()), take(batch.column("key"), members, pa.int64())])],
         names=["a", "b", "band", "key"])

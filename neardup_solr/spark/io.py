@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import FORMATS, Record, RecordReader
@@ -166,17 +166,57 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
      .mapInPandas(lines, "value string")
      .write.mode("overwrite").text(str(parts)))
 
+    _merge_parts(parts, out, PAIR_HEADER)
+
+
+def write_keep_list_from_executors(ids: "DataFrame", dropped: Iterable[str], out: str | Path,
+                                   staging_dir: str | Path) -> int:
+    """The keep list ``groups --keep`` writes (every id of ``ids`` except ``dropped``, the groups' non-representative
+    members; one id a line, numeric-aware order), byte for byte, sorted and formatted by the executors and streamed
+    into ``out`` as :func:`write_pairs_from_executors` does: the driver holds the dropped ids (they follow the
+    near duplicates), never every id. Returns the number of ids written."""
+    from pyspark.sql import functions as F
+
+    from neardup_solr.spark.jobs import id_order_keys
+
+    def lines(frames):
+        import pandas as pd
+
+        from neardup_solr.validation import tsv_id
+
+        for frame in frames:
+            yield pd.DataFrame({"value": [tsv_id(i) for i in frame["id"]]}, dtype=object)
+
+    spark = ids.sparkSession
+    gone = spark.createDataFrame([(i,) for i in dropped], "id string")
+    parts = Path(staging_dir) / "keep-parts"
+    (ids.select("id").join(gone, "id", "left_anti")
+     .orderBy(*id_order_keys(F.col("id")))
+     .mapInPandas(lines, "value string")
+     .write.mode("overwrite").text(str(parts)))
+    return _merge_parts(parts, out, "")
+
+
+def _merge_parts(parts: Path, out: str | Path, header: str) -> int:
+    """Stream the text part files of ``parts``, in order, behind ``header`` into ``out`` (atomically); returns the
+    number of lines the parts held."""
+    count = 0
+
     def chunks():
-        yield PAIR_HEADER
+        nonlocal count
+        if header:
+            yield header
         for part in sorted(parts.glob("part-*")):
             with open(part, encoding="utf-8") as fh:
                 while True:
                     chunk = fh.read(1 << 20)
                     if not chunk:
                         break
+                    count += chunk.count("\n")
                     yield chunk
 
     write_atomically(out, chunks())
+    return count
 
 
 def write_pairs_parquet(pairs: "DataFrame", out: str | Path) -> None:
