@@ -32,18 +32,47 @@ from neardup_solr.cli.common import Parser, flag_for, print_error
 log = logging.getLogger("neardup_solr")
 
 
+# ``neardup-solr --help`` lists the commands by the job they do, in this order.
+COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
+    "Run Solr and look after a collection": ("solr", "settings", "optimize", "delete"),
+    "Load documents": ("index", "verify"),
+    "Find near duplicates": ("near-dups", "report", "join", "groups"),
+    "Choose and measure settings": ("tune", "evaluate", "demo"),
+    "Serve and run in batch": ("serve", "spark"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command (each module registers its own)."""
-    parser = Parser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.")
+    parser = Parser(prog="neardup-solr", description="Find near-duplicate documents with Apache Solr.",
+                    usage="neardup-solr [-h] [-v] [--version] COMMAND ...",
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     parser.add_argument("--version", action="version", version=f"neardup-solr {package_version()}",
                         help="print the package's version and exit")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND",
+                                prog="neardup-solr", help=argparse.SUPPRESS)
     for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, optimize_cmd,
                    serve_cmd):
         module.register(sub)
     spark_cmd.register(sub)
+    parser.epilog = _grouped_commands(sub)
     return parser
+
+
+def _grouped_commands(sub: argparse._SubParsersAction) -> str:
+    """The commands and their one-line help, under :data:`COMMAND_GROUPS`'s headings."""
+    helps = {action.dest: action.help or "" for action in sub._choices_actions}
+    grouped = [name for names in COMMAND_GROUPS.values() for name in names]
+    if sorted(grouped) != sorted(helps):  # a new command must be given a group
+        raise AssertionError(f"COMMAND_GROUPS lists {sorted(grouped)}, the parser has {sorted(helps)}")
+    lines = []
+    for title, names in COMMAND_GROUPS.items():
+        lines.append(f"{title}:")
+        lines += [f"  {name:<11} {helps[name]}" for name in names]
+        lines.append("")
+    lines.append("neardup-solr COMMAND --help shows a command's options.")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

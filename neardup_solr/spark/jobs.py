@@ -279,11 +279,12 @@ def _signed(records: "DataFrame", settings: IndexSettings, params: LSHParams,
 
     t0 = time.perf_counter()
     all_signed = sign(records, settings, params).cache()
+    # Counts, not a collect: PySpark names a collect's jobs after the Python line, over the stage name.
     with _stage(records, "sign"):
-        counts = {row["ok"]: row["n"] for row in
-                  all_signed.groupBy(F.col("problem").isNull().alias("ok")).agg(F.count("*").alias("n")).collect()}
-    stats.documents += counts.get(True, 0)
-    stats.rejected += counts.get(False, 0)
+        total = all_signed.count()
+        bad = all_signed.filter(F.col("problem").isNotNull()).count()
+    stats.documents += total - bad
+    stats.rejected += bad
     signed = all_signed.filter(F.col("problem").isNull()).drop("problem")
     rejected = all_signed.filter(F.col("problem").isNotNull()).select("id", "problem")
     stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
