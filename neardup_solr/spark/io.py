@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
-from neardup_solr.io.readers import FORMATS, Record, RecordReader
+from neardup_solr.io.readers import FORMATS, RecordReader
 from neardup_solr.io.outputs import write_atomically
 from neardup_solr.pairs.similar_pairs import PAIR_HEADER
 
@@ -103,8 +103,6 @@ def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path,
     staged = staging_dir / f"{path.name}.parquet"
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("line", pa.int64())])
     rejected: list[InvalidRecordError] = []
-    last_line: dict[str, int] = {}
-    overwritten: list[Record] = []
     records: dict[str, list] = {"id": [], "text": [], "line": []}
     read = 0
     with pq.ParquetWriter(staged, schema) as writer:
@@ -119,24 +117,25 @@ def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path,
             if isinstance(item, InvalidRecordError):
                 rejected.append(item)
                 continue
-            previous = last_line.get(item.id)
-            if previous is not None:
-                overwritten.append(Record(item.id, "", str(path), previous))
-            last_line[item.id] = item.line
             records["id"].append(item.id)
             records["text"].append(item.text)
             records["line"].append(item.line)
             if len(records["id"]) >= STAGING_CHUNK:
                 flush()
         flush()
-    del last_line
     frame = spark.read.parquet(str(staged))
+    # Repeated ids are found by Spark, not with a map of every id on the driver (its memory grew with the file).
+    # Only the earlier copies of a repeated id come back to the driver.
+    repeated = (frame.groupBy("id").agg(F.count("*").alias("copies"), F.max("line").alias("last"))
+                .filter(F.col("copies") > 1).select("id", "last"))
+    overwritten = (frame.join(repeated, "id").filter(F.col("line") < F.col("last")).select("id", "line")
+                   .orderBy("line").collect())
     if overwritten:
-        lost = spark.createDataFrame([(r.line,) for r in overwritten], "line long")
+        lost = spark.createDataFrame([(r["line"],) for r in overwritten], "line long")
         frame = frame.join(F.broadcast(lost), "line", "left_anti")
         rejected.extend(InvalidRecordError("the id is given again later in the file; the later record is kept, as "
-                                           "indexing the file would", source=str(path), line=r.line, record_id=r.id)
-                        for r in overwritten)
+                                           "indexing the file would", source=str(path), line=r["line"],
+                                           record_id=r["id"]) for r in overwritten)
     rejected.sort(key=lambda e: e.line or 0)
     return InputRead(frame.select("id", "text"), rejected, read)
 
