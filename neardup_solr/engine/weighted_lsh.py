@@ -381,8 +381,8 @@ def idf_lsh_pairs(
     bytes and the id a document).
 
     >>> finder = ThresholdFinder(Searcher(SolrClient()), threshold=0.4, similarity="idf")
-    >>> idf_lsh_pairs(finder).pairs[:1]
-    [SimilarPair(id='3', neighbor_id='536', similarity=0.705...)]
+    >>> idf_lsh_pairs(finder).pairs[0]
+    SimilarPair(id='3', neighbor_id='536', similarity=0.705...)
     """
     k = _check_run(finder, scheme, num_hashes, false_negative_weight, max_bucket)
     started = time.perf_counter()
