@@ -177,3 +177,46 @@ def test_upload_page_shows_progress(server, browser, tmp_path):
     assert "done" in browser.find_element(By.ID, "status").text
     assert "indexed 300, rejected 1" in browser.find_element(By.ID, "progress").text
     assert "g-empty" in browser.find_element(By.ID, "rejections").text
+
+
+def test_tune_page_draws_the_s_curves_with_the_threshold(server, browser, tmp_path):
+    """The bands page draws the collection's S-curve and the report's for a threshold typed in, with the threshold
+    marked; checked by the drawing's structure (elements, their data and where the line is), not its pixels."""
+    from selenium.webdriver.common.by import By
+
+    from neardup_solr.engine.weighted_lsh import weighted_band_params
+    from neardup_solr.solr.documents import IndexSettings
+
+    browser.get(server + "/")
+    browser.find_element(By.LINK_TEXT, "Bands").click()
+    threshold = browser.find_element(By.ID, "threshold")
+    threshold.clear()
+    threshold.send_keys("0.6")
+    submit(browser, "draw")
+    svg = browser.find_element(By.ID, "s-curve")
+    curves = {c.get_attribute("class"): c for c in svg.find_elements(By.TAG_NAME, "polyline")}
+    assert set(curves) == {"collection", "report"}
+    settings = IndexSettings()  # the fixture indexed with the defaults
+    own, report = settings.lsh_params(), weighted_band_params(0.6, settings.num_hashes)
+    assert (int(curves["collection"].get_attribute("data-bands")), int(curves["collection"].get_attribute("data-rows"))) \
+        == (own.bands, own.rows)
+    assert (int(curves["report"].get_attribute("data-bands")), int(curves["report"].get_attribute("data-rows"))) \
+        == (report.bands, report.rows)
+    # Drawn: each curve is 101 points rising from the bottom left (P = 0 at s = 0) to the top right (P = 1).
+    for curve in curves.values():
+        points = [tuple(map(float, p.split(","))) for p in curve.get_attribute("points").split()]
+        assert len(points) == 101 and points[0][1] > points[-1][1]
+        assert [x for x, _ in points] == sorted(x for x, _ in points)
+        assert curve.size["width"] > 300 and curve.size["height"] > 150  # rendered, at a readable size
+    line = svg.find_element(By.CSS_SELECTOR, "line.threshold")
+    assert line.get_attribute("data-threshold") == "0.6"
+    xs = [float(p.split(",")[0]) for p in curves["report"].get_attribute("points").split()]
+    assert abs(float(line.get_attribute("x1")) - (xs[0] + 0.6 * (xs[-1] - xs[0]))) < 0.2
+    rows = browser.find_elements(By.CSS_SELECTOR, "#probabilities tbody tr")
+    table = {float(r.find_elements(By.TAG_NAME, "td")[0].text): float(r.find_elements(By.TAG_NAME, "td")[2].text)
+             for r in rows}
+    assert abs(table[0.6] - report.probability(0.6)) < 1e-4 and table[0.7] > table[0.6] > table[0.5]
+    screenshot(browser, tmp_path, "service-tune.png")
+
+    browser.get(server + "/tune?threshold=2")
+    assert "threshold must be" in browser.find_element(By.ID, "error").text

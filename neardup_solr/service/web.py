@@ -1,7 +1,8 @@
 """The web page for people: look up a text or an id and see the near duplicates ranked, each with its similarity,
 edit distance and a word-level diff against the query; and a second view that uploads a file to index and shows
-its progress. Server-rendered with Jinja2 templates (autoescaped), no JavaScript and no build step: the progress
-page refreshes itself with a meta tag.
+its progress; and the S-curve of the collection's LSH bands against a threshold (``/tune``, the ``tune`` command's
+plot), drawn as inline SVG. Server-rendered with Jinja2 templates (autoescaped), no JavaScript and no build step:
+the progress page refreshes itself with a meta tag.
 
 Every lookup goes through the same code as the JSON API (:mod:`neardup_solr.service.lookups`), so the page and
 ``POST /v1/near-dups`` give the same answer for the same options.
@@ -17,13 +18,16 @@ from typing import Any
 from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 
 from neardup_solr.solr.documents import META_DATASET
 from neardup_solr.errors import InvalidParameterError, InvalidTextError, NeardupError
 from neardup_solr.io.readers import FORMATS
 from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.validation import check_label, parse_value
+from neardup_solr.engine.weighted_lsh import weighted_band_params
 from neardup_solr.service import lookups
+from neardup_solr.service.charts import Curve, s_curve_svg
 from neardup_solr.service.diff import word_diff
 from neardup_solr.service.jobs import run_index
 
@@ -117,6 +121,26 @@ def install(app: FastAPI) -> None:
         percent = int(100 * (state.get("done") or 0) / total) if total else 0
         return page(request, "upload_job.html", job=state, percent=min(100, percent),
                     running=state["status"] in ("queued", "running"))
+
+    @app.get("/tune", response_class=HTMLResponse, include_in_schema=False)
+    def tune(request: Request, threshold: str = "") -> HTMLResponse:
+        # The collection's own bands (what LSH lookups query) and those a report at the threshold would choose.
+        settings = request.app.state.searchers.get().settings
+        collection = settings.lsh_params()
+        value, error = settings.lsh_threshold, None
+        if threshold.strip():
+            try:
+                value = parse_value("threshold", threshold, "threshold")
+            except InvalidParameterError as exc:
+                error = str(exc)
+        report = weighted_band_params(value, settings.num_hashes)
+        curves = [Curve(collection, "this collection's index", "collection"),
+                  Curve(report, f"report --threshold {value:g} --method lsh", "report")]
+        near = sorted({round(min(1.0, max(0.0, value + d)), 2) for d in (-0.3, -0.2, -0.1, -0.05, 0, 0.05, 0.1)})
+        rows = [{"s": s, "collection": float(collection.probability(s)), "report": float(report.probability(s))}
+                for s in near]
+        return page(request, "tune.html", 422 if error else 200, threshold=f"{value:g}", error=error,
+                    svg=Markup(s_curve_svg(curves, value)), collection=collection, report=report, rows=rows)
 
     @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
     def login_form(request: Request) -> HTMLResponse:
