@@ -388,7 +388,8 @@ def idf_lsh_pairs(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    sets, ids = TokenSets(), []
+    sets = TokenSets()
+    ids: list[str] = []
     _indexed_tokens(finder, dataset, sets, ids, with_shingles_only=True)
     stats.documents = len(ids)
     stats.seconds["export"] = round(time.perf_counter() - t0, 3)
@@ -431,7 +432,8 @@ def idf_lsh_join(
     started = time.perf_counter()
     stats = WeightedLshStats()
     t0 = time.perf_counter()
-    sets, ids = TokenSets(), []
+    sets = TokenSets()
+    ids: list[str] = []
     for r in records:
         rid, text, fields = (r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None)
         try:
