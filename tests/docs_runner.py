@@ -1,0 +1,205 @@
+"""Runs the code blocks of a Markdown page as a reader would: in order, in one working directory, against Solr.
+
+A page's fenced blocks are run by their language:
+
+- ``console``: each ``$ command`` (with ``\\`` continuation lines) runs in bash; the lines after it, up to the next
+  ``$``, are its expected output (standard output and standard error together). Timings, process ids, and the
+  ports and data directories of the Solr the test uses are masked on both sides; ``...`` in an expected line
+  matches anything.
+- ``bash``: the whole block runs as one ``set -e`` script and must succeed.
+- ``python``: the block runs in this process, in one namespace per page, in the page's directory.
+
+Other blocks (``text``, plain fences) are displays and are not run. A block that cannot run here says why in an
+HTML comment on the line before its fence, which readers of the rendered page do not see:
+
+- ``<!-- docs-test: skip (REASON) -->``: not run (e.g. it needs a Docker engine);
+- ``<!-- docs-test: run-only (REASON) -->``: run, and must succeed, but its output is from a bigger run than the
+  test's and is not compared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUN_LANGUAGES = ("console", "bash", "python")
+DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(skip|run-only)\s*\((.+)\)\s*-->\s*$")
+FENCE = re.compile(r"^(\s*)```(\w*)")
+
+
+@dataclass
+class Block:
+    page: str
+    line: int  # of the opening fence, 1-based
+    language: str
+    code: str
+    directive: str | None = None  # "skip" or "run-only"
+    reason: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+@dataclass
+class ConsoleStep:
+    command: str
+    expected: list[str] = field(default_factory=list)
+
+
+def page_blocks(text: str, page: str) -> list[Block]:
+    """Every fenced block of the page with its language and directive (indented fences in lists included)."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent, language = opening.group(1), opening.group(2)
+        directive = reason = None
+        previous = lines[index - 1] if index else ""
+        found = DIRECTIVE.match(previous)
+        if found:
+            directive, reason = found.group(1), found.group(2).strip()
+        body: list[str] = []
+        index += 1
+        while index < len(lines) and not lines[index].strip().startswith("```"):
+            line = lines[index]
+            body.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
+            index += 1
+        blocks.append(Block(page, index - len(body), language, "\n".join(body) + "\n", directive, reason))
+        index += 1
+    return blocks
+
+
+def console_steps(code: str) -> list[ConsoleStep]:
+    steps: list[ConsoleStep] = []
+    lines = code.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("$ "):
+            command = line[2:]
+            while command.rstrip().endswith("\\") and index + 1 < len(lines):
+                index += 1
+                command = command.rstrip()[:-1].rstrip() + " " + lines[index].strip()
+            steps.append(ConsoleStep(strip_comment(command)))
+        elif steps:
+            steps[-1].expected.append(line)
+        elif line.strip():
+            raise ValueError(f"console block starts with output, not a '$ ' command: {line!r}")
+        index += 1
+    return steps
+
+
+def strip_comment(command: str) -> str:
+    """A trailing ``   # note`` after two or more spaces is a remark for the reader, not part of the command."""
+    return re.sub(r"\s{2,}#\s.*$", "", command).rstrip()
+
+
+_MASKS = [
+    (re.compile(r"[\d,]+(?:\.\d+)? docs/s"), "N docs/s"),
+    (re.compile(r"\b\d+(?:\.\d+)? s\b"), "N s"),
+    (re.compile(r'"(seconds|docs_per_second)": [\d.]+'), r'"\1": N'),
+    (re.compile(r"\bpid \d+"), "pid N"),
+]
+
+
+def mask(line: str) -> str:
+    for pattern, replacement in _MASKS:
+        line = pattern.sub(replacement, line)
+    return line.rstrip()
+
+
+def line_matches(expected: str, actual: str) -> bool:
+    expected, actual = mask(expected), mask(actual)
+    if "..." not in expected:
+        return expected == actual
+    pattern = ".*".join(re.escape(part) for part in expected.split("..."))
+    return re.fullmatch(pattern, actual) is not None
+
+
+def output_mismatch(expected: list[str], actual: list[str]) -> str | None:
+    """None when every line matches, else a description of the first difference."""
+    expected = [line for line in expected]
+    while expected and not expected[-1].strip():
+        expected.pop()
+    for number, want in enumerate(expected):
+        got = actual[number] if number < len(actual) else "<no more output>"
+        if not line_matches(want, got):
+            return f"line {number + 1}: expected {want!r}\n           got      {got!r}"
+    if len(actual) > len(expected):
+        return f"unexpected output after line {len(expected)}: {actual[len(expected)]!r}"
+    return None
+
+
+@dataclass
+class PageRun:
+    """The directory, environment and replacements under which one page runs."""
+
+    directory: Path
+    env: dict[str, str]
+    replacements: list[tuple[str, str]]  # (what the test's run prints, what the page shows)
+    namespace: dict = field(default_factory=dict)
+    python_output: list[str] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    # Output that differs from the page is collected, and the page runs on, so one run shows every drift.
+    mismatches: list[str] = field(default_factory=list)
+
+    def shown_as(self, text: str) -> str:
+        for actual, shown in self.replacements:
+            text = text.replace(actual, shown)
+        return text
+
+    def run(self, block: Block) -> None:
+        if block.directive == "skip" or block.language not in RUN_LANGUAGES:
+            return
+        if block.language == "console":
+            self._console(block)
+        elif block.language == "bash":
+            self._shell(block, "set -e\n" + block.code)
+        else:
+            self._python(block)
+        self.ran.append(block.where)
+
+    def _shell(self, block: Block, script: str) -> str:
+        done = subprocess.run(["bash", "-c", script], cwd=self.directory, env=self.env, capture_output=True,
+                              text=True, timeout=900)
+        output = self.shown_as(done.stdout + done.stderr)
+        if done.returncode != 0 and (block.language == "bash" or block.directive == "run-only"):
+            raise AssertionError(f"{block.where}: exit {done.returncode}\n{script}\n{output}")
+        return output
+
+    def _console(self, block: Block) -> None:
+        for step in console_steps(block.code):
+            output = self._shell(block, step.command)
+            if block.directive == "run-only":
+                continue
+            problem = output_mismatch(step.expected, output.splitlines())
+            if problem:
+                self.mismatches.append(f"{block.where}: $ {step.command}\n{problem}\nwhole output:\n{output}")
+
+    def _python(self, block: Block) -> None:
+        buffer = io.StringIO()
+        previous_dir, previous_env = Path.cwd(), dict(os.environ)
+        os.chdir(self.directory)
+        os.environ.clear()
+        os.environ.update(self.env)
+        try:
+            with contextlib.redirect_stdout(buffer):
+                exec(compile(block.code, block.where, "exec"), self.namespace)
+        except Exception as exc:
+            earlier = "".join(f"\n\nearlier, {mismatch}" for mismatch in self.mismatches)
+            raise AssertionError(f"{block.where} failed: {exc!r}\n{block.code}{earlier}") from exc
+        finally:
+            os.chdir(previous_dir)
+            os.environ.clear()
+            os.environ.update(previous_env)
+            self.python_output.append(buffer.getvalue())
