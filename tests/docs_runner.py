@@ -15,6 +15,9 @@ HTML comment on the line before its fence, which readers of the rendered page do
 - ``<!-- docs-test: skip (REASON) -->``: not run (e.g. it needs a Docker engine);
 - ``<!-- docs-test: run-only (REASON) -->``: run, and must succeed, but its output is from a bigger run than the
   test's and is not compared.
+
+``<!-- docs-test: output -->`` before a ``text`` block says it is what the Python block before it prints; it is
+compared as console output is.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RUN_LANGUAGES = ("console", "bash", "python")
-DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(skip|run-only)\s*\((.+)\)\s*-->\s*$")
+DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(skip|run-only|output)\s*(?:\((.+)\))?\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```(\w*)")
 
 
@@ -50,6 +53,7 @@ class Block:
 class ConsoleStep:
     command: str
     expected: list[str] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)  # the command's lines as the page has them
 
 
 def page_blocks(text: str, page: str) -> list[Block]:
@@ -67,7 +71,7 @@ def page_blocks(text: str, page: str) -> list[Block]:
         previous = lines[index - 1] if index else ""
         found = DIRECTIVE.match(previous)
         if found:
-            directive, reason = found.group(1), found.group(2).strip()
+            directive, reason = found.group(1), (found.group(2) or "").strip() or None
         body: list[str] = []
         index += 1
         while index < len(lines) and not lines[index].strip().startswith("```"):
@@ -86,11 +90,12 @@ def console_steps(code: str) -> list[ConsoleStep]:
     while index < len(lines):
         line = lines[index]
         if line.startswith("$ "):
-            command = line[2:]
+            command, source = line[2:], [line]
             while command.rstrip().endswith("\\") and index + 1 < len(lines):
                 index += 1
                 command = command.rstrip()[:-1].rstrip() + " " + lines[index].strip()
-            steps.append(ConsoleStep(strip_comment(command)))
+                source.append(lines[index])
+            steps.append(ConsoleStep(strip_comment(command), source=source))
         elif steps:
             steps[-1].expected.append(line)
         elif line.strip():
@@ -152,6 +157,8 @@ class PageRun:
     ran: list[str] = field(default_factory=list)
     # Output that differs from the page is collected, and the page runs on, so one run shows every drift.
     mismatches: list[str] = field(default_factory=list)
+    # (block, the block's code with each differing output replaced by what the command printed)
+    rewritten: list[tuple[Block, str]] = field(default_factory=list)
 
     def shown_as(self, text: str) -> str:
         for actual, shown in self.replacements:
@@ -159,6 +166,9 @@ class PageRun:
         return text
 
     def run(self, block: Block) -> None:
+        if block.directive == "output":
+            self._printed(block)
+            return
         if block.directive == "skip" or block.language not in RUN_LANGUAGES:
             return
         if block.language == "console":
@@ -178,13 +188,31 @@ class PageRun:
         return output
 
     def _console(self, block: Block) -> None:
+        rewritten: list[str] = []
+        differs = False
         for step in console_steps(block.code):
             output = self._shell(block, step.command)
+            rewritten += step.source
             if block.directive == "run-only":
+                rewritten += step.expected
                 continue
             problem = output_mismatch(step.expected, output.splitlines())
             if problem:
+                differs = True
+                rewritten += output.rstrip("\n").splitlines()
                 self.mismatches.append(f"{block.where}: $ {step.command}\n{problem}\nwhole output:\n{output}")
+            else:
+                rewritten += step.expected
+        if differs:
+            self.rewritten.append((block, "\n".join(rewritten) + "\n"))
+
+    def _printed(self, block: Block) -> None:
+        printed = self.shown_as(self.python_output[-1] if self.python_output else "")
+        problem = output_mismatch(block.code.splitlines(), printed.splitlines())
+        if problem:
+            self.mismatches.append(f"{block.where}: what the Python block above prints\n{problem}\n"
+                                   f"whole output:\n{printed}")
+            self.rewritten.append((block, printed if printed.endswith("\n") else printed + "\n"))
 
     def _python(self, block: Block) -> None:
         buffer = io.StringIO()
@@ -203,3 +231,15 @@ class PageRun:
             os.environ.clear()
             os.environ.update(previous_env)
             self.python_output.append(buffer.getvalue())
+
+
+def rewrite_page(text: str, rewritten: list[tuple[Block, str]]) -> str:
+    """The page with the given blocks' bodies replaced (for DOCS_EXAMPLES_UPDATE=1; review the diff before keeping)."""
+    lines = text.splitlines(keepends=True)
+    for block, code in sorted(rewritten, key=lambda item: -item[0].line):
+        opening = lines[block.line - 1]
+        indent = opening[: len(opening) - len(opening.lstrip())]
+        body_length = len(block.code.splitlines())
+        new_body = [(indent + line if line else line) + "\n" for line in code.splitlines()]
+        lines[block.line: block.line + body_length] = new_body
+    return "".join(lines)

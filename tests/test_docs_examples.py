@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from docs_runner import Block, PageRun, console_steps, line_matches, output_mismatch, page_blocks
+from docs_runner import Block, PageRun, console_steps, line_matches, output_mismatch, page_blocks, rewrite_page
 
 ROOT = Path(__file__).resolve().parents[1]
 # Pages with a test of their own, which also checks what their blocks print.
@@ -98,6 +99,15 @@ def test_every_skip_says_why_and_most_blocks_run():
     assert len(blocks) >= 20 and len(skipped) <= len(blocks) // 3, [b.where for b in skipped]
 
 
+def test_no_page_hides_commands_in_an_indented_block():
+    """An indented code block is not run: commands belong in fenced console or bash blocks."""
+    for page in PAGES:
+        previous = ""
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            assert not (previous == "" and re.match(r"    (\$ |neardup-solr |python )", line)), f"{page.name}:{number}"
+            previous = line
+
+
 # --- the pages, run ------------------------------------------------------------------------------------------
 
 @pytest.mark.solr
@@ -108,7 +118,8 @@ def test_the_page_runs_as_written(page, solr, solr_url, tmp_path):
     if not runnable:
         pytest.skip(f"{page.name} has no shell or Python block")
     env = base_env()
-    replacements = [(str(tmp_path) + "/", ""), (str(tmp_path), ".")]
+    # The page's directory is shown as ".", the checkout (where the packaged data lives) as "...".
+    replacements = [(str(tmp_path) + "/", ""), (str(tmp_path), "."), (str(ROOT), "...")]
     own_port = None
     if starts_its_own_solr(blocks):
         own_port = free_base_port()
@@ -129,4 +140,6 @@ def test_the_page_runs_as_written(page, solr, solr_url, tmp_path):
                            env=env, capture_output=True, timeout=120)
             shutil.rmtree(Path.home() / ".neardup-solr" / f"solr-{own_port}", ignore_errors=True)
     assert run.ran, f"no block of {page.name} ran"
+    if run.rewritten and os.environ.get("DOCS_EXAMPLES_UPDATE") == "1":
+        page.write_text(rewrite_page(page.read_text(encoding="utf-8"), run.rewritten), encoding="utf-8")
     assert not run.mismatches, "the page shows other output than its commands give:\n\n" + "\n\n".join(run.mismatches)
