@@ -1,6 +1,7 @@
 """The web page in a real browser: headless Chromium (Debian's ``chromium`` and ``chromium-driver``) driven by
 selenium against the service on a real socket and a real Solr. It types a text, submits, and checks the
-ranked list and the marked differences; then uploads a file and watches its progress page. Screenshots go to
+ranked list and the marked differences; uploads a file and watches its progress page; runs a report and reads
+its histogram, borderline pairs and a group; and reads the bands page's S-curves. Screenshots go to
 the test's tmp dir, and also to ``$NEARDUP_TEST_ARTIFACTS`` when it is set (for CI to keep)."""
 
 from __future__ import annotations
@@ -220,3 +221,67 @@ def test_tune_page_draws_the_s_curves_with_the_threshold(server, browser, tmp_pa
 
     browser.get(server + "/tune?threshold=2")
     assert "threshold must be" in browser.find_element(By.ID, "error").text
+
+
+def test_report_pages_draw_the_histogram_and_show_borderline_pairs_and_a_group(server, solr, browser, tmp_path):
+    """A report started from the page: its progress, then the histogram of its similarities (checked bin by bin
+    against the library's own pairs), the pairs nearest the threshold with their word diffs, and the largest
+    group with each member against the kept text."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from neardup_solr.engine.find import find_pairs
+    from neardup_solr.io import restaurants
+    from neardup_solr.options import ThresholdOptions
+    from neardup_solr.pairs.groups import group_pairs
+    from neardup_solr.service.charts import similarity_histogram
+
+    records = restaurants.read_records(restaurants.fodors_path(), restaurants.zagats_path())
+    Indexer(solr).index_records([(f"r{number}", text) for number, text in records])
+    expected = [(p.id, p.neighbor_id, p.similarity) for p in find_pairs(solr, ThresholdOptions(0.5, method="lsh"))]
+    assert len(expected) > 50
+
+    browser.get(server + "/")
+    browser.find_element(By.LINK_TEXT, "Reports").click()
+    threshold = browser.find_element(By.ID, "threshold")
+    threshold.clear()
+    threshold.send_keys("0.5")
+    Select(browser.find_element(By.ID, "method")).select_by_value("lsh")
+    submit(browser, "start")
+    deadline = time.monotonic() + 120
+    while "done" not in browser.find_element(By.ID, "status").text and time.monotonic() < deadline:
+        time.sleep(0.5)
+        browser.refresh()
+    assert "done" in browser.find_element(By.ID, "status").text
+    documents = len(records) + len(RECORDS)
+    assert f"{documents} of {documents} documents (100%); {len(expected)} pairs" in \
+        browser.find_element(By.ID, "progress").text
+
+    bins = browser.find_elements(By.CSS_SELECTOR, "#histogram rect.bin")
+    histogram = similarity_histogram([s for _, _, s in expected], 0.5, 0.025)
+    assert [int(b.get_attribute("data-count")) for b in bins] == list(histogram.counts)
+    assert float(bins[0].get_attribute("data-low")) == 0.5 and float(bins[-1].get_attribute("data-high")) == 1.0
+    tallest = max(bins, key=lambda b: int(b.get_attribute("data-count")))
+    assert tallest.size["height"] > 150  # drawn, and the largest count takes the chart's height
+    assert browser.find_element(By.CSS_SELECTOR, "#histogram line.threshold").get_attribute("data-threshold") == "0.5"
+    screenshot(browser, tmp_path, "service-report.png")
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "#near-threshold tbody tr")
+    shown = [float(r.find_elements(By.TAG_NAME, "td")[1].text) for r in rows]
+    assert len(rows) == 10 and shown == sorted(shown) and 0.5 <= shown[0]
+    assert abs(shown[0] - min(s for _, _, s in expected)) < 5e-4
+    assert browser.find_elements(By.CSS_SELECTOR, "#near-threshold td.diff del, #near-threshold td.diff ins")
+
+    largest = max(group_pairs([(a, b, 1 - s) for a, b, s in expected]), key=lambda g: (len(g.members), -g.group_id))
+    first = browser.find_elements(By.CSS_SELECTOR, "#groups tbody tr")[0].find_elements(By.TAG_NAME, "td")
+    assert int(first[1].text) == len(largest.members) and first[2].text == str(largest.representative)
+    first[0].find_element(By.TAG_NAME, "a").click()
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "members"))
+    members = browser.find_elements(By.CSS_SELECTOR, "#members tbody tr")
+    assert sorted(r.find_elements(By.TAG_NAME, "td")[0].text for r in members) == \
+        sorted(str(m) for m in largest.members if m != largest.representative)
+    assert dict(records)[int(str(largest.representative)[1:])] in browser.find_element(By.ID, "representative").text
+    screenshot(browser, tmp_path, "service-report-group.png")
+
+    browser.get(server + "/reports/" + "0" * 32)
+    assert "no report job" in browser.find_element(By.ID, "error").text

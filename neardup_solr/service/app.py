@@ -23,7 +23,6 @@ import hmac
 import logging
 import time
 from contextlib import asynccontextmanager
-from dataclasses import asdict
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -57,7 +56,7 @@ from neardup_solr.validation import check_id, check_int, check_label, id_problem
 from neardup_solr.service import lookups
 from neardup_solr.service.body_limit import ChunkedBodyLimit, too_large_detail
 from neardup_solr.service.config import ServiceConfig
-from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report
+from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report, threshold_report_params
 from neardup_solr.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -508,9 +507,7 @@ def _report_params(request: ReportRequest) -> dict[str, Any]:
         given = [k for k, v in search.items() if v is not None]
         if given:
             raise lookups.OptionError(given, "with threshold, which compares every document with every other one")
-        keys = option_names(ThresholdOptions)
-        options = ThresholdOptions(**{k: getattr(request, k) for k in keys if getattr(request, k) is not None})
-        return {"kind": "threshold", **asdict(options)}
+        return threshold_report_params({k: getattr(request, k) for k in option_names(ThresholdOptions)})
     given = [k for k in ("similarity", "method", "dataset", "field_weights", "idf_tokens", "split_bucket")
              if getattr(request, k) is not None]
     if given:

@@ -1,7 +1,9 @@
 """The web page for people: look up a text or an id and see the near duplicates ranked, each with its similarity,
-edit distance and a word-level diff against the query; and a second view that uploads a file to index and shows
-its progress; and the S-curve of the collection's LSH bands against a threshold (``/tune``, the ``tune`` command's
-plot), drawn as inline SVG. Server-rendered with Jinja2 templates (autoescaped), no JavaScript and no build step:
+edit distance and a word-level diff against the query; upload a file to index and watch its progress; run a
+report and watch it, then see the histogram of its similarities, the pairs nearest the threshold side by side,
+and its groups with each member's words against the representative's (``/reports``); and the S-curve of the
+collection's LSH bands against a threshold (``/tune``, the ``tune`` command's plot). Pictures are inline SVG.
+Server-rendered with Jinja2 templates (autoescaped), no JavaScript and no build step:
 the progress page refreshes itself with a meta tag.
 
 Every lookup goes through the same code as the JSON API (:mod:`neardup_solr.service.lookups`), so the page and
@@ -27,13 +29,39 @@ from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.validation import check_label, parse_value
 from neardup_solr.engine.weighted_lsh import weighted_band_params
 from neardup_solr.service import lookups
-from neardup_solr.service.charts import Curve, s_curve_svg
+from neardup_solr.pairs.groups import group_pairs
+from neardup_solr.service.charts import Curve, histogram_svg, s_curve_svg, similarity_histogram
 from neardup_solr.service.diff import word_diff
-from neardup_solr.service.jobs import run_index
+from neardup_solr.service.jobs import PAIRS_FILE, read_similarity_pairs, run_index, run_report, threshold_report_params
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 WEB_MODES = ("threshold", "lsh", "shingles", "minhash")
 UPLOAD_SUFFIXES = {".txt", ".tsv", ".jsonl", ".json", ".csv"}
+NEAR_THRESHOLD_PAIRS = 10  # the borderline pairs a report page shows side by side
+LARGEST_GROUPS = 10
+GROUP_MEMBERS_SHOWN = 50
+
+
+def _texts(searcher: Any, ids: list) -> dict[str, str]:
+    """The stored texts of these ids, in one real-time get (ids no longer indexed are left out)."""
+    unique = list(dict.fromkeys(str(i) for i in ids))
+    return {str(doc["id"]): doc.get("content", "") for doc in searcher.client.get_by_ids(unique, "id,content")}
+
+
+def _report_view(searcher: Any, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """What a finished threshold report's page shows: the histogram of its similarities, the pairs nearest the
+    threshold with their texts and word diffs, and its largest groups."""
+    threshold = float(params["threshold"])
+    pairs = read_similarity_pairs(directory / PAIRS_FILE)
+    histogram = similarity_histogram([s for _, _, s in pairs], threshold, 0.025 if threshold >= 0.5 else 0.05)
+    borderline = sorted(pairs, key=lambda pair: (pair[2], str(pair[0]), str(pair[1])))[:NEAR_THRESHOLD_PAIRS]
+    texts = _texts(searcher, [i for a, b, _ in borderline for i in (a, b)])
+    near = [{"a": a, "b": b, "similarity": s, "text_a": texts.get(str(a), ""),
+             "segments": word_diff(texts.get(str(a), ""), texts.get(str(b), ""))} for a, b, s in borderline]
+    groups = sorted(group_pairs([(a, b, round(1 - s, 6)) for a, b, s in pairs]),
+                    key=lambda g: (-len(g.members), g.group_id))
+    return {"svg": Markup(histogram_svg(histogram, threshold)), "histogram": histogram, "near": near,
+            "groups": groups[:LARGEST_GROUPS], "group_count": len(groups), "pair_count": len(pairs)}
 
 
 def _form_lookup(mode: str, threshold: str, max_edit_distance: str) -> lookups.Lookup:
@@ -141,6 +169,69 @@ def install(app: FastAPI) -> None:
                 for s in near]
         return page(request, "tune.html", 422 if error else 200, threshold=f"{value:g}", error=error,
                     svg=Markup(s_curve_svg(curves, value)), collection=collection, report=report, rows=rows)
+
+    @app.get("/reports", response_class=HTMLResponse, include_in_schema=False)
+    def report_form(request: Request) -> HTMLResponse:
+        settings = request.app.state.searchers.get().settings
+        return page(request, "reports.html", form={"threshold": f"{settings.lsh_threshold:g}", "similarity": "jaccard",
+                                                   "method": "lsh"})
+
+    @app.post("/reports", include_in_schema=False)
+    def report_start(request: Request, threshold: str = Form(""), similarity: str = Form("jaccard"),
+                     method: str = Form("lsh")) -> Response:
+        form = {"threshold": threshold, "similarity": similarity, "method": method}
+        try:
+            value = parse_value("threshold", threshold, "threshold")
+            params = threshold_report_params({"threshold": value, "similarity": similarity, "method": method})
+        except (InvalidParameterError, ValueError, TypeError) as exc:
+            return page(request, "reports.html", 422, form=form, error=str(exc))
+        jobs, client = request.app.state.jobs, request.app.state.client
+        job = jobs.create("report", params)
+        directory = jobs.root / job
+        jobs.start(job, lambda update: run_report(client, directory, params))
+        return RedirectResponse(f"/reports/{job}", status_code=303)
+
+    def _report_state(request: Request, job: str) -> dict[str, Any] | None:
+        state = request.app.state.jobs.get(job)
+        return state if state is not None and state.get("kind") == "report" else None
+
+    @app.get("/reports/{job}", response_class=HTMLResponse, include_in_schema=False)
+    def report_page(request: Request, job: str) -> HTMLResponse:
+        state = _report_state(request, job)
+        if state is None:
+            return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
+                        error=f"no report job {job!r}")
+        total = state.get("total") or 0
+        percent = int(100 * (state.get("done") or 0) / total) if total else 0
+        view = None
+        if state["status"] == "done" and state["params"].get("kind") == "threshold":
+            view = _report_view(request.app.state.searchers.get(), request.app.state.jobs.root / job, state["params"])
+        return page(request, "report_job.html", job=state, percent=min(100, percent), view=view,
+                    running=state["status"] in ("queued", "running"))
+
+    @app.get("/reports/{job}/groups/{group_id}", response_class=HTMLResponse, include_in_schema=False)
+    def report_group(request: Request, job: str, group_id: int) -> HTMLResponse:
+        state = _report_state(request, job)
+        directory = request.app.state.jobs.root / job
+        if state is None or state["status"] != "done" or state["params"].get("kind") != "threshold":
+            return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
+                        error=f"no finished threshold report {job!r}")
+        pairs = read_similarity_pairs(directory / PAIRS_FILE)
+        group = next((g for g in group_pairs([(a, b, round(1 - s, 6)) for a, b, s in pairs])
+                      if g.group_id == group_id), None)
+        if group is None:
+            return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
+                        error=f"report {job} has no group {group_id}")
+        shown = group.members[:GROUP_MEMBERS_SHOWN]
+        texts = _texts(request.app.state.searchers.get(), shown)
+        representative = str(group.representative)
+        similarity = {frozenset((str(a), str(b))): s for a, b, s in pairs}
+        members = [{"id": m, "similarity": similarity.get(frozenset((representative, str(m)))),
+                    "segments": word_diff(texts.get(representative, ""), texts.get(str(m), ""))}
+                   for m in shown if str(m) != representative]
+        return page(request, "report_group.html", job=state, group=group, representative=representative,
+                    representative_text=texts.get(representative, ""), members=members,
+                    hidden=len(group.members) - len(shown))
 
     @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
     def login_form(request: Request) -> HTMLResponse:
