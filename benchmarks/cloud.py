@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import requests
+from benchmarks.provenance import write_result_files
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
@@ -358,12 +359,11 @@ def main(argv=None) -> int:
         run = report["sizes"][str(n)] = {}
         for kind in ("core", "cloud"):
             run[kind] = run_backend(kind, n, corpus, work, args, log)
-            stem.with_suffix(".json").write_text(json.dumps(report, indent=2))
+            write_result_files(stem, report)
         run["identical_pairs"] = (run["core"]["dedup"].get("pairs_sha256") is not None
                                   and run["core"]["dedup"].get("pairs_sha256") == run["cloud"]["dedup"].get("pairs_sha256"))
     report["sizing"] = sizing(report)
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2))
-    stem.with_suffix(".md").write_text(render(report))
+    write_result_files(stem, report, render(report))
     print(render(report))
     return 0
 

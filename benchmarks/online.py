@@ -38,6 +38,7 @@ from benchmarks.corpus import generate, iter_documents  # noqa: E402
 from neardup_solr import IndexSettings, Indexer, NearDupIndex, SolrClient  # noqa: E402
 from neardup_solr.engine.online import claim_id, delete_documents, find_similar  # noqa: E402
 from neardup_solr.text import Shingler  # noqa: E402
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 THRESHOLD = 0.8
 NUM_HASHES = 128
@@ -180,8 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "results": results}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     stem = args.out_dir / f"{report['date']}-online-{args.machine}"
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(markdown(report))
+    write_result_files(stem, report, markdown(report))
     print(markdown(report))
     return 0
 

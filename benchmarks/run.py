@@ -47,6 +47,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from benchmarks.provenance import rewrite_result_files, write_result_files  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
@@ -1049,9 +1050,8 @@ def render_only(args) -> int:
     path = Path(args.render)
     report = json.loads(path.read_text())
     report["goals"] = evaluate_goals(report)
-    path.write_text(json.dumps(report, indent=2, default=str))
     stem = path.with_suffix("")
-    stem.with_suffix(".md").write_text(render_markdown(report))
+    rewrite_result_files(stem, report, render_markdown(report))
     render_plot(report, stem.with_suffix(".png"))
     if args.update_readme:
         update_readme(BENCH / "README.md", report, stem)
@@ -1273,16 +1273,14 @@ def write_results(out_dir: str | Path, name: str, report: dict, markdown: str) -
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{report['date']}-{name}-{report['machine']}"
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    stem.with_suffix(".md").write_text(markdown)
+    write_result_files(stem, report, markdown)
     return stem
 
 
 def _write(report: dict, stem: Path, log, final: bool = False) -> None:
     """Written after every size, so an interrupted run still leaves its numbers behind."""
     report["goals"] = evaluate_goals(report)
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str))
-    stem.with_suffix(".md").write_text(render_markdown(report))
+    write_result_files(stem, report, render_markdown(report))
     if final:
         try:
             render_plot(report, stem.with_suffix(".png"))

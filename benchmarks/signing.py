@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neardup_solr.text import MinHash, Normalizer, Shingler, kernel  # noqa: E402
 from neardup_solr.version import package_version  # noqa: E402
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 _SYLLABLES = [
     "ka", "lo", "mi", "ne", "ru", "ta", "vo", "ze", "shi", "pra", "gu", "del", "mon", "ti", "bar", "qu",
@@ -380,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports[corpus] = report
     if args.json:
         # One corpus keeps the file's old shape (what benchmarks/run.py and earlier results read).
-        args.json.write_text(json.dumps(reports[corpora[0]] if len(corpora) == 1 else reports, indent=2))
+        write_result_files(args.json, reports[corpora[0]] if len(corpora) == 1 else reports, json_path=args.json)
         print(f"wrote {args.json}")
     return 0
 

@@ -30,6 +30,7 @@ if __package__ in (None, ""):
 from benchmarks.corpus import generate  # noqa: E402
 from benchmarks.exact_pairs import pairs_path  # noqa: E402
 from neardup_solr.pairs.similar_pairs import SimilarPair  # noqa: E402
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 THRESHOLD = 0.8
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,8 +293,7 @@ def main(argv=None) -> int:
             report[side].pop("pair_list")
     suffix = "" if args.similarity == "jaccard" else f"-{args.similarity}"
     out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark{suffix}-{args.docs}"
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
-    out.with_suffix(".md").write_text(render(report), encoding="utf-8")
+    write_result_files(out, report, render(report), indent=1)
     print(render(report))
     return 0
 

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
 from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, DocumentBuilder, IndexSettings  # noqa: E402
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 WHITESPACE_FIELDS = """
   <fieldType name="ws_token" class="solr.TextField" omitNorms="true" omitTermFreqAndPositions="true">
@@ -247,9 +248,9 @@ def main(argv=None) -> int:
     if args.json:
         from neardup_solr.version import package_version
 
-        args.json.write_text(json.dumps({"docs": args.docs, "neardup_solr": package_version(), "load_average": load,
-                                         "rows": rows,
-                                         "first_pass": passes[0], "profiles": profiles}, indent=2))
+        write_result_files(args.json, {"docs": args.docs, "neardup_solr": package_version(), "load_average": load,
+                                       "rows": rows, "first_pass": passes[0], "profiles": profiles},
+                           json_path=args.json)
     return 0
 
 

@@ -31,6 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neardup_solr.text import Normalizer, Shingler, jaccard  # noqa: E402
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 KINDS = ("nfd", "ligatures", "soft-hyphens", "full-width-digits")
 
@@ -173,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"| {v2['found'][kind]} / {args.copies_per_kind} | {v2['median_jaccard'][kind]:.2f} |")
     print("\n".join(lines))
     if args.out:
-        args.out.with_suffix(".json").write_text(json.dumps(report, indent=2))
-        args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+        write_result_files(args.out, report, "\n".join(lines) + "\n")
         print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")
     return 0
 

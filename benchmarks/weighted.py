@@ -58,6 +58,7 @@ sys.path.insert(0, str(BENCH.parent))
 
 from benchmarks.persons import generate  # noqa: E402
 from benchmarks.run import machine_tag  # noqa: E402
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 # The README's record-matching recipe (see "Record matching recipe" there): IDF-weighted Jaccard over the words
 # and their character 4-grams, chosen on the restaurant data and the person records of two seeds together.
@@ -577,8 +578,7 @@ def _write(report: dict, args, name: str, markdown: str) -> None:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / name
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(markdown)
+    write_result_files(stem, report, markdown)
     log(f"wrote {stem}.{{json,md}}")
 
 

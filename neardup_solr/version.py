@@ -1,4 +1,5 @@
-"""The installed package's version, for ``neardup-solr --version`` and the service's OpenAPI description."""
+"""The installed package's version, for ``neardup-solr --version``, the service's OpenAPI description and the
+header of every pairs and report file."""
 
 from __future__ import annotations
 
@@ -14,3 +15,9 @@ def package_version() -> str:
         from neardup_solr import __version__
 
         return __version__
+
+
+def written_by_line() -> str:
+    """The comment line that follows the column names of every pairs and report file this tool writes, so that
+    a result says which version produced it (readers skip ``#`` lines)."""
+    return f"# written by neardup-solr {package_version()}\n"

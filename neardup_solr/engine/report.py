@@ -27,6 +27,7 @@ from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.validation import tsv_id
+from neardup_solr.version import written_by_line
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,8 @@ def report_near_dups(
 
 
 def report_lines(pairs: Iterable[tuple[str, str, int, float]]) -> Iterator[str]:
-    """The report file: the header, then one line per pair."""
-    yield REPORT_HEADER
+    """The report file: the header (column names, then the version that wrote it), then one line per pair."""
+    yield REPORT_HEADER + written_by_line()
     for doc_id, neighbor_id, distance, score in pairs:
         yield f"{tsv_id(doc_id)}\t{tsv_id(neighbor_id)}\t{distance}\t{score:g}\n"
 

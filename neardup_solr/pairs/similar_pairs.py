@@ -13,8 +13,10 @@ from typing import Iterable, Iterator, Sequence
 from neardup_solr.io.outputs import write_atomically
 from neardup_solr.pairs.groups import id_key
 from neardup_solr.validation import tsv_id
+from neardup_solr.version import written_by_line
 
-__all__ = ["SimilarPair", "PAIR_HEADER", "id_sort_key", "one_to_one", "pair_lines", "write_pairs"]
+__all__ = ["SimilarPair", "PAIR_HEADER", "id_sort_key", "one_to_one", "pair_lines", "pairs_file_header",
+           "write_pairs"]
 
 PAIR_HEADER = "# id\tneighbor_id\tsimilarity\n"
 
@@ -42,9 +44,14 @@ def one_to_one(pairs: Iterable[SimilarPair]) -> list[SimilarPair]:
     return kept
 
 
+def pairs_file_header() -> str:
+    """The column names, then which version wrote the file: one chunk, as :func:`pair_lines` yields it first."""
+    return PAIR_HEADER + written_by_line()
+
+
 def pair_lines(pairs: Iterable[SimilarPair]) -> Iterator[str]:
-    """A pairs file: the header, then id, neighbor_id and similarity per line."""
-    yield PAIR_HEADER
+    """A pairs file: the header (:func:`pairs_file_header`), then id, neighbor_id and similarity per line."""
+    yield pairs_file_header()
     for p in pairs:
         yield f"{tsv_id(p.id)}\t{tsv_id(p.neighbor_id)}\t{p.similarity:.6f}\n"
 

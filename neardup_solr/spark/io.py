@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterable
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import FORMATS, RecordReader
 from neardup_solr.io.outputs import write_atomically
-from neardup_solr.pairs.similar_pairs import PAIR_HEADER
+from neardup_solr.pairs.similar_pairs import pairs_file_header
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -165,7 +165,7 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
      .mapInPandas(lines, "value string")
      .write.mode("overwrite").text(str(parts)))
 
-    _merge_parts(parts, out, PAIR_HEADER)
+    _merge_parts(parts, out, pairs_file_header())
 
 
 def write_keep_list_from_executors(ids: "DataFrame", dropped: Iterable[str], out: str | Path,
