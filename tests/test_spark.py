@@ -282,11 +282,16 @@ def test_inputs_in_index_formats_and_parquet_with_repeated_ids(spark, tmp_path):
 
     jsonl = tmp_path / "docs.jsonl"
     jsonl.write_text('{"id": "a", "text": "first text of a"}\n{"id": "b", "text": "text of b"}\n{broken\n'
-                     '{"id": "a", "text": "second text of a"}\n', encoding="utf-8")
-    read = read_records(spark, jsonl, staging_dir=tmp_path / "staging")
-    assert sorted(map(tuple, read.records.collect())) == [("a", "second text of a"), ("b", "text of b")]
-    assert [(e.line, e.record_id) for e in read.rejected] == [(1, "a"), (3, None)]
-    assert "given again later" in str(read.rejected[0]) and read.read == 4
+                     '{"id": "a", "text": "second text of a"}\n\n' + "".join(
+                         f'{{"id": "n{i}", "text": "filler number {i}"}}\n' for i in range(40)) + "[1]\n",
+                     encoding="utf-8")
+    for read_on in ("driver", "executors"):  # one pass on the driver, or byte ranges in parallel: the same read
+        read = read_records(spark, jsonl, staging_dir=tmp_path / f"staging-{read_on}", read_on=read_on)
+        records = sorted(map(tuple, read.records.collect()))
+        assert records[:2] == [("a", "second text of a"), ("b", "text of b")] and len(records) == 42
+        assert [(e.line, e.record_id) for e in read.rejected] == [(1, "a"), (3, None), (46, None)], read_on
+        assert "given again later" in str(read.rejected[0]) and read.read == 45
+        assert str(read.rejected[2]) == f"{jsonl}:line 46: a JSON object was expected"
 
     parquet = tmp_path / "docs.parquet"
     spark.createDataFrame([("x", "one"), ("y", "two"), ("x", "three")], "doc string, body string") \
@@ -304,7 +309,7 @@ def test_cli_run_prints_no_spark_start_up_log(tmp_path):
     proc = _cli("spark", "dedup", str(data), "--threshold", "0.8", "--out", str(tmp_path / "p.tsv"),
                 "--master", "local[1]")
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "p.tsv").read_text(encoding="utf-8").splitlines()[1:] == ["1\t2\t1.000000"]
+    assert [row for row in (tmp_path / "p.tsv").read_text(encoding="utf-8").splitlines() if not row.startswith("#")] == ["1\t2\t1.000000"]
     for noise in ("log4j", "NativeCodeLoader", "Setting default log level", "setLogLevel"):
         assert noise not in proc.stderr, proc.stderr
 
@@ -470,3 +475,28 @@ def test_executors_order_ids_as_report_does(spark, tmp_path):
     empty = spark.createDataFrame([], "id string, neighbor_id string, similarity double")
     write_pairs_from_executors(empty, tmp_path / "none.tsv", tmp_path / "staging2")
     assert (tmp_path / "none.tsv").read_text(encoding="utf-8") == "".join(pair_lines([]))
+
+
+def test_one_to_one_on_the_executors_is_the_greedy_matching(spark):
+    """Rounds of locally dominant pairs on the executors give join --one-to-one's greedy matching exactly: with
+    ties in similarity (broken by the ids in report order), a chain that takes a round per link, a pair of an id
+    with itself, all rounds in Spark, a few rounds then the driver, and the driver alone."""
+    import random
+
+    from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one
+    from neardup_solr.spark.matching import one_to_one_pairs
+
+    rng = random.Random(5)
+    ids = [str(i) for i in range(40)] + [f"x{i}" for i in range(15)]
+    drawn = {}
+    for _ in range(250):
+        a, b = rng.sample(ids, 2)
+        drawn[(a, b)] = rng.choice([0.5, 0.75, 0.9, 1.0, round(rng.random(), 6)])
+    chain = [(f"c{i}", f"c{i + 1}", 0.99 - i * 0.001) for i in range(6)]
+    rows = [(a, b, s) for (a, b), s in drawn.items()] + chain + [("s", "s", 0.7), ("s", "t", 0.6)]
+    frame = spark.createDataFrame(rows, "id string, neighbor_id string, similarity double")
+    expected = sorted((p.id, p.neighbor_id, p.similarity) for p in one_to_one(SimilarPair(*r) for r in rows))
+    assert len(expected) > 20
+    for finish_on_driver, max_rounds in ((0, 100), (0, 2), (10**6, 30)):
+        got = one_to_one_pairs(frame, finish_on_driver=finish_on_driver, max_rounds=max_rounds).collect()
+        assert sorted((r["id"], r["neighbor_id"], r["similarity"]) for r in got) == expected

@@ -48,7 +48,7 @@ def _read(spark, args: argparse.Namespace, path: str, staging: str):
     from neardup_solr.spark.io import read_records
 
     return read_records(spark, path, args.format, staging_dir=staging, id_field=args.id_column,
-                        text_field=args.text_column, on_decode_error=args.on_decode_error)
+                        text_field=args.text_column, on_decode_error=args.on_decode_error, read_on=args.read_on)
 
 
 def _report_rejected(inputs, result) -> int:
@@ -218,6 +218,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--staging-dir", default=None,
                    help="where line-format inputs are staged as Parquet (default: the temporary directory; on a "
                         "cluster, storage the executors can read)")
+    p.add_argument("--read-on", choices=["auto", "driver", "executors"], default="auto",
+                   help="who reads a lines, TSV or JSONL file: the executors, in parallel byte ranges (they must "
+                        "see the file), or the driver; auto (default): the executors with a local master. CSV "
+                        "and compressed files are read on the driver")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

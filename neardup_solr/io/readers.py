@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Union
 
-from neardup_solr.errors import InvalidRecordError, ParameterTypeError
+from neardup_solr.errors import InvalidParameterError, InvalidRecordError, ParameterTypeError
 from neardup_solr.io.inputs import (
     STDIN_NAME,
     InputFormatError,
@@ -46,6 +46,9 @@ from neardup_solr.validation import check_choice, check_str, id_problem
 log = logging.getLogger(__name__)
 
 FORMATS = ("lines", "tsv", "jsonl", "csv", "parquet")
+# One record a line, each line read on its own: a file of these can be read in byte ranges (not CSV, whose
+# quoted fields may hold line breaks).
+LINE_FORMATS = ("lines", "tsv", "jsonl")
 TEXT_FORMATS = ("lines", "tsv", "jsonl", "csv")
 # Rows per Arrow batch read from a Parquet file: memory stays bounded by one batch, whatever the row groups.
 PARQUET_BATCH_ROWS = 2048
@@ -139,17 +142,31 @@ class RecordReader:
         if self.fmt == "csv":
             yield from self._read_csv()
             return
-        parse = {"lines": self._parse_lines, "tsv": self._parse_tsv, "jsonl": self._parse_jsonl}[self.fmt]
         for lineno, text in self._decoded_lines():
-            if isinstance(text, InvalidRecordError):
-                yield text
-                continue
-            if not text.strip():
-                self.stats.blank_lines += 1
-                continue
-            item = parse(text, lineno)
-            self._count(item)
-            yield item
+            item = self._parse_text(text, lineno)
+            if item is not None:
+                yield item
+
+    def parse_line(self, raw: bytes, lineno: int) -> ReadItem | None:
+        """One raw line (its end of line included or not) of a lines, TSV or JSONL file, as iterating the file
+        reads it: a record, the reason it cannot be one, or None for a blank line. For readers of a part of the
+        file (the Spark jobs read a file's byte ranges in parallel); ``lineno`` 1 is where a BOM is dropped."""
+        if self.fmt not in LINE_FORMATS:
+            raise InvalidParameterError("fmt", "a line format (" + ", ".join(LINE_FORMATS) + ")", self.fmt)
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        return self._parse_text(self._decode(raw.rstrip(b"\r\n"), lineno), lineno)
+
+    def _parse_text(self, text: "str | InvalidRecordError", lineno: int) -> ReadItem | None:
+        if isinstance(text, InvalidRecordError):
+            return text
+        if not text.strip():
+            self.stats.blank_lines += 1
+            return None
+        parse = {"lines": self._parse_lines, "tsv": self._parse_tsv, "jsonl": self._parse_jsonl}[self.fmt]
+        item = parse(text, lineno)
+        self._count(item)
+        return item
 
     # ------------------------------------------------------------------ decoding
     def _decode(self, raw: bytes, lineno: int) -> str | InvalidRecordError:

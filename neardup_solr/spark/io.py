@@ -1,10 +1,12 @@
 """Inputs and outputs of the Spark jobs: the formats ``index`` reads, Parquet, and the pairs file ``report`` writes.
 
 Parquet (a file or a directory of part files, with an id and a text column) is read by Spark itself, so on a
-cluster it is read in parallel from shared storage. The line formats (lines, TSV, JSONL, CSV) are read on the
-driver with :class:`~neardup_solr.io.readers.RecordReader`, the reader ``index`` uses, and staged as Parquet in
-``staging_dir`` (which the executors must see: local disk in local mode, shared storage on a cluster), in
-chunks, so the driver never holds the file. Unreadable records are returned with their line and reason; an id
+cluster it is read in parallel from shared storage. The line formats (lines, TSV, JSONL) are read by the
+executors in parallel byte ranges (:mod:`neardup_solr.spark.line_input`) when they can see the file (a local
+master, or ``read_on="executors"``); otherwise, and for CSV or compressed files, they are read on the driver. Both
+use :class:`~neardup_solr.io.readers.RecordReader`, the reader ``index`` uses, and stage the records as Parquet in
+``staging_dir`` (which the executors must see: local disk in local mode, shared storage on a cluster); the driver
+reads in chunks, so it never holds the file. Unreadable records are returned with their line and reason; an id
 given twice keeps its last record, as indexing the file would, and the earlier ones are returned as rejected.
 """
 
@@ -52,6 +54,9 @@ def input_format(path: str | Path, fmt: str | None = None) -> str:
     return file_format(path, fmt)
 
 
+READ_ON = ("auto", "driver", "executors")
+
+
 def read_records(
     spark: "SparkSession",
     path: str | Path,
@@ -61,14 +66,40 @@ def read_records(
     id_field: str = "id",
     text_field: str = "text",
     on_decode_error: str = "latin-1",
+    read_on: str = "auto",
 ) -> InputRead:
-    """The records of ``path`` as a DataFrame ``id, text`` (see the module docstring)."""
+    """The records of ``path`` as a DataFrame ``id, text`` (see the module docstring). ``read_on`` says who reads
+    a line-format file: ``executors`` in parallel byte ranges (:mod:`neardup_solr.spark.line_input`; they must
+    see the file), ``driver`` in one pass, ``auto`` the executors with a local master and the driver otherwise.
+    A compressed or CSV file is always read on the driver."""
+    from neardup_solr.validation import check_choice
+
+    read_on = check_choice("read_on", read_on, READ_ON)
     fmt = input_format(path, fmt)
     if not Path(path).exists():
         raise FileNotFoundError(f"input file not found: {path}")
     if fmt == "parquet":
         return _read_parquet(spark, str(path), id_field, text_field)
-    return _read_staged(spark, Path(path), fmt, Path(staging_dir), id_field, text_field, on_decode_error)
+    staging = Path(staging_dir)
+    staging.mkdir(parents=True, exist_ok=True)
+    if _splittable(Path(path), fmt) and (read_on == "executors" or (
+            read_on == "auto" and spark.sparkContext.master.startswith("local"))):
+        from neardup_solr.spark.line_input import read_on_executors
+
+        frame, rejected, read = read_on_executors(spark, Path(path), fmt, staging, id_field, text_field,
+                                                  on_decode_error)
+        return _keep_last_copies(spark, frame, Path(path), rejected, read)
+    if read_on == "executors":
+        log.info("%s is compressed or CSV: it is read on the driver", path)
+    return _read_staged(spark, Path(path), fmt, staging, id_field, text_field, on_decode_error)
+
+
+def _splittable(path: Path, fmt: str) -> bool:
+    """A file the executors can read in byte ranges: one record a line, not compressed."""
+    from neardup_solr.io.inputs import inspect_input
+    from neardup_solr.io.readers import LINE_FORMATS
+
+    return fmt in LINE_FORMATS and inspect_input(path).compression is None
 
 
 def _read_parquet(spark: "SparkSession", path: str, id_field: str, text_field: str) -> InputRead:
@@ -96,10 +127,8 @@ def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path,
                  on_decode_error: str) -> InputRead:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
 
     reader = RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
-    staging_dir.mkdir(parents=True, exist_ok=True)
     staged = staging_dir / f"{path.name}.parquet"
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("line", pa.int64())])
     rejected: list[InvalidRecordError] = []
@@ -123,9 +152,16 @@ def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path,
             if len(records["id"]) >= STAGING_CHUNK:
                 flush()
         flush()
-    frame = spark.read.parquet(str(staged))
-    # Repeated ids are found by Spark, not with a map of every id on the driver (its memory grew with the file).
-    # Only the earlier copies of a repeated id come back to the driver.
+    return _keep_last_copies(spark, spark.read.parquet(str(staged)), path, rejected, read)
+
+
+def _keep_last_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rejected: list[InvalidRecordError],
+                      read: int) -> InputRead:
+    """``frame`` (``id, text, line``) with only the last copy of a repeated id, as indexing the file keeps it;
+    the earlier copies join ``rejected``. Repeated ids are found by Spark, not with a map of every id on the
+    driver (its memory grew with the file): only the earlier copies of a repeated id come back to it."""
+    from pyspark.sql import functions as F
+
     repeated = (frame.groupBy("id").agg(F.count("*").alias("copies"), F.max("line").alias("last"))
                 .filter(F.col("copies") > 1).select("id", "last"))
     overwritten = (frame.join(repeated, "id").filter(F.col("line") < F.col("last")).select("id", "line")

@@ -55,7 +55,7 @@ from neardup_solr.solr.documents import IndexSettings
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs.lsh import LSHParams
 from neardup_solr.pairs.similar_pairs import id_sort_key
-from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one
+from neardup_solr.pairs.similar_pairs import SimilarPair
 from neardup_solr.validation import check_choice
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, weighted_band_params
 from neardup_solr.spark.signing import sign
@@ -199,7 +199,8 @@ def join(
 ) -> SparkPairs:
     """Every pair (left record, right record) with exact Jaccard >= ``threshold``; records of one side are never
     paired with each other. ``one_to_one_matching`` keeps each id in at most one pair, best first (the greedy
-    matching of ``join --one-to-one``, :func:`neardup_solr.pairs.similar_pairs.one_to_one`, run on the driver).
+    matching of ``join --one-to-one``, :func:`neardup_solr.pairs.similar_pairs.one_to_one`, computed by the
+    executors in rounds: :mod:`neardup_solr.spark.matching`).
     A bucket with more than ``max_bucket`` members (both sides together) is split as in :func:`dedup`, and only
     the left-right pairs inside each block are generated (counted in ``stats``). Other parameters as
     :func:`dedup`; ``stats.documents`` counts both sides.
@@ -230,11 +231,9 @@ def join(
     pairs = _verified(candidates, left_signed, right_signed, t, settings, snapshot, stats)
     pairs = pairs.select(F.col("a").alias("id"), F.col("b").alias("neighbor_id"), "similarity")
     if one_to_one_matching:
-        spark = pairs.sparkSession
-        kept = one_to_one(SimilarPair(r["id"], r["neighbor_id"], float(r["similarity"]))
-                          for r in pairs.toLocalIterator())
-        pairs = spark.createDataFrame([(p.id, p.neighbor_id, p.similarity) for p in kept],
-                                      "id string, neighbor_id string, similarity double")
+        from neardup_solr.spark.matching import one_to_one_pairs
+
+        pairs = one_to_one_pairs(pairs)
     pairs = pairs.cache()
     with _stage(pairs, "verify"):
         stats.verified_pairs = pairs.count()
