@@ -156,7 +156,7 @@ def solr_dedup_in_child(solr_url: str) -> dict:
 
 
 def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, partitions: int,
-              similarity: str = "jaccard") -> dict:
+              similarity: str = "jaccard", read_on: str = "auto") -> dict:
     import tempfile
 
     from neardup_solr.spark import dedup, spark_session
@@ -170,7 +170,7 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
     start_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="spark-bench-") as staging:
         t1 = time.perf_counter()
-        source = read_records(spark, docs_path, "jsonl", staging_dir=staging)
+        source = read_records(spark, docs_path, "jsonl", staging_dir=staging, read_on=read_on)
         stage_s = time.perf_counter() - t1
         result = dedup(source.records, THRESHOLD, similarity=similarity)
         pairs_file = Path(staging) / "pairs.tsv"
@@ -185,6 +185,8 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
     found = {(p.id, p.neighbor_id) for p in pairs}
     n = result.stats.documents
     return {"master": master, "similarity": similarity, "driver_memory": driver_memory, "shuffle_partitions": partitions,
+            "read_on": "executors, in byte ranges" if read_on == "executors" or (
+                read_on == "auto" and master.startswith("local")) else "driver",
             "session_start_seconds": round(start_s, 2), "stage_input_seconds": round(stage_s, 2),
             "job_seconds": round(job_s, 2), "stats": result.stats.__dict__, **memory, **recall_precision(found, truth),
             "spark": metrics, "shuffle_write_bytes_per_doc": round(metrics["shuffleWriteBytes"] / n, 1),
@@ -209,8 +211,8 @@ def render(report: dict) -> str:
                      f"{o['precision']} |")
         lines.append(f"| (Solr indexing first, --fields lsh) | {o['index_seconds']} | | | | |")
         lines += ["", f"Pair lists identical (ids and Jaccard): **{report['identical_pairs']}**."]
-    lines += ["", f"Spark session start {s['session_start_seconds']} s (not in the wall time); staging the JSONL as "
-              f"Parquet on the driver {s['stage_input_seconds']} s (in it).", "",
+    lines += ["", f"Spark session start {s['session_start_seconds']} s (not in the wall time); reading the JSONL "
+              f"({s.get('read_on', 'driver')}) and staging it as Parquet {s['stage_input_seconds']} s (in it).", "",
               f"Spark metrics: {s['spark']['stages']} stages, shuffle write {s['spark']['shuffleWriteBytes']:,} bytes "
               f"({s['shuffle_write_bytes_per_doc']} per document), cached {s['cached_bytes_per_doc']} bytes per "
               f"document, executor run time {s['executor_cpu_ms_per_doc']} ms per document; candidates "
@@ -258,6 +260,8 @@ def main(argv=None) -> int:
     ap.add_argument("--solr-url", default=None, help="core for the side-by-side run (default: $SOLR_URL or the "
                                                      "local launcher's); --no-solr skips it")
     ap.add_argument("--no-solr", action="store_true")
+    ap.add_argument("--read-on", choices=("auto", "driver", "executors"), default="auto",
+                    help="who reads the JSONL (spark dedup --read-on; auto: the executors with a local master)")
     ap.add_argument("--similarity", choices=("jaccard", "idf"), default="jaccard",
                     help="idf: the IDF-weighted dedup instead (no Solr side; recall is against the plain truth, "
                          "so only its time and memory mean something)")
@@ -284,7 +288,7 @@ def main(argv=None) -> int:
 
         report["solr"] = run_solr(SolrClient(args.solr_url).url, docs_path, truth)
     report["spark"] = run_spark(args.master, docs_path, truth, args.driver_memory, args.shuffle_partitions,
-                                args.similarity)
+                                args.similarity, args.read_on)
     report["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     if "solr" in report:
         report["identical_pairs"] = report["solr"]["pair_list"] == report["spark"]["pair_list"]

@@ -42,17 +42,19 @@ def test_a_range_parses_as_the_whole_file_does_and_counts_its_lines(tmp_path):
     reader = RecordReader(path, "jsonl")
     size = path.stat().st_size
     for parts in (1, 2, 3, 5):
-        records, reasons, lines = [], [], 0
+        records, reasons, lines, counted = [], [], 0, 0
         for chunk, (start, end) in enumerate(byte_ranges(size, parts)):
-            batch = parse_range(reader, path, chunk, start, end).to_pydict()
-            for i in range(len(batch["chunk"])):
+            table, summary = parse_range(reader, path, chunk, start, end)
+            records += list(zip(table.column("id").to_pylist(), table.column("text").to_pylist()))
+            assert set(table.column("chunk").to_pylist()) <= {chunk}
+            batch = summary.to_pydict()
+            for i in range(summary.num_rows):
                 if batch["lines"][i] is not None:
                     lines += batch["lines"][i]
-                elif batch["reason"][i] is None:
-                    records.append((batch["id"][i], batch["text"][i]))
+                    counted += batch["local"][i]
                 else:
                     reasons.append((batch["reason"][i], batch["record_id"][i]))
-        assert lines == len(rows)
+        assert lines == len(rows) and counted == len(records)
         assert records == [(r.id, r.text) for r in whole if isinstance(r, Record)]
         assert reasons == [(e.reason, e.record_id) for e in whole if isinstance(e, InvalidRecordError)]
 
