@@ -10,12 +10,14 @@ bucket. Sorting on ``(band, key, id)`` instead compared whole rows, strings incl
 grouping it replaced. Two different buckets share a number with probability ~2**-64 per pair of buckets; that
 would only add candidates, which the estimate and the exact verification then judge as any other.
 
-The UDF emits, in one DataFrame of :data:`BUCKET_ROWS_SCHEMA`:
+Only ``bucket, id`` is shuffled (the band and the key would make every row half again as large, for the few
+buckets that need them): the UDF emits, in one DataFrame of :data:`BUCKET_ROWS_SCHEMA`,
 
 - for a bucket of 2 to ``split_bucket`` members, every pair ``a, b`` of its members, ``a`` the smaller id in
-  Spark's string order (so a pair found in several bands is the same row), with ``band``, ``key`` null;
-- for a larger bucket, one row per member (``a`` = its id, ``b`` null) with the ``band`` and ``key``, to be
-  judged with the members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`).
+  Spark's string order (so a pair found in several bands is the same row), with ``bucket`` null;
+- for a larger bucket, one row per member (``a`` = its id, ``b`` null) with its ``bucket``, to be judged with the
+  members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`) once :func:`large_bucket_members`
+  has found the band and key of those rows again.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-BUCKET_ROWS_SCHEMA = "a string, b string, band int, key bigint"
+BUCKET_ROWS_SCHEMA = "a string, b string, bucket bigint"
 
 
 def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
@@ -38,7 +40,7 @@ def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
     docstring)."""
     from pyspark.sql import functions as F
 
-    rows = (bands.select(F.xxhash64("band", "key").alias("bucket"), "band", "key", "id")
+    rows = (bands.select(bucket_number().alias("bucket"), "id")
             .repartition("bucket").sortWithinPartitions("bucket"))
 
     def walk(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
@@ -56,6 +58,23 @@ def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
             yield _emit(pending, split_bucket)
 
     return rows.mapInArrow(walk, BUCKET_ROWS_SCHEMA)
+
+
+def bucket_number():
+    """The 64-bit number of a band bucket, from the ``band`` and ``key`` columns."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64("band", "key")
+
+
+def large_bucket_members(large: "DataFrame", bands: "DataFrame", broadcast: bool = True) -> "DataFrame":
+    """``band, key, id`` of the members of large buckets (``large``: ``id, bucket``), found again among the band
+    rows (``bands``: ``id, band, key``), through a broadcast of those members when they are few: a pass over the
+    band rows only when a dedup has large buckets."""
+    from pyspark.sql import functions as F
+
+    keyed = bands.select("id", "band", "key", bucket_number().alias("bucket"))
+    return keyed.join(F.broadcast(large) if broadcast else large, ["id", "bucket"]).select("band", "key", "id")
 
 
 def _run_starts(batch: "pa.RecordBatch") -> np.ndarray:
@@ -93,7 +112,6 @@ def _emit(batch: "pa.RecordBatch", split_bucket: int) -> "pa.RecordBatch":
     return pa.RecordBatch.from_arrays(
         [pa.concat_arrays([first, take(ids, members, pa.string())]),
          pa.concat_arrays([second, pa.nulls(nmembers, pa.string())]),
-         pa.concat_arrays([pa.nulls(npairs, pa.int32()), take(batch.column("band"), members, pa.int32())]),
-         pa.concat_arrays([pa.nulls(npairs, pa.int64()), take(batch.column("key"), members, pa.int64())])],
-        names=["a", "b", "band", "key"])
+         pa.concat_arrays([pa.nulls(npairs, pa.int64()), take(batch.column("bucket"), members, pa.int64())])],
+        names=["a", "b", "bucket"])
 

@@ -159,12 +159,16 @@ def _keep_last_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rej
                       read: int) -> InputRead:
     """``frame`` (``id, text, line``) with only the last copy of a repeated id, as indexing the file keeps it;
     the earlier copies join ``rejected``. Repeated ids are found by Spark, not with a map of every id on the
-    driver (its memory grew with the file): only the earlier copies of a repeated id come back to it."""
+    driver (its memory grew with the file): only the repeated ids and their earlier copies come back to it."""
     from pyspark.sql import functions as F
 
     repeated = (frame.groupBy("id").agg(F.count("*").alias("copies"), F.max("line").alias("last"))
-                .filter(F.col("copies") > 1).select("id", "last"))
-    overwritten = (frame.join(repeated, "id").filter(F.col("line") < F.col("last")).select("id", "line")
+                .filter(F.col("copies") > 1).select("id", "last").collect())
+    if not repeated:  # the usual case: no second pass over the records
+        rejected.sort(key=lambda e: e.line or 0)
+        return InputRead(frame.select("id", "text"), rejected, read)
+    last = spark.createDataFrame([(row["id"], row["last"]) for row in repeated], "id string, last long")
+    overwritten = (frame.join(F.broadcast(last), "id").filter(F.col("line") < F.col("last")).select("id", "line")
                    .orderBy("line").collect())
     if overwritten:
         lost = spark.createDataFrame([(r["line"],) for r in overwritten], "line long")

@@ -397,18 +397,19 @@ def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams
     shuffled for the few buckets that need them."""
     from pyspark.sql import functions as F
 
-    from neardup_solr.spark.buckets import bucket_rows
+    from neardup_solr.spark.buckets import bucket_rows, large_bucket_members
 
     t0 = time.perf_counter()
     buckets = bucket_rows(bands, split_bucket).cache()
     paired = buckets.filter(F.col("b").isNotNull()).select("a", "b")
-    large = buckets.filter(F.col("b").isNull()).select("band", "key", F.col("a").alias("id"))
-    large_ids = large.select("id").distinct().cache()
+    large_rows = buckets.filter(F.col("b").isNull()).select(F.col("a").alias("id"), "bucket").cache()
     with _stage(bands, "band buckets"):
-        members = large_ids.count()
+        members = large_rows.count()
+    large_ids = large_rows.select("id").distinct()
     if members == 0:
         candidates = paired.distinct().cache()
     else:
+        large = large_bucket_members(large_rows, bands, broadcast=members <= _BROADCAST_IDS)
         signatures = signed.select("id", "signature")
         if members <= _BROADCAST_IDS:
             signatures = signatures.join(F.broadcast(large_ids), "id")
@@ -418,7 +419,7 @@ def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams
     with _stage(bands, "candidates"):
         stats.candidate_pairs = candidates.count()
     buckets.unpersist()
-    large_ids.unpersist()
+    large_rows.unpersist()
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
     log.info("%d candidate pairs from %d bands of %d rows (buckets over split_bucket=%d judged)",
              stats.candidate_pairs, stats.bands, stats.rows, split_bucket)
