@@ -21,9 +21,10 @@ lsh``), laid out as write-up 001's band join so that they run on a cluster:
    each bucket, so both give the same candidates. ``split_bucket=None`` turns it off.
 4. **Estimate**, then **exact verification**: a candidate whose signatures agree in fewer than
    ``ceil((t - margin) * k)`` positions (``margin`` = :func:`~neardup_solr.pairs.candidates.estimate_margin`) is
-   dropped, the others get the exact Jaccard of their distinct shingle-hash sets
-   (``size(array_intersect) / size(array_union)``), and pairs with Jaccard >= t are kept: the same test
-   and the same number ``report --threshold T --method lsh`` reports.
+   dropped, the others get the exact Jaccard of their distinct shingle-hash sets, and pairs with Jaccard >= t
+   are kept: the same test and the same number ``report --threshold T --method lsh`` reports. Both run in one
+   Arrow UDF with the single process's NumPy code (:mod:`neardup_solr.spark.verify`); the records of the
+   candidates are picked from the cached signed records in one scan, through a broadcast of their ids.
 
 ``dedup(..., similarity="idf")`` runs the same band join and estimate over weighted MinHash signatures of the
 records' words (:mod:`neardup_solr.spark.weighted`) and verifies with the exact IDF-weighted Jaccard: the
@@ -486,6 +487,29 @@ def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: 
             row["n"], row["largest"], max_bucket, int(row["lost"]))
 
 
+def _candidate_rows(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", set_column: str,
+                    stats: SparkJobStats) -> "DataFrame":
+    """The candidates ``a, b`` with both records' signatures and sets (``sig_a, sig_b, set_a, set_b``)."""
+    from pyspark.sql import functions as F
+
+    def side(frame: "DataFrame", name: str) -> "DataFrame":
+        return frame.select(F.col("id").alias(name), F.col("signature").alias(f"sig_{name}"),
+                            F.col(set_column).alias(f"set_{name}"))
+
+    # Only the records in a candidate pair are joined, found through a broadcast of their ids when they are few
+    # enough: the signed records (signature and set, ~1.3 KB each) are then not shuffled whole. A dedup, whose two
+    # sides are one set of records, picks them in one scan of the cached records.
+    if stats.candidate_pairs * 2 <= _BROADCAST_IDS:
+        if left is right:
+            ids = (candidates.select(F.col("a").alias("id"))
+                   .unionByName(candidates.select(F.col("b").alias("id"))).distinct())
+            left = right = left.join(F.broadcast(ids), "id").cache()
+        else:
+            left = left.join(F.broadcast(candidates.select(F.col("a").alias("id")).distinct()), "id")
+            right = right.join(F.broadcast(candidates.select(F.col("b").alias("id")).distinct()), "id")
+    return candidates.join(side(left, "a"), "a").join(side(right, "b"), "b")
+
+
 def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float, k: int,
                set_column: str, stats: SparkJobStats) -> "DataFrame":
     """Candidates ``a, b`` whose signatures agree in enough positions to be verified (the margin rule every LSH
@@ -495,20 +519,28 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
     t0 = time.perf_counter()
     stats.margin = estimate_margin(threshold, k)
     need = min_matches(threshold, k, stats.margin)
-    # Only the records in a candidate pair are joined, found through a broadcast of their ids when they are few
-    # enough: the signed records (signature and set, ~1.3 KB each) are then not shuffled whole, twice.
-    needed = {"a": candidates.select(F.col("a").alias("id")).distinct(),
-              "b": candidates.select(F.col("b").alias("id")).distinct()}
-    if stats.candidate_pairs * 2 <= _BROADCAST_IDS:
-        left = left.join(F.broadcast(needed["a"]), "id")
-        right = right.join(F.broadcast(needed["b"]), "id")
-    sides = (left.select(F.col("id").alias("a"), F.col("signature").alias("sig_a"), F.col(set_column).alias("set_a")),
-             right.select(F.col("id").alias("b"), F.col("signature").alias("sig_b"), F.col(set_column).alias("set_b")))
-    both = candidates.join(sides[0], "a").join(sides[1], "b")
+    both = _candidate_rows(candidates, left, right, set_column, stats)
     agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
                            lambda acc, v: acc + v)
     estimated = both.filter(agreeing >= need).cache()
     with _stage(candidates, "estimate"):
+        stats.estimated_pairs = estimated.count()
+    candidates.unpersist()
+    stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
+    return estimated
+
+
+def _estimated_and_verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float,
+                            k: int, stats: SparkJobStats) -> "DataFrame":
+    """``a, b, similarity`` (exact Jaccard of the shingle sets) of the candidates that pass the estimate, by the
+    vectorised UDF of :mod:`neardup_solr.spark.verify`; cached and counted as the estimate's survivors."""
+    from neardup_solr.spark.verify import estimated_pairs
+
+    t0 = time.perf_counter()
+    stats.margin = estimate_margin(threshold, k)
+    need = min_matches(threshold, k, stats.margin)
+    estimated = estimated_pairs(_candidate_rows(candidates, left, right, "shingles", stats), need).cache()
+    with _stage(candidates, "estimate and verify"):
         stats.estimated_pairs = estimated.count()
     candidates.unpersist()
     stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
@@ -522,16 +554,14 @@ def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", th
     from pyspark.sql import functions as F
 
     if snapshot is None:
-        estimated = _estimated(candidates, left, right, threshold, settings.num_hashes, "shingles", stats)
-        measure = F.size(F.array_intersect("set_a", "set_b")) / F.size(F.array_union("set_a", "set_b"))
-        floor = threshold
-    else:
-        from neardup_solr.spark.weighted import weighted_similarity
+        estimated = _estimated_and_verified(candidates, left, right, threshold, settings.num_hashes, stats)
+        return estimated.filter(F.col("similarity") >= F.lit(threshold))
+    from neardup_solr.spark.weighted import weighted_similarity
 
-        estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats)
-        measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)
-        # The Solr side's acceptance test for weighted similarities (sums of logarithms).
-        floor = threshold - 1e-12
+    estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats)
+    measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)
+    # The Solr side's acceptance test for weighted similarities (sums of logarithms).
+    floor = threshold - 1e-12
     return (estimated.select("a", "b", measure.cast("double").alias("similarity"))
             .filter(F.col("similarity") >= F.lit(floor)))
 
