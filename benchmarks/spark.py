@@ -295,8 +295,11 @@ def main(argv=None) -> int:
     for side in ("solr", "spark"):
         if side in report:
             report[side].pop("pair_list")
+    # A variant run gets a name of its own, so that it never replaces the day's side-by-side result.
     suffix = "" if args.similarity == "jaccard" else f"-{args.similarity}"
-    out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark{suffix}-{args.docs}"
+    variant = ("-no-solr" if "solr" not in report and args.similarity == "jaccard" else "") + (
+        f"-read-on-{args.read_on}" if args.read_on != "auto" else "")
+    out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark{suffix}-{args.docs}{variant}"
     write_result_files(out, report, render(report), indent=1)
     print(render(report))
     return 0
