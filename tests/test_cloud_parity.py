@@ -216,7 +216,8 @@ def test_restaurant_files_are_identical(restaurants):
 def test_restaurant_results_are_the_documented_ones(restaurants):
     # Identical and right: the README's numbers, so that two equally wrong answers cannot pass.
     core, _ = restaurants
-    pairs = {name: core.file(name).decode().count("\n") - 1 for name in RESTAURANT_FILES if name.endswith(".tsv")}
+    pairs = {name: sum(1 for line in core.file(name).decode().splitlines() if not line.startswith("#"))
+             for name in RESTAURANT_FILES if name.endswith(".tsv")}
     assert pairs["rep-shingles.tsv"] == 67 and pairs["rep-minhash.tsv"] == 67 and pairs["rep-lsh.tsv"] == 135
     assert pairs["t05.tsv"] == pairs["t05-lsh.tsv"] == 89
     assert pairs["idf.tsv"] == 150 and pairs["join.tsv"] == 120

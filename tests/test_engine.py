@@ -84,7 +84,7 @@ def test_writeup_report_finds_the_gold_pairs(restaurants, gold, tmp_path):
     shingle_result = evaluate(_found_set(pairs), gold)
     assert shingle_result.true_positives >= 60
     lines = out.read_text().splitlines()
-    assert lines[0].startswith("#") and len(lines) == len(pairs) + 1
+    assert lines[0].startswith("#") and lines[1].startswith("# written by") and len(lines) == len(pairs) + 2
     assert all(id_sort_key(b) > id_sort_key(a) for a, b, *_ in pairs)
 
     _, mh_pairs = report_near_dups(searcher, None, max_distance=2, mode="minhash", num_hashes=20)

@@ -38,10 +38,11 @@ def test_report_to_stdout_keeps_people_text_on_stderr(indexed, tmp_path, capsys)
     code, out, err = run(["report", "--out", "-", "--solr-url", indexed], capsys)
     assert code == 0 and not (tmp_path / "-").exists()
     lines = out.splitlines()
-    assert lines[0].startswith("#") and ["1", "2"] == lines[1].split("\t")[:2] and len(lines) == 3
+    assert lines[0].startswith("#") and lines[1].startswith("# written by neardup-solr")
+    assert ["1", "2"] == lines[2].split("\t")[:2] and len(lines) == 4
     assert "2 pairs from 4 documents" in err and "==" in err
     code, out, err = run(["report", "--threshold", "0.5", "--out", "-", "--json", "--solr-url", indexed], capsys)
-    assert code == 0 and len(out.splitlines()) == 3
+    assert code == 0 and len(out.splitlines()) == 4  # two header lines, two pairs
     summary = json.loads(err.strip().splitlines()[-1])  # after the progress lines
     assert summary["kind"] == "threshold" and summary["pairs"] == 2 and summary["out"] == "-"
 
@@ -50,7 +51,7 @@ def test_report_json_summary_names_the_file(indexed, tmp_path, capsys):
     code, out, err = run(["report", "--out", "pairs.tsv", "--json", "--solr-url", indexed], capsys)
     summary = json.loads(out)
     assert code == 0 and summary["pairs"] == 2 and summary["documents"] == 4 and summary["out"] == "pairs.tsv"
-    assert len((tmp_path / "pairs.tsv").read_text().splitlines()) == 1 + summary["pairs"]
+    assert len((tmp_path / "pairs.tsv").read_text().splitlines()) == 2 + summary["pairs"]  # two header lines
     code, out, err = run(["report", "--out", "-", "--resume", "--solr-url", indexed], capsys)
     assert code == 2 and "--resume needs --out FILE" in err
 

@@ -314,7 +314,7 @@ def test_threshold_report_job_matches_the_library(api, solr):
     expected = threshold_pairs(ThresholdFinder(Searcher(solr), threshold=0.5))
     tsv = api.get(f"/v1/reports/{job}/pairs.tsv").text.splitlines()
     assert tsv[0].startswith("# id\tneighbor_id\tsimilarity")
-    assert [tuple(line.split("\t")[:2]) for line in tsv[1:]] == [(p.id, p.neighbor_id) for p in expected]
+    assert [tuple(line.split("\t")[:2]) for line in tsv[2:]] == [(p.id, p.neighbor_id) for p in expected]
     lines = [json.loads(x) for x in api.get(f"/v1/reports/{job}/pairs.jsonl").text.splitlines()]
     assert [(x["id"], x["neighbor_id"]) for x in lines] == [(p.id, p.neighbor_id) for p in expected]
     assert all(isinstance(x["similarity"], float) for x in lines) and state["pairs"] == len(expected)

@@ -39,7 +39,7 @@ def test_an_older_index_with_such_ids_gives_outputs_every_command_reads(solr, so
     assert main(["report", "--threshold", "0.9", "--out", str(threshold), "-q", "--solr-url", solr_url]) == 0
     expected = {frozenset(p) for p in [("tab\there", "new\nline"), ("tab\there", "plain"), ("new\nline", "plain")]}
     for path in (report, threshold):
-        assert len(path.read_text(encoding="utf-8").splitlines()) == 4  # header + 3 pairs, one a line
+        assert len(path.read_text(encoding="utf-8").splitlines()) == 5  # 2 header lines + 3 pairs, one a line
         assert {frozenset(p[:2]) for p in read_distance_pairs(path)} == expected
         assert {frozenset(p) for p in read_pairs(path)} == expected
     assert main(["groups", str(threshold), "--out", str(groups), "--keep", str(tmp_path / "keep.txt"),

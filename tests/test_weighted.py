@@ -158,7 +158,7 @@ def test_idf_lsh_report_on_person_records_matches_exact(solr, persons, tmp_path)
     assert result.stats.documents == 2000 and result.stats.candidate_pairs >= len(result.pairs)
     # The pairs file is written as the exact method writes it (same order when the sets agree).
     lines = out.read_text().splitlines()
-    assert lines[0].startswith("# id") and len(lines) == len(result.pairs) + 1
+    assert lines[0].startswith("# id") and len(lines) == len(result.pairs) + 2  # column names, version
     if len(result.pairs) == len(exact):
         assert [(p.id, p.neighbor_id) for p in result.pairs] == [(p.id, p.neighbor_id) for p in exact]
     # The snapshot the run signed with is recorded beside it and signs identically when reused.

@@ -83,7 +83,7 @@ def read_records(
     staging = Path(staging_dir)
     staging.mkdir(parents=True, exist_ok=True)
     if _splittable(Path(path), fmt) and (read_on == "executors" or (
-            read_on == "auto" and spark.sparkContext.master.startswith("local"))):
+            read_on == "auto" and (spark.sparkContext.master or "").startswith("local"))):
         from neardup_solr.spark.line_input import read_on_executors
 
         frame, rejected, read = read_on_executors(spark, Path(path), fmt, staging, id_field, text_field,
