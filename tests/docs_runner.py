@@ -41,8 +41,9 @@ class Block:
     line: int  # of the opening fence, 1-based
     language: str
     code: str
-    directive: str | None = None  # "skip" or "run-only"
+    directive: str | None = None  # "skip", "run-only" or "output"
     reason: str | None = None
+    length: int = 0  # lines between the fences
 
     @property
     def where(self) -> str:
@@ -78,7 +79,7 @@ def page_blocks(text: str, page: str) -> list[Block]:
             line = lines[index]
             body.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
             index += 1
-        blocks.append(Block(page, index - len(body), language, "\n".join(body) + "\n", directive, reason))
+        blocks.append(Block(page, index - len(body), language, "\n".join(body) + "\n", directive, reason, len(body)))
         index += 1
     return blocks
 
@@ -240,7 +241,7 @@ def rewrite_page(text: str, rewritten: list[tuple[Block, str]]) -> str:
     for block, code in sorted(rewritten, key=lambda item: -item[0].line):
         opening = lines[block.line - 1]
         indent = opening[: len(opening) - len(opening.lstrip())]
-        body_length = len(block.code.splitlines())
+        body_length = block.length
         new_body = [(indent + line if line else line) + "\n" for line in code.splitlines()]
         lines[block.line: block.line + body_length] = new_body
     return "".join(lines)

@@ -82,6 +82,16 @@ def test_blocks_are_found_with_their_language_line_and_directive():
     assert [(s.command, s.expected) for s in steps] == [("neardup-solr index a.txt --clear", ["read 1"])]
 
 
+def test_a_rewrite_replaces_only_the_blocks_bodies_even_an_empty_one():
+    from docs_runner import rewrite_page
+
+    text = "a\n```console\n$ echo hi\nold\n```\nb\n<!-- docs-test: output -->\n```text\n```\nc\n"
+    console, printed = page_blocks(text, "p.md")
+    assert printed.length == 0 and console.length == 2
+    rewritten = rewrite_page(text, [(console, "$ echo hi\nhi\n"), (printed, "x\ny\n")])
+    assert rewritten == "a\n```console\n$ echo hi\nhi\n```\nb\n<!-- docs-test: output -->\n```text\nx\ny\n```\nc\n"
+
+
 def test_timings_are_masked_and_dots_match_anything_but_counts_must_agree():
     assert line_matches("read 864, indexed 864 in 0.6 s (1,389 docs/s)", "read 864, indexed 864 in 12.0 s (71 docs/s)")
     assert not line_matches("read 864, indexed 864 in 0.6 s", "read 863, indexed 863 in 0.6 s")
