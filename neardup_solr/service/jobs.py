@@ -150,20 +150,6 @@ def threshold_report_params(options: dict[str, Any]) -> dict[str, Any]:
             **asdict(ThresholdOptions(**{k: v for k, v in options.items() if k in keys and v is not None}))}
 
 
-def read_similarity_pairs(path: Path) -> list[tuple[Any, Any, float]]:
-    """``(id, neighbor_id, similarity)`` of a threshold report's pairs file, in its order (by id, best first)."""
-    pairs: list[tuple[Any, Any, float]] = []
-    with open(path, encoding="utf-8") as fh:
-        header = fh.readline().lstrip("#").strip().split("\t")
-        column = header.index("similarity")
-        for line in fh:
-            if not line.strip() or line.startswith("#"):
-                continue
-            values = line.rstrip("\n").split("\t")
-            pairs.append((parse_tsv_id(values[0]), parse_tsv_id(values[1]), float(values[column])))
-    return pairs
-
-
 def pairs_as_jsonl(path: Path) -> Iterator[str]:
     """A pairs TSV (its ``#`` header names the columns) as JSON lines; numbers stay numbers."""
     with open(path, encoding="utf-8") as fh:

@@ -29,10 +29,10 @@ from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.validation import check_label, parse_value
 from neardup_solr.engine.weighted_lsh import weighted_band_params
 from neardup_solr.service import lookups
-from neardup_solr.pairs.groups import group_pairs
+from neardup_solr.pairs.groups import group_pairs, read_distance_pairs
 from neardup_solr.service.charts import Curve, histogram_svg, s_curve_svg, similarity_histogram
 from neardup_solr.service.diff import word_diff
-from neardup_solr.service.jobs import PAIRS_FILE, read_similarity_pairs, run_index, run_report, threshold_report_params
+from neardup_solr.service.jobs import PAIRS_FILE, run_index, run_report, threshold_report_params
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 WEB_MODES = ("threshold", "lsh", "shingles", "minhash")
@@ -48,18 +48,38 @@ def _texts(searcher: Any, ids: list) -> dict[str, str]:
     return {str(doc["id"]): doc.get("content", "") for doc in searcher.client.get_by_ids(unique, "id,content")}
 
 
+def _percent(state: dict[str, Any]) -> int:
+    """How far a job is, from its ``done`` and ``total``."""
+    total = state.get("total") or 0
+    return min(100, int(100 * (state.get("done") or 0) / total)) if total else 0
+
+
+def _similarity_pairs(directory: Path) -> list[tuple[Any, Any, float]]:
+    """``(id, neighbor_id, similarity)`` of a finished threshold report: its file's third column."""
+    pairs = []
+    for a, b, similarity in read_distance_pairs(directory / PAIRS_FILE):
+        if similarity is None:
+            raise ValueError(f"{directory / PAIRS_FILE}: the pair {a}, {b} has no similarity column")
+        pairs.append((a, b, float(similarity)))
+    return pairs
+
+
+def _groups(pairs: list[tuple[Any, Any, float]]) -> list:
+    """The report's groups, as ``groups`` makes them from its file (distance 1 - similarity)."""
+    return group_pairs([(a, b, round(1 - s, 6)) for a, b, s in pairs])
+
+
 def _report_view(searcher: Any, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
     """What a finished threshold report's page shows: the histogram of its similarities, the pairs nearest the
     threshold with their texts and word diffs, and its largest groups."""
     threshold = float(params["threshold"])
-    pairs = read_similarity_pairs(directory / PAIRS_FILE)
+    pairs = _similarity_pairs(directory)
     histogram = similarity_histogram([s for _, _, s in pairs], threshold, 0.025 if threshold >= 0.5 else 0.05)
     borderline = sorted(pairs, key=lambda pair: (pair[2], str(pair[0]), str(pair[1])))[:NEAR_THRESHOLD_PAIRS]
     texts = _texts(searcher, [i for a, b, _ in borderline for i in (a, b)])
     near = [{"a": a, "b": b, "similarity": s, "text_a": texts.get(str(a), ""),
              "segments": word_diff(texts.get(str(a), ""), texts.get(str(b), ""))} for a, b, s in borderline]
-    groups = sorted(group_pairs([(a, b, round(1 - s, 6)) for a, b, s in pairs]),
-                    key=lambda g: (-len(g.members), g.group_id))
+    groups = sorted(_groups(pairs), key=lambda g: (-len(g.members), g.group_id))
     return {"svg": Markup(histogram_svg(histogram, threshold)), "histogram": histogram, "near": near,
             "groups": groups[:LARGEST_GROUPS], "group_count": len(groups), "pair_count": len(pairs)}
 
@@ -145,9 +165,7 @@ def install(app: FastAPI) -> None:
         state = request.app.state.jobs.get(job)
         if state is None or state.get("kind") != "index":
             return page(request, "upload.html", 404, formats=FORMATS, error=f"no upload job {job!r}")
-        total = state.get("total") or 0
-        percent = int(100 * (state.get("done") or 0) / total) if total else 0
-        return page(request, "upload_job.html", job=state, percent=min(100, percent),
+        return page(request, "upload_job.html", job=state, percent=_percent(state),
                     running=state["status"] in ("queued", "running"))
 
     @app.get("/tune", response_class=HTMLResponse, include_in_schema=False)
@@ -195,33 +213,30 @@ def install(app: FastAPI) -> None:
         state = request.app.state.jobs.get(job)
         return state if state is not None and state.get("kind") == "report" else None
 
+    def _no_report(request: Request, error: str) -> HTMLResponse:
+        return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
+                    error=error)
+
     @app.get("/reports/{job}", response_class=HTMLResponse, include_in_schema=False)
     def report_page(request: Request, job: str) -> HTMLResponse:
         state = _report_state(request, job)
         if state is None:
-            return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
-                        error=f"no report job {job!r}")
-        total = state.get("total") or 0
-        percent = int(100 * (state.get("done") or 0) / total) if total else 0
+            return _no_report(request, f"no report job {job!r}")
         view = None
         if state["status"] == "done" and state["params"].get("kind") == "threshold":
             view = _report_view(request.app.state.searchers.get(), request.app.state.jobs.root / job, state["params"])
-        return page(request, "report_job.html", job=state, percent=min(100, percent), view=view,
+        return page(request, "report_job.html", job=state, percent=_percent(state), view=view,
                     running=state["status"] in ("queued", "running"))
 
     @app.get("/reports/{job}/groups/{group_id}", response_class=HTMLResponse, include_in_schema=False)
     def report_group(request: Request, job: str, group_id: int) -> HTMLResponse:
         state = _report_state(request, job)
-        directory = request.app.state.jobs.root / job
         if state is None or state["status"] != "done" or state["params"].get("kind") != "threshold":
-            return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
-                        error=f"no finished threshold report {job!r}")
-        pairs = read_similarity_pairs(directory / PAIRS_FILE)
-        group = next((g for g in group_pairs([(a, b, round(1 - s, 6)) for a, b, s in pairs])
-                      if g.group_id == group_id), None)
+            return _no_report(request, f"no finished threshold report {job!r}")
+        pairs = _similarity_pairs(request.app.state.jobs.root / job)
+        group = next((g for g in _groups(pairs) if g.group_id == group_id), None)
         if group is None:
-            return page(request, "reports.html", 404, form={"threshold": "", "similarity": "jaccard", "method": "lsh"},
-                        error=f"report {job} has no group {group_id}")
+            return _no_report(request, f"report {job} has no group {group_id}")
         shown = group.members[:GROUP_MEMBERS_SHOWN]
         texts = _texts(request.app.state.searchers.get(), shown)
         representative = str(group.representative)
