@@ -164,13 +164,10 @@ def _keep_last_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rej
 
     repeated = (frame.groupBy("id").agg(F.count("*").alias("copies"), F.max("line").alias("last"))
                 .filter(F.col("copies") > 1).select("id", "last").collect())
-    if not repeated:  # the usual case: no second pass over the records
-        rejected.sort(key=lambda e: e.line or 0)
-        return InputRead(frame.select("id", "text"), rejected, read)
-    last = spark.createDataFrame([(row["id"], row["last"]) for row in repeated], "id string, last long")
-    overwritten = (frame.join(F.broadcast(last), "id").filter(F.col("line") < F.col("last")).select("id", "line")
-                   .orderBy("line").collect())
-    if overwritten:
+    if repeated:  # the usual file has none, and no second pass over its records
+        last = spark.createDataFrame([(row["id"], row["last"]) for row in repeated], "id string, last long")
+        overwritten = (frame.join(F.broadcast(last), "id").filter(F.col("line") < F.col("last"))
+                       .select("id", "line").orderBy("line").collect())
         lost = spark.createDataFrame([(r["line"],) for r in overwritten], "line long")
         frame = frame.join(F.broadcast(lost), "line", "left_anti")
         rejected.extend(InvalidRecordError("the id is given again later in the file; the later record is kept, as "

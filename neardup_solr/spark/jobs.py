@@ -488,8 +488,9 @@ def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: 
 
 
 def _candidate_rows(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", set_column: str,
-                    stats: SparkJobStats) -> "DataFrame":
-    """The candidates ``a, b`` with both records' signatures and sets (``sig_a, sig_b, set_a, set_b``)."""
+                    stats: SparkJobStats) -> tuple["DataFrame", "DataFrame | None"]:
+    """The candidates ``a, b`` with both records' signatures and sets (``sig_a, sig_b, set_a, set_b``), and the
+    cached frame of picked records to unpersist once the caller has materialised what it needs (or None)."""
     from pyspark.sql import functions as F
 
     def side(frame: "DataFrame", name: str) -> "DataFrame":
@@ -499,50 +500,43 @@ def _candidate_rows(candidates: "DataFrame", left: "DataFrame", right: "DataFram
     # Only the records in a candidate pair are joined, found through a broadcast of their ids when they are few
     # enough: the signed records (signature and set, ~1.3 KB each) are then not shuffled whole. A dedup, whose two
     # sides are one set of records, picks them in one scan of the cached records.
+    picked = None
     if stats.candidate_pairs * 2 <= _BROADCAST_IDS:
         if left is right:
             ids = (candidates.select(F.col("a").alias("id"))
                    .unionByName(candidates.select(F.col("b").alias("id"))).distinct())
-            left = right = left.join(F.broadcast(ids), "id").cache()
+            left = right = picked = left.join(F.broadcast(ids), "id").cache()
         else:
             left = left.join(F.broadcast(candidates.select(F.col("a").alias("id")).distinct()), "id")
             right = right.join(F.broadcast(candidates.select(F.col("b").alias("id")).distinct()), "id")
-    return candidates.join(side(left, "a"), "a").join(side(right, "b"), "b")
+    return candidates.join(side(left, "a"), "a").join(side(right, "b"), "b"), picked
 
 
 def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float, k: int,
-               set_column: str, stats: SparkJobStats) -> "DataFrame":
+               set_column: str, stats: SparkJobStats, *, verify: bool = False) -> "DataFrame":
     """Candidates ``a, b`` whose signatures agree in enough positions to be verified (the margin rule every LSH
-    path uses), with their sets ``set_a``, ``set_b`` (``set_column`` of each side) for exact verification."""
+    path uses), cached and counted. Without ``verify``: with their sets ``set_a``, ``set_b`` (``set_column`` of each
+    side) for an exact verification to come. With ``verify`` (plain Jaccard): as ``a, b, similarity``, the exact
+    Jaccard of the shingle sets computed in the same pass by the vectorised UDF of :mod:`neardup_solr.spark.verify`."""
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
     stats.margin = estimate_margin(threshold, k)
     need = min_matches(threshold, k, stats.margin)
-    both = _candidate_rows(candidates, left, right, set_column, stats)
-    agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
-                           lambda acc, v: acc + v)
-    estimated = both.filter(agreeing >= need).cache()
-    with _stage(candidates, "estimate"):
+    both, picked = _candidate_rows(candidates, left, right, set_column, stats)
+    if verify:
+        from neardup_solr.spark.verify import estimated_pairs
+
+        estimated, stage = estimated_pairs(both, need).cache(), "estimate and verify"
+    else:
+        agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
+                               lambda acc, v: acc + v)
+        estimated, stage = both.filter(agreeing >= need).cache(), "estimate"
+    with _stage(candidates, stage):
         stats.estimated_pairs = estimated.count()
     candidates.unpersist()
-    stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
-    return estimated
-
-
-def _estimated_and_verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float,
-                            k: int, stats: SparkJobStats) -> "DataFrame":
-    """``a, b, similarity`` (exact Jaccard of the shingle sets) of the candidates that pass the estimate, by the
-    vectorised UDF of :mod:`neardup_solr.spark.verify`; cached and counted as the estimate's survivors."""
-    from neardup_solr.spark.verify import estimated_pairs
-
-    t0 = time.perf_counter()
-    stats.margin = estimate_margin(threshold, k)
-    need = min_matches(threshold, k, stats.margin)
-    estimated = estimated_pairs(_candidate_rows(candidates, left, right, "shingles", stats), need).cache()
-    with _stage(candidates, "estimate and verify"):
-        stats.estimated_pairs = estimated.count()
-    candidates.unpersist()
+    if picked is not None:
+        picked.unpersist()
     stats.seconds["verify"] = round(time.perf_counter() - t0, 3)
     return estimated
 
@@ -554,7 +548,8 @@ def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", th
     from pyspark.sql import functions as F
 
     if snapshot is None:
-        estimated = _estimated_and_verified(candidates, left, right, threshold, settings.num_hashes, stats)
+        estimated = _estimated(candidates, left, right, threshold, settings.num_hashes, "shingles", stats,
+                               verify=True)
         return estimated.filter(F.col("similarity") >= F.lit(threshold))
     from neardup_solr.spark.weighted import weighted_similarity
 
