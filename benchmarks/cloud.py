@@ -34,10 +34,11 @@ import time
 from pathlib import Path
 
 import requests
-from benchmarks.provenance import write_result_files
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
+
+from benchmarks.provenance import write_result_files  # noqa: E402
 
 THRESHOLD = 0.8
 TARGETS = (10_000_000, 100_000_000)

@@ -19,7 +19,6 @@ The collection is cleared first: point ``--solr-url`` at a core of its own.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics

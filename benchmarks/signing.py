@@ -18,7 +18,6 @@ Unicode path is what is timed).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
