@@ -1,23 +1,22 @@
-"""The band buckets of a dedup as one shuffle and a sort: pairs of small buckets, members of large ones.
+"""The band buckets of a dedup, band by band, as a few large NumPy arrays instead of one Spark row per band key.
 
-Every record has one row per band (``band, key, id``: 21 rows a record at ``t = 0.8``), and nearly every bucket
-holds one record. Grouping the rows with ``collect_list`` makes Spark aggregate tens of millions of mostly
-single-row groups with object buffers (its object hash aggregate falls back to sorting after 128 keys), which was
-the most expensive stage of a dedup. Here each row gets one 64-bit bucket number (``xxhash64(band, key)``), the
-rows are hash-partitioned by it and sorted within each partition by it alone (a sort on one long, which Spark
-does by radix sort), and one Arrow UDF walks the sorted rows with NumPy: a run of equal bucket numbers is a
-bucket. Sorting on ``(band, key, id)`` instead compared whole rows, strings included, and took longer than the
-grouping it replaced. Two different buckets share a number with probability ~2**-64 per pair of buckets; that
-would only add candidates, which the estimate and the exact verification then judge as any other.
+Every valid record has a row number (``row``, a long unique in the job) and one 64-bit key per band (21 at
+``t = 0.8``). A bucket is a ``(band, key)`` shared by two or more records. Exploding the keys into one Spark row
+each (``row, band, key``: 21 million rows at a million records) and shuffling and sorting those rows was the most
+expensive part of a dedup: the JVM handled every row, then handed every row to Python. Here
 
-Only ``bucket, id`` is shuffled (the band and the key would make every row half again as large, for the few
-buckets that need them): the UDF emits, in one DataFrame of :data:`BUCKET_ROWS_SCHEMA`,
+1. each task of the signed records turns its partition band-major (:func:`band_slices`): for each band and each
+   ``part`` (``key mod parts``: slices of a band, so no task holds a whole band of a large corpus) one row with
+   the partition's keys and row numbers as two binary blobs. A million records make a few hundred such rows;
+2. the slices of one ``(band, part)`` meet in one group (``applyInArrow``) and :func:`bucket_rows_of_slice`
+   sorts its keys with NumPy: a run of equal keys is a bucket. It emits, in :data:`BUCKET_ROWS_SCHEMA`,
 
-- for a bucket of 2 to ``split_bucket`` members, every pair ``a, b`` of its members, ``a`` the smaller id in
-  Spark's string order (so a pair found in several bands is the same row), with ``bucket`` null;
-- for a larger bucket, one row per member (``a`` = its id, ``b`` null) with its ``bucket``, to be judged with the
-  members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`) once :func:`large_bucket_members`
-  has found the band and key of those rows again.
+   - for a bucket of 2 to ``split_bucket`` members, every pair ``a < b`` of its members' row numbers (a pair
+     found in several bands is the same row, for a distinct), ``band`` and ``key`` null;
+   - for a larger bucket, one row per member (``a`` = its row number, ``b`` null) with its ``band`` and ``key``,
+     to be judged with the members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`).
+
+Keys are compared whole (64 bits), as the single process compares Solr's band tokens: no hash of a hash.
 """
 
 from __future__ import annotations
@@ -32,86 +31,88 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-BUCKET_ROWS_SCHEMA = "a string, b string, bucket bigint"
+SLICE_SCHEMA = "band int, part int, keys binary, rows binary"
+BUCKET_ROWS_SCHEMA = "a long, b long, band int, key long"
+# Records per slice of a band: a group's keys and row numbers (16 bytes a record) stay near 32 MB.
+SLICE_RECORDS = 2_000_000
 
 
-def bucket_rows(bands: "DataFrame", split_bucket: int) -> "DataFrame":
-    """``bands`` (``id``, ``band``, ``key``) as the pairs of small buckets and the members of large ones (module
-    docstring)."""
-    from pyspark.sql import functions as F
+def slices_per_band(records: int) -> int:
+    """How many parts each band's keys are cut into for ``records`` records."""
+    return max(1, -(-records // SLICE_RECORDS))
 
-    rows = (bands.select(bucket_number().alias("bucket"), "id")
-            .repartition("bucket").sortWithinPartitions("bucket"))
 
-    def walk(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
-        import pyarrow as pa
+def band_slices(signed: "DataFrame", bands: int, parts: int) -> "DataFrame":
+    """``signed`` (``row``, ``band_keys``; valid records only) as :data:`SLICE_SCHEMA` rows: per partition, one row
+    per band and part holding those keys (uint64 bytes) and the row numbers (int64 bytes) of their records."""
 
-        pending: "pa.RecordBatch | None" = None
+    def transpose(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+        keys, rows = [], []
         for batch in batches:
-            if pending is not None and pending.num_rows:
-                batch = pa.Table.from_batches([pending, batch]).combine_chunks().to_batches()[0]
-            # The last run may go on in the next batch: it is held back until the next one starts.
-            done, pending = _complete_runs(batch)
-            if done.num_rows:
-                yield _emit(done, split_bucket)
-        if pending is not None and pending.num_rows:
-            yield _emit(pending, split_bucket)
+            if batch.num_rows:
+                rows.append(batch.column("row").to_numpy(zero_copy_only=False).astype(np.int64))
+                keys.append(batch.column("band_keys").flatten().to_numpy(zero_copy_only=False)
+                            .view(np.uint64).reshape(batch.num_rows, bands))
+        if rows:
+            yield slice_batch(np.concatenate(keys), np.concatenate(rows), parts)
 
-    return rows.mapInArrow(walk, BUCKET_ROWS_SCHEMA)
+    return signed.select("row", "band_keys").mapInArrow(transpose, SLICE_SCHEMA)
 
 
-def bucket_number():
-    """The 64-bit number of a band bucket, from the ``band`` and ``key`` columns."""
-    from pyspark.sql import functions as F
-
-    return F.xxhash64("band", "key")
-
-
-def large_bucket_members(large: "DataFrame", bands: "DataFrame", broadcast: bool = True) -> "DataFrame":
-    """``band, key, id`` of the members of large buckets (``large``: ``id, bucket``), found again among the band
-    rows (``bands``: ``id, band, key``), through a broadcast of those members when they are few: a pass over the
-    band rows only when a dedup has large buckets."""
-    from pyspark.sql import functions as F
-
-    keyed = bands.select("id", "band", "key", bucket_number().alias("bucket"))
-    return keyed.join(F.broadcast(large) if broadcast else large, ["id", "bucket"]).select("band", "key", "id")
-
-
-def _run_starts(batch: "pa.RecordBatch") -> np.ndarray:
-    bucket = batch.column("bucket").to_numpy(zero_copy_only=False)
-    change = bucket[1:] != bucket[:-1]
-    return np.concatenate(([0], np.flatnonzero(change) + 1)) if batch.num_rows else np.empty(0, dtype=np.int64)
-
-
-def _complete_runs(batch: "pa.RecordBatch") -> tuple["pa.RecordBatch", "pa.RecordBatch"]:
-    """The rows of the runs that end in ``batch`` and the rows of its last run."""
-    starts = _run_starts(batch)
-    last = int(starts[-1]) if starts.size else 0
-    return batch.slice(0, last), batch.slice(last)
-
-
-def _emit(batch: "pa.RecordBatch", split_bucket: int) -> "pa.RecordBatch":
+def slice_batch(keys: np.ndarray, rows: np.ndarray, parts: int) -> "pa.RecordBatch":
+    """The :data:`SLICE_SCHEMA` rows of one partition: ``keys`` (records x bands, uint64), ``rows`` (int64)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    starts = _run_starts(batch)
-    sizes = np.diff(np.append(starts, batch.num_rows))
-    ids = batch.column("id")
+    out: dict[str, list] = {"band": [], "part": [], "keys": [], "rows": []}
+    for band in range(keys.shape[1]):
+        column = keys[:, band]
+        if parts == 1:
+            pieces = [(0, column, rows)]
+        else:
+            part = (column % np.uint64(parts)).astype(np.int64)
+            order = np.argsort(part, kind="stable")
+            bounds = np.searchsorted(part[order], np.arange(parts + 1))
+            pieces = [(p, column[order[bounds[p]:bounds[p + 1]]], rows[order[bounds[p]:bounds[p + 1]]])
+                      for p in range(parts) if bounds[p + 1] > bounds[p]]
+        for p, piece_keys, piece_rows in pieces:
+            out["band"].append(band)
+            out["part"].append(p)
+            out["keys"].append(np.ascontiguousarray(piece_keys).tobytes())
+            out["rows"].append(np.ascontiguousarray(piece_rows).tobytes())
+    return pa.RecordBatch.from_pydict(out, schema=pa.schema([("band", pa.int32()), ("part", pa.int32()),
+                                                             ("keys", pa.binary()), ("rows", pa.binary())]))
+
+
+def bucket_rows(signed: "DataFrame", bands: int, records: int, split_bucket: int) -> "DataFrame":
+    """The pairs of small buckets and the members of large ones (module docstring) of ``signed``'s band keys."""
+    slices = band_slices(signed, bands, slices_per_band(records))
+
+    def walk(table: "pa.Table") -> "pa.Table":
+        return bucket_rows_of_slice(table, split_bucket)
+
+    return slices.groupBy("band", "part").applyInArrow(walk, BUCKET_ROWS_SCHEMA)
+
+
+def bucket_rows_of_slice(table: "pa.Table", split_bucket: int) -> "pa.Table":
+    """One ``(band, part)`` group's slices (:data:`SLICE_SCHEMA`) as :data:`BUCKET_ROWS_SCHEMA` rows."""
+    import pyarrow as pa
+
+    band = table.column("band")[0].as_py()
+    keys = np.concatenate([np.frombuffer(blob, dtype=np.uint64) for blob in table.column("keys").to_pylist()])
+    rows = np.concatenate([np.frombuffer(blob, dtype=np.int64) for blob in table.column("rows").to_pylist()])
+    order = np.argsort(keys, kind="stable")
+    keys, rows = keys[order], rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if keys.size else np.empty(0, np.int64)
+    sizes = np.diff(np.append(starts, keys.size))
     small = (sizes >= 2) & (sizes <= split_bucket)
-    a, b = run_pairs(starts[small], sizes[small])
+    first, second = run_pairs(starts[small], sizes[small])
+    a, b = np.minimum(rows[first], rows[second]), np.maximum(rows[first], rows[second])
     large = sizes > split_bucket
     members = concat_ranges(starts[large], sizes[large])
     npairs, nmembers = a.size, members.size
-
-    def take(column: "pa.Array", rows: np.ndarray, to: "pa.DataType") -> "pa.Array":
-        return pc.take(column, pa.array(rows, type=pa.int64())).cast(to)
-
-    first, second = take(ids, a, pa.string()), take(ids, b, pa.string())
-    swap = pc.greater(first, second)  # binary order of the UTF-8 bytes, as Spark compares strings
-    first, second = pc.if_else(swap, second, first), pc.if_else(swap, first, second)
-    return pa.RecordBatch.from_arrays(
-        [pa.concat_arrays([first, take(ids, members, pa.string())]),
-         pa.concat_arrays([second, pa.nulls(nmembers, pa.string())]),
-         pa.concat_arrays([pa.nulls(npairs, pa.int64()), take(batch.column("bucket"), members, pa.int64())])],
-        names=["a", "b", "bucket"])
-
+    return pa.table({
+        "a": pa.array(np.concatenate((a, rows[members])), pa.int64()),
+        "b": pa.concat_arrays([pa.array(b, pa.int64()), pa.nulls(nmembers, pa.int64())]),
+        "band": pa.concat_arrays([pa.nulls(npairs, pa.int32()), pa.array(np.full(nmembers, band, np.int32))]),
+        "key": pa.concat_arrays([pa.nulls(npairs, pa.int64()), pa.array(keys[members].view(np.int64))]),
+    })

@@ -163,16 +163,16 @@ def dedup(
         signed = _signed_weighted(valid, snapshot, params, stats)
     else:
         signed, rejected = _signed(records, settings, params, stats)
-    bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
     if split_bucket is None:
-        candidates = _band_join(bands, max_bucket, cross=False, stats=stats)
+        bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
+        candidates, key = _band_join(bands, max_bucket, cross=False, stats=stats), "id"
     else:
         check_split_bucket(split_bucket)
         # The signature's length, not the bands': the estimate compares every value (as _estimated does).
         k = snapshot.num_hashes if snapshot is not None else settings.num_hashes
         need = min_matches(t, k, estimate_margin(t, k))
-        candidates = _judged_band_join(bands, signed, params, split_bucket, need, max_bucket, stats)
-    pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats)
+        candidates, key = _judged_band_join(signed, params, split_bucket, need, max_bucket, stats), "row"
+    pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats, key=key)
     first = _id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
                          F.when(first, F.col("b")).otherwise(F.col("a")).alias("neighbor_id"),
@@ -278,7 +278,8 @@ def _signed(records: "DataFrame", settings: IndexSettings, params: LSHParams,
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
-    all_signed = sign(records, settings, params).cache()
+    # ``row`` numbers the records for the band buckets (neardup_solr.spark.buckets): computed once, as cached.
+    all_signed = sign(records, settings, params).withColumn("row", F.monotonically_increasing_id()).cache()
     # Counts, not a collect: PySpark names a collect's jobs after the Python line, over the stage name.
     with _stage(records, "sign"):
         total = all_signed.count()
@@ -345,10 +346,12 @@ def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobSta
 def _signed_weighted(valid: "DataFrame", snapshot: IdfSnapshot, params: LSHParams,
                      stats: SparkJobStats) -> "DataFrame":
     """The valid records signed with the snapshot's weights and signer (cached), counted."""
+    from pyspark.sql import functions as F
+
     from neardup_solr.spark.weighted import sign_weighted
 
     t0 = time.perf_counter()
-    signed = sign_weighted(valid, snapshot, params).cache()
+    signed = sign_weighted(valid, snapshot, params).withColumn("row", F.monotonically_increasing_id()).cache()
     with _stage(valid, "sign weighted"):
         stats.documents += signed.count()
     stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
@@ -387,40 +390,38 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
     return candidates
 
 
-def _judged_band_join(bands: "DataFrame", signed: "DataFrame", params: LSHParams, split_bucket: int,
-                      keep_matches: int, max_bucket: int, stats: SparkJobStats) -> "DataFrame":
-    """Distinct candidate pairs ``a < b`` of a dedup: buckets of at most ``split_bucket`` members pair every
-    member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module docstring).
+def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int, keep_matches: int,
+                      max_bucket: int, stats: SparkJobStats) -> "DataFrame":
+    """Distinct candidate pairs ``a < b`` (row numbers) of a dedup: buckets of at most ``split_bucket`` members
+    pair every member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module
+    docstring).
 
-    One shuffle and sort of the band rows (:func:`~neardup_solr.spark.buckets.bucket_rows`): the pairs of small
-    buckets come out of it directly, the members of large ones with their bucket. The members of large buckets meet
-    their signatures through a broadcast of their ids when they are few enough, so the signed records are not
-    shuffled for the few buckets that need them."""
+    The band keys go band-major in a few large arrays (:func:`~neardup_solr.spark.buckets.bucket_rows`): the pairs
+    of small buckets come out of it directly, the members of large ones with their band and key. Those members
+    meet their signatures through a broadcast of their row numbers when they are few enough, so the signed
+    records are not shuffled for the few buckets that need them."""
     from pyspark.sql import functions as F
 
-    from neardup_solr.spark.buckets import bucket_rows, large_bucket_members
+    from neardup_solr.spark.buckets import bucket_rows
 
     t0 = time.perf_counter()
-    buckets = bucket_rows(bands, split_bucket).cache()
+    buckets = bucket_rows(signed, params.bands, stats.documents, split_bucket).cache()
     paired = buckets.filter(F.col("b").isNotNull()).select("a", "b")
-    large_rows = buckets.filter(F.col("b").isNull()).select(F.col("a").alias("id"), "bucket").cache()
-    with _stage(bands, "band buckets"):
-        members = large_rows.count()
-    large_ids = large_rows.select("id").distinct()
+    large = buckets.filter(F.col("b").isNull()).select("band", "key", F.col("a").alias("row"))
+    with _stage(signed, "band buckets"):
+        members = large.count()
     if members == 0:
         candidates = paired.distinct().cache()
     else:
-        large = large_bucket_members(large_rows, bands, broadcast=members <= _BROADCAST_IDS)
-        signatures = signed.select("id", "signature")
+        signatures = signed.select("row", "id", "signature")
         if members <= _BROADCAST_IDS:
-            signatures = signatures.join(F.broadcast(large_ids), "id")
-        judged = (large.join(signatures, "id").groupBy("band", "key")
-                  .applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket), "a string, b string"))
+            signatures = signatures.join(F.broadcast(large.select("row").distinct()), "row")
+        judged = (large.join(signatures, "row").groupBy("band", "key")
+                  .applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket), "a long, b long"))
         candidates = paired.unionByName(judged).distinct().cache()
-    with _stage(bands, "candidates"):
+    with _stage(signed, "candidates"):
         stats.candidate_pairs = candidates.count()
     buckets.unpersist()
-    large_rows.unpersist()
     stats.seconds["candidates"] = round(time.perf_counter() - t0, 3)
     log.info("%d candidate pairs from %d bands of %d rows (buckets over split_bucket=%d judged)",
              stats.candidate_pairs, stats.bands, stats.rows, split_bucket)
@@ -450,18 +451,19 @@ def _bucket_judge(params: LSHParams, split_bucket: int, keep_matches: int, max_b
     """The function applyInPandas runs on one oversized bucket: its members in id order (the single process's
     ordinal order: Solr's cursor sorts ids by code point, as Python sorts str), their pairs by the shared rule."""
 
-    def judge(bucket):  # a pandas DataFrame: band, key, id, signature
+    def judge(bucket):  # a pandas DataFrame: band, key, row, id, signature
         import numpy as np
         import pandas as pd
 
         from neardup_solr.pairs.candidates import bucket_candidates
 
         bucket = bucket.sort_values("id", kind="stable")
-        ids = bucket["id"].to_numpy()
+        rows = bucket["row"].to_numpy(dtype=np.int64)
         sigs = np.array(bucket["signature"].tolist(), dtype=np.int64).astype(np.uint32)
         i, j = bucket_candidates(sigs, int(bucket["band"].iloc[0]), params, split_bucket=split_bucket,
                                  keep_matches=keep_matches, max_bucket=max_bucket)
-        return pd.DataFrame({"a": ids[i], "b": ids[j]})
+        # As the small buckets give them: the smaller row number first, so a pair of two buckets is one row.
+        return pd.DataFrame({"a": np.minimum(rows[i], rows[j]), "b": np.maximum(rows[i], rows[j])})
 
     return judge
 
@@ -488,13 +490,15 @@ def _count_oversized(members: "DataFrame", max_bucket: int, cross: bool, stats: 
 
 
 def _candidate_rows(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", set_column: str,
-                    stats: SparkJobStats) -> tuple["DataFrame", "DataFrame | None"]:
-    """The candidates ``a, b`` with both records' signatures and sets (``sig_a, sig_b, set_a, set_b``), and the
-    cached frame of picked records to unpersist once the caller has materialised what it needs (or None)."""
+                    stats: SparkJobStats, key: str = "id") -> tuple["DataFrame", "DataFrame | None"]:
+    """The candidates ``a, b`` (values of ``key``: ids, or the row numbers of a dedup's band buckets) as the two
+    records' ids ``a, b`` with their signatures and sets (``sig_a, sig_b, set_a, set_b``), and the cached frame of
+    picked records to unpersist once the caller has materialised what it needs (or None)."""
     from pyspark.sql import functions as F
 
     def side(frame: "DataFrame", name: str) -> "DataFrame":
-        return frame.select(F.col("id").alias(name), F.col("signature").alias(f"sig_{name}"),
+        named = [F.col("id").alias(f"id_{name}")] if key != "id" else []
+        return frame.select(F.col(key).alias(name), *named, F.col("signature").alias(f"sig_{name}"),
                             F.col(set_column).alias(f"set_{name}"))
 
     # Only the records in a candidate pair are joined, found through a broadcast of their ids when they are few
@@ -503,17 +507,20 @@ def _candidate_rows(candidates: "DataFrame", left: "DataFrame", right: "DataFram
     picked = None
     if stats.candidate_pairs * 2 <= _BROADCAST_IDS:
         if left is right:
-            ids = (candidates.select(F.col("a").alias("id"))
-                   .unionByName(candidates.select(F.col("b").alias("id"))).distinct())
-            left = right = picked = left.join(F.broadcast(ids), "id").cache()
+            ids = (candidates.select(F.col("a").alias(key))
+                   .unionByName(candidates.select(F.col("b").alias(key))).distinct())
+            left = right = picked = left.join(F.broadcast(ids), key).cache()
         else:
-            left = left.join(F.broadcast(candidates.select(F.col("a").alias("id")).distinct()), "id")
-            right = right.join(F.broadcast(candidates.select(F.col("b").alias("id")).distinct()), "id")
-    return candidates.join(side(left, "a"), "a").join(side(right, "b"), "b"), picked
+            left = left.join(F.broadcast(candidates.select(F.col("a").alias(key)).distinct()), key)
+            right = right.join(F.broadcast(candidates.select(F.col("b").alias(key)).distinct()), key)
+    both = candidates.join(side(left, "a"), "a").join(side(right, "b"), "b")
+    if key != "id":
+        both = both.drop("a", "b").withColumnRenamed("id_a", "a").withColumnRenamed("id_b", "b")
+    return both, picked
 
 
 def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float, k: int,
-               set_column: str, stats: SparkJobStats, *, verify: bool = False) -> "DataFrame":
+               set_column: str, stats: SparkJobStats, *, verify: bool = False, key: str = "id") -> "DataFrame":
     """Candidates ``a, b`` whose signatures agree in enough positions to be verified (the margin rule every LSH
     path uses), cached and counted. Without ``verify``: with their sets ``set_a``, ``set_b`` (``set_column`` of each
     side) for an exact verification to come. With ``verify`` (plain Jaccard): as ``a, b, similarity``, the exact
@@ -523,7 +530,7 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
     t0 = time.perf_counter()
     stats.margin = estimate_margin(threshold, k)
     need = min_matches(threshold, k, stats.margin)
-    both, picked = _candidate_rows(candidates, left, right, set_column, stats)
+    both, picked = _candidate_rows(candidates, left, right, set_column, stats, key)
     if verify:
         from neardup_solr.spark.verify import estimated_pairs
 
@@ -542,18 +549,20 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
 
 
 def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", threshold: float,
-              settings: IndexSettings, snapshot: IdfSnapshot | None, stats: SparkJobStats) -> "DataFrame":
-    """``a, b, similarity`` of the candidates that pass the estimate and, verified exactly, the threshold:
-    Jaccard of the shingle sets, or with a ``snapshot`` the IDF-weighted Jaccard of the words."""
+              settings: IndexSettings, snapshot: IdfSnapshot | None, stats: SparkJobStats,
+              key: str = "id") -> "DataFrame":
+    """``a, b, similarity`` (ids) of the candidates (values of ``key``) that pass the estimate and, verified
+    exactly, the threshold: Jaccard of the shingle sets, or with a ``snapshot`` the IDF-weighted Jaccard of the
+    words."""
     from pyspark.sql import functions as F
 
     if snapshot is None:
         estimated = _estimated(candidates, left, right, threshold, settings.num_hashes, "shingles", stats,
-                               verify=True)
+                               verify=True, key=key)
         return estimated.filter(F.col("similarity") >= F.lit(threshold))
     from neardup_solr.spark.weighted import weighted_similarity
 
-    estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats)
+    estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats, key=key)
     measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)
     # The Solr side's acceptance test for weighted similarities (sums of logarithms).
     floor = threshold - 1e-12
