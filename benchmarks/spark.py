@@ -101,18 +101,33 @@ def spark_metrics(spark) -> dict:
     phases: dict[str, dict] = {}
     for st in stages:
         name = st.get("name", "").split(" at ")[0]
-        phase = phases.setdefault(name, {"stages": 0, "run_ms": 0, "shuffle_write_bytes": 0})
+        phase = phases.setdefault(name, {"stages": 0, "run_ms": 0, "wall_ms": 0, "shuffle_write_bytes": 0})
         phase["stages"] += 1
         phase["run_ms"] += int(st.get("executorRunTime", 0))
+        phase["wall_ms"] += stage_wall_ms(st)
         phase["shuffle_write_bytes"] += int(st.get("shuffleWriteBytes", 0))
     return {"stages": len(stages), **total,
             "cached_memory_bytes": sum(int(r.get("memoryUsed", 0)) for r in rdds),
             "cached_disk_bytes": sum(int(r.get("diskUsed", 0)) for r in rdds),
             "phases": dict(sorted(phases.items(), key=lambda kv: -kv[1]["run_ms"])),
+            "timeline": [{"name": st.get("name", "")[:60], "submitted": st.get("submissionTime"),
+                          "wall_ms": stage_wall_ms(st), "run_ms": int(st.get("executorRunTime", 0)),
+                          "tasks": st.get("numTasks")}
+                         for st in sorted(stages, key=lambda st: st.get("submissionTime") or "")],
             "heaviest_stages": [{"name": s.get("name", "")[:60], "tasks": s.get("numTasks"),
                                  "shuffle_write_bytes": int(s.get("shuffleWriteBytes", 0)),
                                  "shuffle_read_bytes": int(s.get("shuffleReadBytes", 0)),
                                  "run_ms": int(s.get("executorRunTime", 0))} for s in heavy]}
+
+
+def stage_wall_ms(stage: dict) -> int:
+    """From a stage's submission to its completion (Spark's REST API times, e.g. ``2026-11-26T01:54:01.123GMT``)."""
+    def parse(value: str) -> dt.datetime:
+        return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fGMT")
+
+    if not stage.get("submissionTime") or not stage.get("completionTime"):
+        return 0
+    return int((parse(stage["completionTime"]) - parse(stage["submissionTime"])).total_seconds() * 1000)
 
 
 def run_solr(solr_url: str, docs_path: Path, truth: set) -> dict:
@@ -221,11 +236,11 @@ def render(report: dict) -> str:
               "| heaviest stages | tasks | shuffle write | shuffle read | run ms |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {st['name']} | {st['tasks']} | {st['shuffle_write_bytes']:,} | {st['shuffle_read_bytes']:,} | "
               f"{st['run_ms']:,} |" for st in s["spark"]["heaviest_stages"]]
-    lines += ["", "| phase (stage name) | stages | task time ms | ms a document | shuffle write |",
-              "|---|---:|---:|---:|---:|"]
+    lines += ["", "| phase (stage name) | stages | task time ms | ms a document | stage wall ms | shuffle write |",
+              "|---|---:|---:|---:|---:|---:|"]
     n = max(s["stats"]["documents"], 1)
-    lines += [f"| {name} | {p['stages']} | {p['run_ms']:,} | {p['run_ms'] / n:.4f} | {p['shuffle_write_bytes']:,} |"
-              for name, p in s["spark"].get("phases", {}).items()]
+    lines += [f"| {name} | {p['stages']} | {p['run_ms']:,} | {p['run_ms'] / n:.4f} | {p.get('wall_ms', 0):,} | "
+              f"{p['shuffle_write_bytes']:,} |" for name, p in s["spark"].get("phases", {}).items()]
     lines += ["", f"Load average: {report.get('load_average_start')} (1 min) at the start, "
               f"{report.get('load_average_end')} (1, 5, 15 min) at the end; package {report.get('neardup_solr')}."]
     return "\n".join(lines) + "\n"

@@ -223,6 +223,8 @@ def check_text(value: Any, name: str = "text") -> str:
 def _control_character(text: str) -> str | None:
     """The first character that breaks a line-based file (a control character, or a Unicode line or paragraph
     separator, which ``str.splitlines`` splits on), described for a message; None when there is none."""
+    if text.isprintable():  # no character of those categories (one C call; the loop below is for the culprit)
+        return None
     for ch in text:
         if ch.isprintable() or ch == " ":
             continue
