@@ -301,6 +301,34 @@ def test_inputs_in_index_formats_and_parquet_with_repeated_ids(spark, tmp_path):
     assert [e.record_id for e in read.rejected] == ["x"] and "2 times" in str(read.rejected[0])
 
 
+def test_file_signed_as_it_is_read_gives_the_staged_runs_pairs_and_rejections(spark, tmp_path):
+    """dedup_file with the executors reading (each range signed by the task that read it, no texts staged) and
+    with the driver reading (staged, then dedup): the same pairs, rejected records with the same lines and
+    reasons, the same record that cannot be signed, the same counts (candidates included)."""
+    from neardup_solr.spark import dedup_file
+
+    base = "the quick brown fox jumps over the lazy dog near the river bank at dawn"
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text(
+        f'{{"id": "a", "text": "{base} yesterday"}}\n{{"id": "b", "text": "{base}"}}\n{{broken\n'
+        f'{{"id": "a", "text": "{base} today"}}\n\n{{"id": "blank", "text": "  ...  "}}\n' + "".join(
+            f'{{"id": "n{i}", "text": "filler number {i} with words of its own {i * 7}"}}\n' for i in range(300))
+        + f'{{"id": "c", "text": "{base} today"}}\n[1]\n', encoding="utf-8")
+    runs = {}
+    for read_on in ("executors", "driver"):
+        result, read = dedup_file(spark, jsonl, 0.8, staging_dir=tmp_path / f"staging-{read_on}", read_on=read_on)
+        assert (read.records is None) == (read_on == "executors")
+        runs[read_on] = (result.collect(), [(e.line, e.record_id, e.reason) for e in read.rejected], read.read,
+                         sorted(map(tuple, result.rejected.collect())), result.stats.documents,
+                         result.stats.candidate_pairs)
+    assert runs["executors"] == runs["driver"]
+    # The earlier copy of "a" (near b and c) was signed as it was read, but left out of the band buckets too.
+    pairs, rejected, read, unsigned, documents, _ = runs["executors"]
+    assert [(p.id, p.neighbor_id) for p in pairs] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert [(line, record_id) for line, record_id, _ in rejected] == [(1, "a"), (3, None), (308, None)]
+    assert read == 307 and documents == 303 and [i for i, _ in unsigned] == ["blank"]
+
+
 def test_cli_run_prints_no_spark_start_up_log(tmp_path):
     """The driver JVM reads the package's log4j2.properties: errors only, so a run's stderr holds what the CLI
     says, not Spark's start-up lines (its log profile, the native-hadoop warning, the shell log level hint)."""

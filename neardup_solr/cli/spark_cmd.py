@@ -102,7 +102,7 @@ def _save_snapshot(result, out: str) -> None:
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
     from neardup_solr.pairs.groups import group_pairs, write_groups_jsonl
-    from neardup_solr.spark import dedup
+    from neardup_solr.spark import dedup, dedup_file
     from neardup_solr.spark.io import write_keep_list_from_executors, write_pairs_from_executors, write_pairs_parquet
 
     if args.keep is not None and args.groups is None:
@@ -116,10 +116,16 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     started = time.monotonic()
     spark = _session(args)
     with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
-        source = _read(spark, args, args.file, staging)
-        result = dedup(source.records, args.threshold, settings=settings, lsh_params=_lsh(args),
-                       max_bucket=args.max_bucket, similarity=args.similarity, snapshot=snapshot,
+        options = dict(settings=settings, lsh_params=_lsh(args), max_bucket=args.max_bucket,
+                       similarity=args.similarity, snapshot=snapshot,
                        split_bucket=None if args.split_bucket == NEVER_SPLIT else args.split_bucket)
+        if client is not None:  # the texts go to Solr too: read (and staged) first, then deduplicated
+            source = _read(spark, args, args.file, staging)
+            result = dedup(source.records, args.threshold, **options)
+        else:  # a line-format file the executors read is signed as it is read (dedup_file)
+            result, source = dedup_file(spark, args.file, args.threshold, fmt=args.format, staging_dir=staging,
+                                        id_field=args.id_column, text_field=args.text_column,
+                                        on_decode_error=args.on_decode_error, read_on=args.read_on, **options)
         # Written by the executors and streamed into place: the driver never holds the pairs.
         write_pairs_from_executors(result.pairs, args.out, staging)
         _save_snapshot(result, args.out)

@@ -11,13 +11,16 @@ pairs of ``--similarity idf --method lsh`` (:mod:`neardup_solr.spark.weighted`).
 >>> spark = spark_session("local[2]")
 >>> result = dedup(spark.read.parquet("docs.parquet"), threshold=0.8)
 >>> result.collect()[:1], result.stats.candidate_pairs
+
+A file the jobs read themselves (the formats ``index`` reads): ``dedup_file(spark, "docs.jsonl", 0.8,
+staging_dir="/tmp/stage")`` returns the result and the read (its rejected records, with their lines and reasons).
 """
 
-from neardup_solr.spark.jobs import SparkJobStats, SparkPairs, band_params, dedup, join
+from neardup_solr.spark.jobs import SparkJobStats, SparkPairs, band_params, dedup, dedup_file, join
 from neardup_solr.spark.session import SparkUnavailableError, require_java, require_pyspark, spark_session
 from neardup_solr.spark.signing import document_builder, sign, signature_bytes
 
 __all__ = [
-    "SparkJobStats", "SparkPairs", "SparkUnavailableError", "band_params", "dedup", "document_builder", "join",
+    "SparkJobStats", "SparkPairs", "SparkUnavailableError", "band_params", "dedup", "dedup_file", "document_builder", "join",
     "require_java", "require_pyspark", "sign", "signature_bytes", "spark_session",
 ]

@@ -7,7 +7,8 @@ expensive part of a dedup: the JVM handled every row, then handed every row to P
 
 1. each task of the signed records turns its partition band-major (:func:`band_slices`): for each band and each
    ``part`` (``key mod parts``: slices of a band, so no task holds a whole band of a large corpus) one row with
-   the partition's keys and row numbers as two binary blobs. A million records make a few hundred such rows;
+   the partition's keys and row numbers as two binary blobs. A million records make a few hundred such rows. (A
+   file signed as it is read makes them in the reading task: :func:`~neardup_solr.spark.line_input.sign_on_executors`);
 2. the slices of one ``(band, part)`` meet in one group (``applyInArrow``) and :func:`bucket_rows_of_slice`
    sorts its keys with NumPy: a run of equal keys is a bucket. It emits, in :data:`BUCKET_ROWS_SCHEMA`,
 
@@ -17,6 +18,7 @@ expensive part of a dedup: the JVM handled every row, then handed every row to P
      to be judged with the members' signatures (:func:`~neardup_solr.pairs.candidates.bucket_candidates`).
 
 Keys are compared whole (64 bits), as the single process compares Solr's band tokens: no hash of a hash.
+At a million documents this took the band buckets from 31 to 9 seconds of task time (benchmarks/spark.py).
 """
 
 from __future__ import annotations
@@ -83,23 +85,32 @@ def slice_batch(keys: np.ndarray, rows: np.ndarray, parts: int) -> "pa.RecordBat
                                                              ("keys", pa.binary()), ("rows", pa.binary())]))
 
 
-def bucket_rows(signed: "DataFrame", bands: int, records: int, split_bucket: int) -> "DataFrame":
-    """The pairs of small buckets and the members of large ones (module docstring) of ``signed``'s band keys."""
-    slices = band_slices(signed, bands, slices_per_band(records))
+def bucket_rows(signed: "DataFrame", bands: int, records: int, split_bucket: int, *,
+                slices: "DataFrame | None" = None, excluded: np.ndarray | None = None) -> "DataFrame":
+    """The pairs of small buckets and the members of large ones (module docstring) of ``signed``'s band keys, or
+    of ``slices`` when they were made as the records were signed
+    (:func:`~neardup_solr.spark.line_input.sign_on_executors`); the row numbers in ``excluded`` (records dropped
+    after they were sliced) are left out."""
+    if slices is None:
+        slices = band_slices(signed, bands, slices_per_band(records))
 
     def walk(table: "pa.Table") -> "pa.Table":
-        return bucket_rows_of_slice(table, split_bucket)
+        return bucket_rows_of_slice(table, split_bucket, excluded)
 
     return slices.groupBy("band", "part").applyInArrow(walk, BUCKET_ROWS_SCHEMA)
 
 
-def bucket_rows_of_slice(table: "pa.Table", split_bucket: int) -> "pa.Table":
-    """One ``(band, part)`` group's slices (:data:`SLICE_SCHEMA`) as :data:`BUCKET_ROWS_SCHEMA` rows."""
+def bucket_rows_of_slice(table: "pa.Table", split_bucket: int, excluded: np.ndarray | None = None) -> "pa.Table":
+    """One ``(band, part)`` group's slices (:data:`SLICE_SCHEMA`) as :data:`BUCKET_ROWS_SCHEMA` rows, without the
+    records whose row numbers are in ``excluded``."""
     import pyarrow as pa
 
     band = table.column("band")[0].as_py()
     keys = np.concatenate([np.frombuffer(blob, dtype=np.uint64) for blob in table.column("keys").to_pylist()])
     rows = np.concatenate([np.frombuffer(blob, dtype=np.int64) for blob in table.column("rows").to_pylist()])
+    if excluded is not None and excluded.size:
+        kept = ~np.isin(rows, excluded)
+        keys, rows = keys[kept], rows[kept]
     order = np.argsort(keys, kind="stable")
     keys, rows = keys[order], rows[order]
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if keys.size else np.empty(0, np.int64)

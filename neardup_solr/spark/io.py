@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import FORMATS, RecordReader
@@ -82,8 +82,7 @@ def read_records(
         return _read_parquet(spark, str(path), id_field, text_field)
     staging = Path(staging_dir)
     staging.mkdir(parents=True, exist_ok=True)
-    if _splittable(Path(path), fmt) and (read_on == "executors" or (
-            read_on == "auto" and (spark.sparkContext.master or "").startswith("local"))):
+    if reads_on_executors(spark, Path(path), fmt, read_on):
         from neardup_solr.spark.line_input import read_on_executors
 
         frame, rejected, read = read_on_executors(spark, Path(path), fmt, staging, id_field, text_field,
@@ -92,6 +91,12 @@ def read_records(
     if read_on == "executors":
         log.info("%s is compressed or CSV: it is read on the driver", path)
     return _read_staged(spark, Path(path), fmt, staging, id_field, text_field, on_decode_error)
+
+
+def reads_on_executors(spark: "SparkSession", path: Path, fmt: str, read_on: str) -> bool:
+    """Whether the executors read ``path`` in byte ranges (``read_on``: see :func:`read_records`)."""
+    return _splittable(path, fmt) and (read_on == "executors" or (
+        read_on == "auto" and (spark.sparkContext.master or "").startswith("local")))
 
 
 def _splittable(path: Path, fmt: str) -> bool:
@@ -157,24 +162,43 @@ def _read_staged(spark: "SparkSession", path: Path, fmt: str, staging_dir: Path,
 
 def _keep_last_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rejected: list[InvalidRecordError],
                       read: int) -> InputRead:
-    """``frame`` (``id, text, line``) with only the last copy of a repeated id, as indexing the file keeps it;
-    the earlier copies join ``rejected``. Repeated ids are found by Spark, not with a map of every id on the
-    driver (its memory grew with the file): only the repeated ids and their earlier copies come back to it."""
+    """``frame`` (``id, text, line``) with only the last copy of a repeated id (:func:`drop_earlier_copies`)."""
+    frame, _ = drop_earlier_copies(spark, frame, path, rejected)
+    return InputRead(frame.select("id", "text"), rejected, read)
+
+
+def drop_earlier_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rejected: list[InvalidRecordError],
+                        *, order: str = "line", line_of: "Callable[[int], int] | None" = None
+                        ) -> tuple["DataFrame", list[int]]:
+    """``frame`` (with ``id`` and the ``order`` column, in which a later copy of an id has the larger value) with
+    only the last copy of a repeated id, as indexing the file keeps it, and the ``order`` values of the dropped
+    copies. They join ``rejected`` (sorted by line), named by their line: ``line_of(value)`` (default: the value
+    is the line). Repeated ids are found by Spark, not with a map of every id on the driver (its memory grew with
+    the file): only the repeated ids and their earlier copies come back to it."""
     from pyspark.sql import functions as F
 
-    repeated = (frame.groupBy("id").agg(F.count("*").alias("copies"), F.max("line").alias("last"))
-                .filter(F.col("copies") > 1).select("id", "last").collect())
-    if repeated:  # the usual file has none, and no second pass over its records
-        last = spark.createDataFrame([(row["id"], row["last"]) for row in repeated], "id string, last long")
-        overwritten = (frame.join(F.broadcast(last), "id").filter(F.col("line") < F.col("last"))
-                       .select("id", "line").orderBy("line").collect())
-        lost = spark.createDataFrame([(r["line"],) for r in overwritten], "line long")
-        frame = frame.join(F.broadcast(lost), "line", "left_anti")
-        rejected.extend(InvalidRecordError("the id is given again later in the file; the later record is kept, as "
-                                           "indexing the file would", source=str(path), line=r["line"],
-                                           record_id=r["id"]) for r in overwritten)
+    line_of = line_of or (lambda value: value)
+    # First by a 64-bit hash of the id (Spark aggregates long keys faster than strings); only the records whose
+    # hash repeats, usually none, are grouped by the id itself.
+    hashes = (frame.groupBy(F.xxhash64("id").alias("hash")).count().filter(F.col("count") > 1)
+              .select("hash").collect())
+    overwritten: list = []
+    if hashes:
+        suspects = frame.join(F.broadcast(spark.createDataFrame([(r["hash"],) for r in hashes], "hash long")),
+                              F.xxhash64(frame["id"]) == F.col("hash"), "left_semi")
+        repeated = (suspects.groupBy("id").agg(F.count("*").alias("copies"), F.max(order).alias("last"))
+                    .filter(F.col("copies") > 1).select("id", "last").collect())
+        if repeated:
+            last = spark.createDataFrame([(row["id"], row["last"]) for row in repeated], "id string, last long")
+            overwritten = (frame.join(F.broadcast(last), "id").filter(F.col(order) < F.col("last"))
+                           .select("id", order).orderBy(order).collect())
+            lost = spark.createDataFrame([(r[order],) for r in overwritten], f"{order} long")
+            frame = frame.join(F.broadcast(lost), order, "left_anti")
+            rejected.extend(InvalidRecordError("the id is given again later in the file; the later record is kept, "
+                                               "as indexing the file would", source=str(path),
+                                               line=line_of(r[order]), record_id=r["id"]) for r in overwritten)
     rejected.sort(key=lambda e: e.line or 0)
-    return InputRead(frame.select("id", "text"), rejected, read)
+    return frame, [r[order] for r in overwritten]
 
 
 def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir: str | Path) -> None:

@@ -6,10 +6,12 @@ lsh``), laid out as write-up 001's band join so that they run on a cluster:
 1. **Sign** every record on the executors (:func:`neardup_solr.spark.signing.sign`: the indexer's shingler and
    MinHash), with the band keys of the LSH bands the collection dedup chooses for ``threshold``
    (:func:`~neardup_solr.pairs.lsh.optimal_params` with the same false-negative weight, 21 x 6 for 0.8 and 128
-   values), unless ``lsh_params`` is given.
-2. **Band join.** Explode the band keys into ``(id, band, key)`` rows, keep the buckets (equal ``(band, key)``)
-   with two or more members, join the members of each bucket with each other, and de-duplicate the candidate
-   pairs across bands.
+   values), unless ``lsh_params`` is given. :func:`dedup_file` reads a line-format file and signs it in the same
+   executor tasks (:func:`neardup_solr.spark.line_input.sign_on_executors`), so its texts never enter Spark.
+2. **Band buckets.** In :func:`dedup`, the band keys go band-major in a few large NumPy arrays and each band's
+   keys are sorted there (:mod:`neardup_solr.spark.buckets`): a run of equal keys is a bucket, whose pairs come
+   out as row numbers and are de-duplicated across bands. (With ``split_bucket=None``, and in :func:`join`, the
+   band keys are exploded into ``(id, band, key)`` rows and the members of each bucket joined with each other.)
 3. **Exploding buckets.** A bucket with more than ``max_bucket`` members (boilerplate shared by thousands of
    records) is split exactly as ``pairs/candidates.py`` splits it: members in id order, blocks of ``max_bucket``,
    pairs only inside a block. The buckets and the pairs not generated are counted in the stats and logged,
@@ -24,7 +26,8 @@ lsh``), laid out as write-up 001's band join so that they run on a cluster:
    dropped, the others get the exact Jaccard of their distinct shingle-hash sets, and pairs with Jaccard >= t
    are kept: the same test and the same number ``report --threshold T --method lsh`` reports. Both run in one
    Arrow UDF with the single process's NumPy code (:mod:`neardup_solr.spark.verify`); the records of the
-   candidates are picked from the cached signed records in one scan, through a broadcast of their ids.
+   candidates are picked from the cached signed records in one scan, through a broadcast of their ids (or row
+   numbers).
 
 ``dedup(..., similarity="idf")`` runs the same band join and estimate over weighted MinHash signatures of the
 records' words (:mod:`neardup_solr.spark.weighted`) and verifies with the exact IDF-weighted Jaccard: the
@@ -42,7 +45,10 @@ import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
 
 from neardup_solr.pairs.candidates import (
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
@@ -59,14 +65,17 @@ from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.pairs.similar_pairs import SimilarPair
 from neardup_solr.validation import check_choice
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, weighted_band_params
+from neardup_solr.spark.io import READ_ON
 from neardup_solr.spark.signing import sign
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from neardup_solr.spark.io import InputRead
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SparkJobStats", "SparkPairs", "dedup", "join", "band_params"]
+__all__ = ["SparkJobStats", "SparkPairs", "dedup", "dedup_file", "join", "band_params"]
 
 
 @dataclass
@@ -101,6 +110,7 @@ class SparkPairs:
     params: LSHParams
     threshold: float
     snapshot: IdfSnapshot | None = None  # similarity="idf": the frequencies and signer the run used
+    cached: list = field(default_factory=list)  # other cached frames the result's frames are computed from
 
     def collect(self) -> list[SimilarPair]:
         """The pairs on the driver, sorted as ``report`` sorts them: by id, then neighbour id (numeric-aware)."""
@@ -150,8 +160,6 @@ def dedup(
     >>> result.collect()
     [SimilarPair(id='1', neighbor_id='2', similarity=0.75)]
     """
-    from pyspark.sql import functions as F
-
     _check_similarity(similarity, snapshot)
     settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket,
                                    num_hashes=snapshot.num_hashes if snapshot is not None else None)
@@ -163,6 +171,80 @@ def dedup(
         signed = _signed_weighted(valid, snapshot, params, stats)
     else:
         signed, rejected = _signed(records, settings, params, stats)
+    return _dedup_signed(signed, rejected, settings, params, t, stats, started, max_bucket=max_bucket,
+                         split_bucket=split_bucket, similarity=similarity, snapshot=snapshot)
+
+
+def dedup_file(
+    spark: "SparkSession",
+    path: "str | Path",
+    threshold: float = 0.8,
+    *,
+    fmt: str | None = None,
+    staging_dir: "str | Path",
+    id_field: str = "id",
+    text_field: str = "text",
+    on_decode_error: str = "latin-1",
+    read_on: str = "auto",
+    settings: IndexSettings | None = None,
+    lsh_params: LSHParams | None = None,
+    false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    similarity: str = "jaccard",
+    snapshot: IdfSnapshot | None = None,
+    split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
+) -> "tuple[SparkPairs, InputRead]":
+    """:func:`dedup` of the records of the file ``path``, read as :func:`~neardup_solr.spark.io.read_records`
+    reads it (same parameters), and that read: the records rejected and why, and how many were read.
+
+    A line-format file that the executors read in byte ranges (``read_on``) is signed by the tasks that read it
+    (:func:`~neardup_solr.spark.line_input.sign_on_executors`; plain Jaccard): its texts go from the file to the
+    signer without being staged or crossing into Spark, and the returned read's ``records`` is None. Any other
+    input is read with ``read_records`` and deduplicated with :func:`dedup`; ``records`` is then its DataFrame."""
+    from neardup_solr.spark.io import InputRead, drop_earlier_copies, input_format, read_records, reads_on_executors
+    from neardup_solr.validation import check_choice
+
+    read_on = check_choice("read_on", read_on, READ_ON)
+    options = dict(settings=settings, lsh_params=lsh_params, false_negative_weight=false_negative_weight,
+                   max_bucket=max_bucket, similarity=similarity, snapshot=snapshot, split_bucket=split_bucket)
+    source_format = input_format(path, fmt)
+    if not Path(path).exists():
+        raise FileNotFoundError(f"input file not found: {path}")
+    # Signed as read: plain Jaccard, a file the executors read, and the band buckets made from slices (the
+    # default; split_bucket=None explodes the band keys, which such a read does not keep).
+    if (similarity != "jaccard" or split_bucket is None
+            or not reads_on_executors(spark, Path(path), source_format, read_on)):
+        source = read_records(spark, path, fmt, staging_dir=staging_dir, id_field=id_field, text_field=text_field,
+                              on_decode_error=on_decode_error, read_on=read_on)
+        return dedup(source.records, threshold, **options), source
+    from neardup_solr.spark.line_input import sign_on_executors
+
+    _check_similarity(similarity, snapshot)
+    settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
+    stats = SparkJobStats(bands=params.bands, rows=params.rows)
+    started = time.perf_counter()
+    with _stage(spark, "read and sign"):
+        signed_file = sign_on_executors(spark, Path(path), source_format, id_field, text_field, on_decode_error,
+                                        settings, params)
+        signed, dropped = drop_earlier_copies(spark, signed_file.signed, Path(path), signed_file.rejected,
+                                              order="row", line_of=signed_file.line_of)
+    signed, rejected = _split_signed(signed, stats)
+    stats.seconds["sign"] = round(time.perf_counter() - started, 3)
+    excluded = np.array(dropped, dtype=np.int64)
+    result = _dedup_signed(signed, rejected, settings, params, t, stats, started, max_bucket=max_bucket,
+                           split_bucket=split_bucket, similarity=similarity, snapshot=None,
+                           slices=(signed_file.slices, excluded))
+    result.cached.append(signed_file.cached)
+    return result, InputRead(None, signed_file.rejected, signed_file.read)  # type: ignore[arg-type]
+
+
+def _dedup_signed(signed: "DataFrame", rejected: "DataFrame", settings: IndexSettings, params: LSHParams, t: float,
+                  stats: SparkJobStats, started: float, *, max_bucket: int, split_bucket: int | None,
+                  similarity: str, snapshot: IdfSnapshot | None, slices: "tuple | None" = None) -> SparkPairs:
+    """The steps of :func:`dedup` after signing: ``signed`` (valid records with ``row``) to verified pairs.
+    ``slices``: the band slices made as the records were signed and the row numbers to leave out of them."""
+    from pyspark.sql import functions as F
+
     if split_bucket is None:
         bands = signed.select("id", F.lit(0).alias("side"), F.posexplode("band_keys").alias("band", "key"))
         candidates, key = _band_join(bands, max_bucket, cross=False, stats=stats), "id"
@@ -171,7 +253,7 @@ def dedup(
         # The signature's length, not the bands': the estimate compares every value (as _estimated does).
         k = snapshot.num_hashes if snapshot is not None else settings.num_hashes
         need = min_matches(t, k, estimate_margin(t, k))
-        candidates, key = _judged_band_join(signed, params, split_bucket, need, max_bucket, stats), "row"
+        candidates, key = _judged_band_join(signed, params, split_bucket, need, max_bucket, stats, slices), "row"
     pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats, key=key)
     first = _id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
@@ -280,15 +362,24 @@ def _signed(records: "DataFrame", settings: IndexSettings, params: LSHParams,
     t0 = time.perf_counter()
     # ``row`` numbers the records for the band buckets (neardup_solr.spark.buckets): computed once, as cached.
     all_signed = sign(records, settings, params).withColumn("row", F.monotonically_increasing_id()).cache()
+    signed, rejected = _split_signed(all_signed, stats)
+    stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
+    return signed, rejected
+
+
+def _split_signed(all_signed: "DataFrame", stats: SparkJobStats) -> tuple["DataFrame", "DataFrame"]:
+    """``all_signed`` (a row per record, ``problem`` set when it could not be signed) as the valid records and the
+    rejected ones (``id, problem``), counted into ``stats``."""
+    from pyspark.sql import functions as F
+
     # Counts, not a collect: PySpark names a collect's jobs after the Python line, over the stage name.
-    with _stage(records, "sign"):
+    with _stage(all_signed, "sign"):
         total = all_signed.count()
         bad = all_signed.filter(F.col("problem").isNotNull()).count()
     stats.documents += total - bad
     stats.rejected += bad
     signed = all_signed.filter(F.col("problem").isNull()).drop("problem")
     rejected = all_signed.filter(F.col("problem").isNotNull()).select("id", "problem")
-    stats.seconds["sign"] = round(stats.seconds.get("sign", 0.0) + time.perf_counter() - t0, 3)
     return signed, rejected
 
 
@@ -391,7 +482,7 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
 
 
 def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int, keep_matches: int,
-                      max_bucket: int, stats: SparkJobStats) -> "DataFrame":
+                      max_bucket: int, stats: SparkJobStats, slices: "tuple | None" = None) -> "DataFrame":
     """Distinct candidate pairs ``a < b`` (row numbers) of a dedup: buckets of at most ``split_bucket`` members
     pair every member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module
     docstring).
@@ -405,7 +496,9 @@ def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int,
     from neardup_solr.spark.buckets import bucket_rows
 
     t0 = time.perf_counter()
-    buckets = bucket_rows(signed, params.bands, stats.documents, split_bucket).cache()
+    given, excluded = slices if slices is not None else (None, None)
+    buckets = bucket_rows(signed, params.bands, stats.documents, split_bucket, slices=given,
+                          excluded=excluded).cache()
     paired = buckets.filter(F.col("b").isNotNull()).select("a", "b")
     large = buckets.filter(F.col("b").isNull()).select("band", "key", F.col("a").alias("row"))
     with _stage(signed, "band buckets"):
@@ -429,10 +522,10 @@ def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int,
 
 
 @contextmanager
-def _stage(frame: "DataFrame", name: str) -> Iterator[None]:
+def _stage(source: "DataFrame | SparkSession", name: str) -> Iterator[None]:
     """Name the Spark jobs run inside the block ``neardup: <name>`` (the call site Spark's UI, its REST API and
     event log show for their stages) instead of the Python line that happened to trigger them."""
-    context = frame.sparkSession.sparkContext
+    context = (source.sparkSession if hasattr(source, "sparkSession") else source).sparkContext
     label = f"neardup: {name}"
     context.setLocalProperty("callSite.short", label)
     context.setLocalProperty("callSite.long", label)
