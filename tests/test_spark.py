@@ -329,6 +329,22 @@ def test_file_signed_as_it_is_read_gives_the_staged_runs_pairs_and_rejections(sp
     assert read == 307 and documents == 303 and [i for i, _ in unsigned] == ["blank"]
 
 
+def test_a_file_without_signable_records_signed_as_read(spark, tmp_path):
+    """Signed as it is read, a file with nothing to pair gives no pairs and says why: an empty file, a file of
+    rejected lines, a record whose text has no words."""
+    from neardup_solr.spark import dedup_file
+
+    cases = {"empty.jsonl": ("", 0, [], []), "broken.jsonl": ("{broken\n[1]\n\n", 2, [1, 2], []),
+             "wordless.jsonl": ('{"id": "x", "text": "... !"}\n', 1, [], ["x"])}
+    for name, (content, read_count, lines, unsigned) in cases.items():
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        result, read = dedup_file(spark, path, 0.8, staging_dir=tmp_path / "staging", read_on="executors")
+        assert read.records is None and result.collect() == [] and result.stats.documents == 0, name
+        assert read.read == read_count and [e.line for e in read.rejected] == lines, name
+        assert [row["id"] for row in result.rejected.collect()] == unsigned, name
+
+
 def test_cli_run_prints_no_spark_start_up_log(tmp_path):
     """The driver JVM reads the package's log4j2.properties: errors only, so a run's stderr holds what the CLI
     says, not Spark's start-up lines (its log profile, the native-hadoop warning, the shell log level hint)."""

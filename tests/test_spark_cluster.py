@@ -113,9 +113,12 @@ def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cl
     _cli("spark", "dedup", str(docs), "--out", str(tmp_path / "pairs-local.tsv"), "--master", "local[2]", *common)
     submitted = _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster.tsv"), *common)
     assert " pairs with jaccard >= 0.7 among 3000 records" in submitted.stdout
-    for name in ("local", "cluster"):
+    # The worker sees the file here: its tasks read and sign it (locally, too, the default), not the driver.
+    _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster-read.tsv"), "--read-on", "executors",
+            *common)
+    for name in ("local", "cluster", "cluster-read"):
         outputs[name] = (tmp_path / f"pairs-{name}.tsv").read_text(encoding="utf-8")
-    assert outputs["cluster"] == outputs["local"] and outputs["local"].count("\n") > 100
+    assert outputs["cluster"] == outputs["local"] == outputs["cluster-read"] and outputs["local"].count("\n") > 100
 
     path = tmp_path / "addresses.txt"
     restaurants.prepare_default(path)

@@ -100,7 +100,9 @@ class SparkPairs:
     """A job's result. ``pairs``: ``id, neighbor_id, similarity`` (dedup: smaller id first, numeric-aware, as
     ``report`` writes them; join: left id, right id); ``signed``: the signed valid records (cached);
     ``rejected``: ``id, problem`` of the records that could not be signed; ``snapshot``: with
-    ``similarity="idf"``, the IDF snapshot the records were signed and verified with."""
+    ``similarity="idf"``, the IDF snapshot the records were signed and verified with; ``cached``: other cached
+    frames the result's frames are computed from (of :func:`dedup_file`, the reading tasks' output), to unpersist
+    with them when the executors' memory is wanted back."""
 
     pairs: "DataFrame"
     signed: "DataFrame"
@@ -110,7 +112,7 @@ class SparkPairs:
     params: LSHParams
     threshold: float
     snapshot: IdfSnapshot | None = None  # similarity="idf": the frequencies and signer the run used
-    cached: list = field(default_factory=list)  # other cached frames the result's frames are computed from
+    cached: list = field(default_factory=list)
 
     def collect(self) -> list[SimilarPair]:
         """The pairs on the driver, sorted as ``report`` sorts them: by id, then neighbour id (numeric-aware)."""
@@ -205,8 +207,6 @@ def dedup_file(
     from neardup_solr.validation import check_choice
 
     read_on = check_choice("read_on", read_on, READ_ON)
-    options = dict(settings=settings, lsh_params=lsh_params, false_negative_weight=false_negative_weight,
-                   max_bucket=max_bucket, similarity=similarity, snapshot=snapshot, split_bucket=split_bucket)
     source_format = input_format(path, fmt)
     if not Path(path).exists():
         raise FileNotFoundError(f"input file not found: {path}")
@@ -216,7 +216,9 @@ def dedup_file(
             or not reads_on_executors(spark, Path(path), source_format, read_on)):
         source = read_records(spark, path, fmt, staging_dir=staging_dir, id_field=id_field, text_field=text_field,
                               on_decode_error=on_decode_error, read_on=read_on)
-        return dedup(source.records, threshold, **options), source
+        return dedup(source.records, threshold, settings=settings, lsh_params=lsh_params,
+                     false_negative_weight=false_negative_weight, max_bucket=max_bucket, similarity=similarity,
+                     snapshot=snapshot, split_bucket=split_bucket), source
     from neardup_solr.spark.line_input import sign_on_executors
 
     _check_similarity(similarity, snapshot)
