@@ -176,7 +176,6 @@ class NetCloud:
 
     def start(self, timeout: float = 240.0) -> None:
         classpath = LocalSolr(data_dir=self.workdir / "build").build()
-        config = solr_config_dir() / "solr_home"
         zk_dir = self.workdir / "zk"
         (zk_dir / "data").mkdir(parents=True, exist_ok=True)
         cfg = zk_dir / "zoo.cfg"

@@ -4,7 +4,6 @@ the CLI commands, and a fuzz of the whole API from its OpenAPI description."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
