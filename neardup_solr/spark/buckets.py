@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from neardup_solr.pairs._arrays import concat_ranges, run_pairs
+from neardup_solr.spark.signing import fixed_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,8 +54,7 @@ def band_slices(signed: "DataFrame", bands: int, parts: int) -> "DataFrame":
         for batch in batches:
             if batch.num_rows:
                 rows.append(batch.column("row").to_numpy(zero_copy_only=False).astype(np.int64))
-                keys.append(batch.column("band_keys").flatten().to_numpy(zero_copy_only=False)
-                            .view(np.uint64).reshape(batch.num_rows, bands))
+                keys.append(fixed_rows(batch.column("band_keys"), bands).view(np.uint64))
         if rows:
             yield slice_batch(np.concatenate(keys), np.concatenate(rows), parts)
 

@@ -235,16 +235,17 @@ def dedup_file(
     excluded = np.array(dropped, dtype=np.int64)
     result = _dedup_signed(signed, rejected, settings, params, t, stats, started, max_bucket=max_bucket,
                            split_bucket=split_bucket, similarity=similarity, snapshot=None,
-                           slices=(signed_file.slices, excluded))
+                           slices=signed_file.slices, excluded=excluded)
     result.cached.append(signed_file.cached)
     return result, InputRead(None, signed_file.rejected, signed_file.read)  # type: ignore[arg-type]
 
 
 def _dedup_signed(signed: "DataFrame", rejected: "DataFrame", settings: IndexSettings, params: LSHParams, t: float,
                   stats: SparkJobStats, started: float, *, max_bucket: int, split_bucket: int | None,
-                  similarity: str, snapshot: IdfSnapshot | None, slices: "tuple | None" = None) -> SparkPairs:
+                  similarity: str, snapshot: IdfSnapshot | None, slices: "DataFrame | None" = None,
+                  excluded: np.ndarray | None = None) -> SparkPairs:
     """The steps of :func:`dedup` after signing: ``signed`` (valid records with ``row``) to verified pairs.
-    ``slices``: the band slices made as the records were signed and the row numbers to leave out of them."""
+    ``slices``: the band slices made as the records were signed; ``excluded``: row numbers to leave out of them."""
     from pyspark.sql import functions as F
 
     if split_bucket is None:
@@ -255,7 +256,9 @@ def _dedup_signed(signed: "DataFrame", rejected: "DataFrame", settings: IndexSet
         # The signature's length, not the bands': the estimate compares every value (as _estimated does).
         k = snapshot.num_hashes if snapshot is not None else settings.num_hashes
         need = min_matches(t, k, estimate_margin(t, k))
-        candidates, key = _judged_band_join(signed, params, split_bucket, need, max_bucket, stats, slices), "row"
+        candidates = _judged_band_join(signed, params, split_bucket, need, max_bucket, stats, slices=slices,
+                                       excluded=excluded)
+        key = "row"
     pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats, key=key)
     first = _id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
@@ -484,7 +487,8 @@ def _band_join(bands: "DataFrame", max_bucket: int, *, cross: bool, stats: Spark
 
 
 def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int, keep_matches: int,
-                      max_bucket: int, stats: SparkJobStats, slices: "tuple | None" = None) -> "DataFrame":
+                      max_bucket: int, stats: SparkJobStats, *, slices: "DataFrame | None" = None,
+                      excluded: np.ndarray | None = None) -> "DataFrame":
     """Distinct candidate pairs ``a < b`` (row numbers) of a dedup: buckets of at most ``split_bucket`` members
     pair every member, larger ones go whole to :func:`~neardup_solr.pairs.candidates.bucket_candidates` (module
     docstring).
@@ -498,8 +502,7 @@ def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int,
     from neardup_solr.spark.buckets import bucket_rows
 
     t0 = time.perf_counter()
-    given, excluded = slices if slices is not None else (None, None)
-    buckets = bucket_rows(signed, params.bands, stats.documents, split_bucket, slices=given,
+    buckets = bucket_rows(signed, params.bands, stats.documents, split_bucket, slices=slices,
                           excluded=excluded).cache()
     paired = buckets.filter(F.col("b").isNotNull()).select("a", "b")
     large = buckets.filter(F.col("b").isNull()).select("band", "key", F.col("a").alias("row"))

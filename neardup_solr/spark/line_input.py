@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from neardup_solr.errors import InvalidRecordError
 from neardup_solr.io.readers import Record, RecordReader
-from neardup_solr.spark.signing import document_builder, sign_arrays
+from neardup_solr.spark.signing import document_builder, fixed_rows, sign_arrays
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -234,8 +234,7 @@ def _read_and_sign_range(reader: RecordReader, builder: "DocumentBuilder", param
         row = (np.int64(chunk) << np.int64(32)) | piece.column("local").to_numpy(zero_copy_only=False)
         valid = signed.column("problem").is_null().to_numpy(zero_copy_only=False)
         if valid.any():
-            keys.append(signed.column("band_keys").flatten().to_numpy(zero_copy_only=False).view(np.uint64)
-                        .reshape(-1, params.bands))
+            keys.append(fixed_rows(signed.column("band_keys"), params.bands).view(np.uint64))
             rows.append(row[valid])
         yield _kind_batch(_RECORD, signed.num_rows, {
             **{name: signed.column(name) for name in ("id", "signature", "shingles", "problem")},

@@ -97,6 +97,12 @@ def sign_arrays(builder: DocumentBuilder, params: LSHParams, ids: list, texts: l
     )
 
 
+def fixed_rows(column: "pa.ListArray", width: int) -> np.ndarray:
+    """A list column of :func:`sign_arrays` (``signature``, ``band_keys``) as an ``(n, width)`` array: one row per
+    non-null value (a rejected record's null has no values, hence no row), in the column's order."""
+    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+
+
 def _fixed_lists(rows: np.ndarray, valid: np.ndarray, mask: "pa.Array", value_type: "pa.DataType") -> "pa.Array":
     """A list array with one ``rows`` row per valid record and null for the others."""
     import pyarrow as pa

@@ -15,18 +15,13 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from neardup_solr.pairs.candidates import exact_jaccard
+from neardup_solr.spark.signing import fixed_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
 ESTIMATED_SCHEMA = "a string, b string, similarity double"
-
-
-def _fixed_rows(column: "pa.ListArray", width: int) -> np.ndarray:
-    """A list column whose rows all hold ``width`` values, as an ``(n, width)`` array."""
-    values = column.flatten().to_numpy(zero_copy_only=False)
-    return values.reshape(len(column), width)
 
 
 def _sets(column: "pa.ListArray") -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +40,7 @@ def estimate_and_verify(batch: "pa.RecordBatch", need: int) -> "pa.RecordBatch":
         return pa.RecordBatch.from_arrays([pa.array([], pa.string()), pa.array([], pa.string()),
                                            pa.array([], pa.float64())], names=["a", "b", "similarity"])
     width = len(batch.column("sig_a")[0])
-    agreeing = np.count_nonzero(_fixed_rows(batch.column("sig_a"), width) == _fixed_rows(batch.column("sig_b"), width),
+    agreeing = np.count_nonzero(fixed_rows(batch.column("sig_a"), width) == fixed_rows(batch.column("sig_b"), width),
                                 axis=1)
     keep = np.flatnonzero(agreeing >= need)
     set_a, size_a = _sets(batch.column("set_a"))
