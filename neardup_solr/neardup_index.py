@@ -34,13 +34,19 @@ import logging
 import time
 from typing import Any, Sequence
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, IndexSettings, ensure_index_settings
-from neardup_solr.errors import DocumentNotFoundError, InvalidParameterError, InvalidTextError, ParameterTypeError
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.solr.settings_store import ensure_index_settings
+from neardup_solr.errors import (
+    DocumentExistsError,
+    DocumentNotFoundError,
+    InvalidParameterError,
+    InvalidTextError,
+    ParameterTypeError,
+    SolrRequestError,
+)
 from neardup_solr.solr.maintenance import require_neardup_schema
-from neardup_solr.errors import SolrRequestError
 from neardup_solr.engine.online import (
     CheckResult,
-    DocumentExistsError,
     Match,
     check_and_add,
     delete_documents,
@@ -127,7 +133,7 @@ class NearDupIndex:
     # ---------------------------------------------------------------- datasketch's verbs
     def insert(self, key: str, text: str | None = None, *, tokens: Sequence[str] | None = None) -> None:
         """Add a document under ``key`` (a text, or ``tokens``). Like datasketch, an existing key is an error:
-        :class:`~neardup_solr.engine.online.DocumentExistsError` (a ``ValueError``); ``remove`` it first."""
+        :class:`~neardup_solr.errors.DocumentExistsError` (a ``ValueError``); ``remove`` it first."""
         key = _user_key(key)
         body = self._text(text, tokens)
         self._ensure_settings()

@@ -78,7 +78,9 @@ from neardup_solr.pairs.lsh import LSHParams, optimal_params
 from neardup_solr.pairs.signature_store import SignatureStore
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, read_index_settings
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.signatures import dataset_filters, fetch_shingle_sets, parallel_pages, shard_readers, signature_pages
 from neardup_solr.validation import Limit, check_float, check_int
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from neardup_solr.pairs.allpairs import TOLERANCE, token_sets
 from neardup_solr.pairs.bloom import BloomFilter
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import ordered_map

@@ -64,14 +64,9 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from neardup_solr.errors import DocumentExistsError  # noqa: F401 (defined in errors, importable here too)
-from neardup_solr.solr.documents import (
-    META_DATASET,
-    RESERVED_IDS,
-    IndexSettings,
-    ensure_index_settings,
-    read_index_settings,
-)
+from neardup_solr.errors import DocumentExistsError
+from neardup_solr.signing.settings import META_DATASET, RESERVED_IDS, IndexSettings
+from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
 from neardup_solr.errors import InvalidParameterError, NeardupError, SolrRequestError
 from neardup_solr.solr.maintenance import clear, require_neardup_schema
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
@@ -92,7 +87,7 @@ _STRIPES = 4096
 _stripe_locks = [threading.Lock() for _ in range(_STRIPES)]
 
 __all__ = [
-    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "Match", "CheckResult", "DocumentExistsError", "DeleteResult",
+    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "Match", "CheckResult", "DeleteResult",
     "check_and_add", "find_similar", "describe", "delete_documents", "delete_dataset", "is_reserved_id",
     "claim_id", "sort_matches",
 ]

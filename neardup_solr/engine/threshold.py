@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
@@ -302,7 +302,7 @@ def threshold_pairs(
     document (what IDF similarity always does). Both return the same pairs with the same similarities.
 
     With ``out`` the pairs are also written there (complete or not at all), and ``resume=True`` continues a run
-    that stopped with :class:`~neardup_solr.io.outputs.RunStopped`; see :func:`neardup_solr.engine.report.report_near_dups`.
+    that stopped with :class:`~neardup_solr.errors.RunStopped`; see :func:`neardup_solr.engine.report.report_near_dups`.
     """
     strategy = check_choice("strategy", strategy, STRATEGIES)
     if strategy == "client" and finder.similarity != "jaccard":

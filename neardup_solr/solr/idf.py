@@ -16,12 +16,12 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Sequence
 
-from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.signing.settings import META_DATASET, TOKEN_FIELDS
 from neardup_solr.solr.client import SolrClient
 
 log = logging.getLogger(__name__)
 
-WORDS_FIELD = "content_words"
+WORDS_FIELD = TOKEN_FIELDS["words"]
 # /terms requests sent at once when many tokens are read (the machines measured have 2 cores).
 TERMS_REQUESTS_IN_FLIGHT = 2
 

@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from neardup_solr.solr.documents import META_DATASET, IndexSettings
+from neardup_solr.signing.settings import META_DATASET, IndexSettings
 from neardup_solr.errors import ForeignCollectionError, NeardupError
 from neardup_solr.solr.recent import recent_adds
 from neardup_solr.solr.client import SolrClient

@@ -26,15 +26,10 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from neardup_solr.solr.documents import (
-    SETTINGS_DOC_ID,
-    DocumentBuilder,
-    IndexSettings,
-    md5_hex,
-    read_index_settings,
-    signature_tokens,
-    text_token,
-)
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.signing.tokens import md5_hex, signature_tokens, text_token
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.errors import DocumentNotFoundError, InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.pairs.groups import id_key
@@ -61,7 +56,7 @@ WRITEUP_RANKING: dict[str, Any] = {k: v for k, v in WRITEUP_LOOKUP.searcher_kwar
 # close to Binomial(k, J), and a pair at exactly the threshold falls below 3 standard deviations ~0.13% of the time.
 _MINHASH_MARGIN_Z = 3.0
 
-__all__ = ["Searcher", "NearDuplicate", "StoredDocument", "DocumentNotFoundError", "MODES", "id_sort_key",
+__all__ = ["Searcher", "NearDuplicate", "StoredDocument", "MODES", "id_sort_key",
            "cursor_docs", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "Query"]
 
 

@@ -18,7 +18,8 @@ from neardup_solr.errors import SolrUnavailableError
 from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.candidates import CollectionStats, shingle_sets
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, decode_signatures
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.signing.tokens import decode_signatures
 from neardup_solr.text import Shingler
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, DocumentBuilder, read_index_settings
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.io.readers import Record, RecordReader
 from neardup_solr.solr.client import SolrClient
 
