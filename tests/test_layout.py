@@ -23,6 +23,7 @@ nothing above the backends reaches into a backend's internals, nor an engine int
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,89 @@ def test_every_exception_has_one_import_path():
         if defined or offered:
             wrong[module] = sorted(defined | offered)
     assert wrong == {}, f"exceptions defined or exported outside neardup_solr.errors: {wrong}"
+
+
+# Solr's wire syntax: local params ({!term ...}, $references), Lucene field queries and ranges, optimistic
+# concurrency, and the parameters and update verbs of a request. Written only under solr/ (solr/queries.py
+# builds the queries and filters, solr/claims.py the create-only writes); the engines and front doors speak in
+# documents, tokens and filters.
+LUCENE = re.compile(r"\{!|\*:\*|_version_|\[\* TO|TO \*\]|\$nd\.|(?:^|[\s(])-?(?:dataset|id):(?!\s)")
+REQUEST_KEYS = {"q", "fq", "defType", "df", "q.op", "commitWithin", "softCommit", "cursorMark"}
+UPDATE_VERBS = {"add", "delete", "commit"}
+# Not yet converted: these belong to the options and service work under way on other branches (issue 36,
+# points 1 and 3); each is two lines to replace with neardup_solr.solr.queries once those land.
+WIRE_SYNTAX_PENDING = {"neardup_solr.engine.report", "neardup_solr.service.jobs"}
+
+
+def docstring_nodes(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def wire_syntax(source: str) -> list[str]:
+    """Where ``source`` writes Solr's syntax itself: query strings, request parameters, update bodies, raw
+    update requests (docstrings and comments aside)."""
+    tree = ast.parse(source)
+    docs = docstring_nodes(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            if LUCENE.search(node.value):
+                found.append(f"line {node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.Tuple) and len(node.elts) == 2 and isinstance(node.elts[0], ast.Constant) \
+                and node.elts[0].value in REQUEST_KEYS:
+            found.append(f"line {node.lineno}: parameter {node.elts[0].value!r}")
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            if keys & (REQUEST_KEYS | UPDATE_VERBS | {"_version_"}):
+                found.append(f"line {node.lineno}: a request or update body {sorted(keys)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in {"request", "get_json", "post_form"} \
+                and any(isinstance(a, ast.Constant) and a.value == "update" for a in node.args):
+            found.append(f"line {node.lineno}: a raw update request")
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_solr_wire_syntax_only_under_solr(path):
+    module = module_name(path)
+    if layer_of(module)[1] == "solr" or module in WIRE_SYNTAX_PENDING:
+        return
+    found = wire_syntax(path.read_text(encoding="utf-8"))
+    assert found == [], f"{module} writes Solr's syntax itself (build it in neardup_solr/solr/queries.py): {found}"
+
+
+def test_the_wire_syntax_rule_reads_code_not_prose():
+    # Each of the forms the engines used to write is caught; docstrings, comments and ordinary strings are not.
+    caught = [
+        'params = [("fq", "-{!term f=dataset v=$nd.meta}")]',
+        'filters = [f"-dataset:{META_DATASET}"]',
+        'q = "*:*"',
+        'q = "id:" + doc_id',
+        'doc = {**doc, "_version_": -1}',
+        'client.request("POST", "update", data=body)',
+        'client.get_json("update", {"softCommit": "true"})',
+        'body = {"delete": {"id": doc_id}}',
+        'params.append(("commitWithin", 1000))',
+    ]
+    for source in caught:
+        assert wire_syntax(source), source
+    passed = [
+        '"""Filtered with ``{!frange l=ceil(t*|A|)}query($q)``."""',
+        'def f():\n    """``-dataset:__meta__`` leaves the settings out."""\n    return 1  # {!term f=id}',
+        'offsets = array("q", [0])',
+        'help_text = "the documents of this --dataset (without --dataset: the unlabelled ones)"',
+        'names = ("q", "fq", "extra")',
+        'stats = {"documents": 1, "pairs": 2}',
+    ]
+    for source in passed:
+        assert wire_syntax(source) == [], source
+    # The pending modules do write it (so the exemption is not stale); remove them from the list once converted.
+    for module in WIRE_SYNTAX_PENDING:
+        path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+        assert wire_syntax(path.read_text(encoding="utf-8")), f"{module} is clean now: take it off WIRE_SYNTAX_PENDING"

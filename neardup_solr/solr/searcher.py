@@ -35,6 +35,7 @@ from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.pairs.groups import id_key
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.queries import filter_params, not_in_dataset, quoted_term
 from neardup_solr.text import ProcessedText
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_str, check_text
 from neardup_solr.options import COLLECTION_THRESHOLD, MODES, WRITEUP_LOOKUP, MinJaccard
@@ -370,7 +371,7 @@ class Searcher:
         if first_word_filter and query.processed.words:
             params += [("fq", "{!term f=first_word v=$nd.fw}"), ("nd.fw", text_token(query.processed.words[0]))]
         if other_datasets_than is not None:
-            params += [("fq", "-{!term f=dataset v=$nd.ds}"), ("nd.ds", other_datasets_than)]
+            params += filter_params([not_in_dataset(other_datasets_than)])
         return params
 
     def search(
@@ -460,7 +461,7 @@ class Searcher:
         if first_word_filter and query.processed.words:
             params += [("fq", "{!term f=first_word v=$nd.fw}"), ("nd.fw", text_token(query.processed.words[0]))]
         if other_datasets_than is not None:
-            params += [("fq", "-{!term f=dataset v=$nd.ds}"), ("nd.ds", other_datasets_than)]
+            params += filter_params([not_in_dataset(other_datasets_than)])
         return params
 
     def _every_band_candidate(self, query: Query, options: _Options) -> Iterator[dict]:
@@ -540,8 +541,3 @@ def cursor_docs(client: SolrClient, params: Sequence[tuple[str, object]], page_s
         if len(docs) < page_size or next_cursor == cursor:
             return
         cursor = next_cursor
-
-
-def quoted_term(token: str) -> str:
-    """A token as a quoted term of the standard query parser; inside quotes only \\ and " are special."""
-    return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from neardup_solr.errors import ParameterTypeError, SettingsConflictError, StoredSettingsError
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params, select_params
 from neardup_solr.text import LATEST_NORMALIZER_VERSION
 from neardup_solr.validation import check_int
 
@@ -28,7 +29,7 @@ def settings_document(settings: IndexSettings) -> dict:
 
 
 def _holds_no_documents(client: SolrClient) -> bool:
-    return client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)]) == 0
+    return client.count(params=filter_params([USER_DOCUMENTS])) == 0
 
 
 def _stored_settings_json(client: SolrClient) -> str | None:
@@ -203,9 +204,8 @@ def repair_index_settings(client: SolrClient, settings: IndexSettings | None = N
         if settings is not None and stored is not None and settings != stored:
             what += f" (and differ from the ones given: {stored}); nothing was changed"
         return SettingsRepair("none", stored, 0, f"{what}; nothing to repair")
-    docs = client.select([("q", "*:*"), ("fq", "-{!term f=dataset v=$nd.meta}"), ("nd.meta", META_DATASET),
-                          ("rows", sample), ("sort", "id asc"), ("fl", "id,content,minhash_sig,content_lsh")]
-                         )["response"]["docs"]
+    docs = client.select(select_params([USER_DOCUMENTS], rows=sample, sort="id asc",
+                                       fields="id,content,minhash_sig,content_lsh"))["response"]["docs"]
     if not docs:
         if settings is None:
             client.delete_ids([SETTINGS_DOC_ID])
