@@ -20,7 +20,7 @@ from neardup_solr.validation import check_int
 if TYPE_CHECKING:
     from neardup_solr.solr.client import SolrClient
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("neardup_solr.solr.documents")  # where these warnings were logged before the move
 
 
 def settings_document(settings: IndexSettings) -> dict:
