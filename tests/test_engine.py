@@ -69,7 +69,7 @@ def test_exact_duplicate_is_found_by_md5_with_distance_zero(restaurants):
 
 def test_new_text_lookup_and_unknown_id(restaurants):
     searcher = Searcher(restaurants)
-    matches = searcher.find_near_dups_of_text("Art's Deli 12224 Ventura Boulevard Studio City", max_distance=3,
+    matches = searcher.find_near_dups_of_text("Art's Deli 12224 Ventura Boulevard Studio City", max_edit_distance=3,
                                               min_jaccard=None)
     assert {"3", "536"} & {m.id for m in matches}
     with pytest.raises(DocumentNotFoundError, match="no document with id '99999'"):
@@ -79,7 +79,7 @@ def test_new_text_lookup_and_unknown_id(restaurants):
 def test_writeup_report_finds_the_gold_pairs(restaurants, gold, tmp_path):
     searcher = Searcher(restaurants)
     out = tmp_path / "shingles.tsv"
-    summary, pairs = report_near_dups(searcher, out, max_distance=2, mode="shingles", rows=10,
+    summary, pairs = report_near_dups(searcher, out, max_edit_distance=2, mode="shingles", rows=10,
                                       first_word_filter=True)
     shingle_result = evaluate(_found_set(pairs), gold)
     assert shingle_result.true_positives >= 60
@@ -87,7 +87,7 @@ def test_writeup_report_finds_the_gold_pairs(restaurants, gold, tmp_path):
     assert lines[0].startswith("#") and lines[1].startswith("# written by") and len(lines) == len(pairs) + 2
     assert all(id_sort_key(b) > id_sort_key(a) for a, b, *_ in pairs)
 
-    _, mh_pairs = report_near_dups(searcher, None, max_distance=2, mode="minhash", num_hashes=20)
+    _, mh_pairs = report_near_dups(searcher, None, max_edit_distance=2, mode="minhash", num_hashes=20)
     assert evaluate(_found_set(mh_pairs), gold).true_positives >= 55
 
 
