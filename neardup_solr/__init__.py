@@ -3,7 +3,7 @@
     >>> from neardup_solr import SolrClient, Indexer, Searcher
     >>> client = SolrClient()                      # $SOLR_URL, else the local launcher's core
     >>> Indexer(client).index_file("addresses.txt")
-    >>> Searcher(client).find_near_dups_by_shingles("3", max_distance=2)
+    >>> Searcher(client).find_near_dups_by_shingles("3", max_edit_distance=2)
 """
 
 import logging
