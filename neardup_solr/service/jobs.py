@@ -133,15 +133,15 @@ def report_options(params: dict[str, Any]) -> ReportOptions:
     return cls(**{k: params[k] for k in option_names(cls) if k in params})
 
 
-def run_report(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
+def run_report_job(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
     """One report into ``directory/pairs.tsv``, through :func:`neardup_solr.engine.find.run_report`, the one
     the command line's ``report`` runs."""
-    from neardup_solr.engine.find import run_report as run
+    from neardup_solr.engine.find import run_report
     from neardup_solr.solr.documents import META_DATASET
     from neardup_solr.solr.searcher import Searcher
 
     options = report_options(params)
-    result = run(Searcher(client), options, directory / PAIRS_FILE,
+    result = run_report(Searcher(client), options, directory / PAIRS_FILE,
                  work_dir=directory if isinstance(options, ThresholdOptions) else None)
     documents = result.documents
     if documents is None:

@@ -33,7 +33,7 @@ from neardup_solr.service import lookups
 from neardup_solr.pairs.groups import group_pairs, read_distance_pairs
 from neardup_solr.service.charts import Curve, histogram_svg, s_curve_svg, similarity_histogram
 from neardup_solr.service.diff import word_diff
-from neardup_solr.service.jobs import PAIRS_FILE, run_index, run_report, threshold_report_params
+from neardup_solr.service.jobs import PAIRS_FILE, run_index, run_report_job, threshold_report_params
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 WEB_MODES = ("threshold", "lsh", "shingles", "minhash")
@@ -207,7 +207,7 @@ def install(app: FastAPI) -> None:
         jobs, client = request.app.state.jobs, request.app.state.client
         job = jobs.create("report", params)
         directory = jobs.root / job
-        jobs.start(job, lambda update: run_report(client, directory, params))
+        jobs.start(job, lambda update: run_report_job(client, directory, params))
         return RedirectResponse(f"/reports/{job}", status_code=303)
 
     def _report_state(request: Request, job: str) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup_solr.errors import DocumentNotFoundError
 from neardup_solr.options import report_options_from_given
-from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, report_params, run_report
+from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, report_params, run_report_job
 from neardup_solr.service.models import ReportRequest
 
 router = APIRouter(tags=["reports"])
@@ -27,7 +27,7 @@ def start_report(request: Request, body: ReportRequest) -> dict[str, Any]:
     client = request.app.state.client
     job = jobs.create("report", params)
     directory = jobs.root / job
-    jobs.start(job, lambda update: run_report(client, directory, params))
+    jobs.start(job, lambda update: run_report_job(client, directory, params))
     return {"job": job, "status": "queued", "links": _report_links(job)}
 
 
