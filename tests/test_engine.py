@@ -96,3 +96,24 @@ def test_report_with_workers_equals_single_worker(restaurants):
     _, one = report_near_dups(searcher, None, "1", "300", 2, "shingles", workers=1)
     _, many = report_near_dups(searcher, None, "1", "300", 2, "shingles", workers=4)
     assert one == many and len(one) > 10
+
+
+def test_run_report_refuses_what_the_other_kind_of_report_takes(tmp_path):
+    """Checked before Solr is asked anything (the client points nowhere)."""
+    from neardup_solr.engine.find import run_report
+    from neardup_solr.errors import InvalidParameterError, ParameterTypeError
+    from neardup_solr.options import LookupOptions, LookupReportOptions, ThresholdOptions
+    from neardup_solr.solr.client import SolrClient
+
+    nowhere = SolrClient("http://127.0.0.1:9/solr/nothing")
+    with pytest.raises(InvalidParameterError) as on_group:
+        run_report(nowhere, ThresholdOptions(threshold=0.5), on_group=print)
+    assert on_group.value.param == "on_group"
+    with pytest.raises(InvalidParameterError) as snapshot:
+        run_report(nowhere, LookupReportOptions(), snapshot=object())
+    assert snapshot.value.param == "snapshot"
+    with pytest.raises(ParameterTypeError):
+        run_report(nowhere, LookupOptions())  # a lookup's options: which documents, how many workers?
+    with pytest.raises(InvalidParameterError) as resume:
+        run_report(nowhere, ThresholdOptions(threshold=0.5, method="lsh"), tmp_path / "p.tsv", resume=True)
+    assert resume.value.param == "resume"

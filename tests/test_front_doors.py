@@ -121,6 +121,10 @@ def test_a_threshold_report_is_the_same_through_every_door(guides, service, solr
     report = run_report(client, ThresholdOptions(**options), tmp_path / "report.tsv")
     assert report.pairs == len(api_pairs)
     assert read_pairs_file((tmp_path / "report.tsv").read_text(encoding="utf-8")) == api_pairs
+    # One rule for the files: the pairs always at OUT, and beside them the IDF snapshot a weighted LSH run used.
+    signed = (options.get("similarity"), options.get("method")) == ("idf", "lsh")
+    assert api.snapshot == (tmp_path / "api.tsv.idf.json" if signed else None)
+    assert (tmp_path / "report.tsv.idf.json").is_file() == signed
     assert cli_file(["report", *flags(options)], solr_url, tmp_path / "cli.tsv") == api_pairs
     assert service_report(service, options) == api_pairs
 

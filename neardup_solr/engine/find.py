@@ -228,7 +228,8 @@ def run_report(
                             snapshot=snapshot)
         return ReportResult(options, result.engine, len(result), result.stats.get("documents"), result.seconds,
                             result.stats, result.snapshot)
-    _check_options(options, LookupReportOptions)
+    if not isinstance(options, LookupReportOptions):
+        raise ParameterTypeError("options", "a ThresholdOptions or a LookupReportOptions", options)
     for name, value in (("snapshot", snapshot), ("work_dir", work_dir)):
         if value is not None:
             raise InvalidParameterError(name, "None with lookup-report options (a threshold report's)", value,
