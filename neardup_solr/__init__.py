@@ -61,8 +61,8 @@ from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold
 from neardup_solr.pairs.similar_pairs import one_to_one
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_pairs
 
-from neardup_solr.options import JoinOptions, LookupOptions, ThresholdOptions
-from neardup_solr.engine.find import PairsResult, find_cross_pairs, find_pairs
+from neardup_solr.options import WRITEUP_LOOKUP, JoinOptions, LookupOptions, LookupReportOptions, ThresholdOptions
+from neardup_solr.engine.find import PairsResult, ReportResult, find_cross_pairs, find_pairs, run_report
 
 __version__ = "0.1.0"
 
@@ -87,5 +87,6 @@ __all__ = [
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
     "CollectionSetupError", "DocumentExistsError", "OptionError", "SignatureDisagreementError",
     "SparkUnavailableError", "UsageError", "ReplicationShortfallError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
-    "LookupOptions", "ThresholdOptions", "JoinOptions", "find_pairs", "find_cross_pairs", "PairsResult",
+    "LookupOptions", "LookupReportOptions", "WRITEUP_LOOKUP", "ThresholdOptions", "JoinOptions", "find_pairs",
+    "find_cross_pairs", "PairsResult", "run_report", "ReportResult",
 ]
