@@ -95,7 +95,7 @@ NOT_GIVEN: Any = _NotGiven()
 DEPRECATED_KEYWORDS = {"max_distance": "max_edit_distance"}
 
 
-def _renamed_keywords(keywords: Mapping[str, Any]) -> dict[str, Any]:
+def _renamed_keywords(keywords: Mapping[str, Any], stacklevel: int) -> dict[str, Any]:
     """``keywords`` with the old names replaced by the new ones (a DeprecationWarning for each old one used)."""
     renamed = dict(keywords)
     for old, new in DEPRECATED_KEYWORDS.items():
@@ -105,7 +105,8 @@ def _renamed_keywords(keywords: Mapping[str, Any]) -> dict[str, Any]:
         if value is NOT_GIVEN:
             continue
         warnings.warn(f"{old}= is deprecated: use {new}= (the name of the command line's --"
-                      f"{new.replace('_', '-')} and of the service's JSON field)", DeprecationWarning, stacklevel=4)
+                      f"{new.replace('_', '-')} and of the service's JSON field)", DeprecationWarning,
+                      stacklevel=stacklevel + 1)
         if renamed.get(new, NOT_GIVEN) is not NOT_GIVEN:
             raise InvalidParameterError(old, f"left out when {new} is given (it is {new}'s old name)", value,
                                         show_value=False)
@@ -155,11 +156,12 @@ class LookupOptions:
 
     @classmethod
     def from_keywords(cls, options: "LookupOptions | None", keywords: Mapping[str, Any],
-                      defaults: "LookupOptions | None" = None) -> "LookupOptions":
+                      defaults: "LookupOptions | None" = None, *, stacklevel: int = 2) -> "LookupOptions":
         """The options of a Python call: ``options`` as they are, or the keyword arguments that were given
         (:data:`NOT_GIVEN`: not given; None is a value there) over ``defaults``. Both at once are refused: one
-        of the two would be ignored. ``max_distance`` is accepted for ``max_edit_distance`` (deprecated)."""
-        given = {k: v for k, v in _renamed_keywords(keywords).items() if v is not NOT_GIVEN}
+        of the two would be ignored. ``max_distance`` is accepted for ``max_edit_distance`` (deprecated: the
+        warning names the caller ``stacklevel`` frames up, as :func:`warnings.warn` counts them from here)."""
+        given = {k: v for k, v in _renamed_keywords(keywords, stacklevel).items() if v is not NOT_GIVEN}
         if options is not None:
             if not isinstance(options, LookupOptions):
                 raise ParameterTypeError("options", "a LookupOptions", options)

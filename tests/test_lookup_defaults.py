@@ -141,8 +141,9 @@ def test_max_edit_distance_means_the_same_in_the_api_and_the_cli(solr, solr_url,
 
 def test_max_distance_is_still_taken_with_a_deprecation_warning(solr, issue_copies):
     searcher = Searcher(solr)
-    with pytest.warns(DeprecationWarning, match="max_edit_distance"):
-        old = searcher.find_near_dups_of_text(issue_copies, max_distance=1)
+    with pytest.warns(DeprecationWarning, match="max_edit_distance") as caught:
+        old = searcher.find_near_dups(text=issue_copies, max_distance=1)
+    assert caught[0].filename == __file__  # the warning points at the caller's line
     with pytest.warns(DeprecationWarning):
         positional = searcher.find_near_dups_by_shingles("first", 6, min_jaccard=None)
     assert [m.id for m in old] == ["first"]

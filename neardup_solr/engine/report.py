@@ -170,7 +170,8 @@ def _report_options(options: LookupReportOptions | None, keywords: dict) -> Look
             raise ParameterTypeError("options", "a LookupReportOptions", options)
         options = LookupReportOptions(**options.searcher_kwargs())  # a plain lookup: all documents, one worker
     scope = {k: keywords.pop(k) for k in ("start_id", "end_id", "workers")}
-    lookup = LookupOptions.from_keywords(options.lookup if options is not None else None, keywords, WRITEUP_LOOKUP)
+    lookup = LookupOptions.from_keywords(options.lookup if options is not None else None, keywords, WRITEUP_LOOKUP,
+                                         stacklevel=4)
     given = {k: v for k, v in scope.items() if v is not NOT_GIVEN}
     if options is not None:
         if given:

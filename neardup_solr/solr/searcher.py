@@ -242,7 +242,7 @@ class Searcher:
                                         show_value=False)
         lookup = LookupOptions.from_keywords(options, dict(
             mode=mode, max_edit_distance=max_edit_distance, rows=rows, first_word_filter=first_word_filter,
-            num_hashes=num_hashes, min_jaccard=min_jaccard, max_distance=max_distance))
+            num_hashes=num_hashes, min_jaccard=min_jaccard, max_distance=max_distance), stacklevel=3)
         only_greater_ids, other_datasets_than = _checked_scope(only_greater_ids, other_datasets_than)
         if doc_id is not None:
             source = self.get_by_id(doc_id)
@@ -262,7 +262,7 @@ class Searcher:
         older name)."""
         lookup = LookupOptions.from_keywords(options, dict(
             max_edit_distance=max_edit_distance, max_distance=max_distance, rows=rows,
-            first_word_filter=first_word_filter, min_jaccard=min_jaccard))
+            first_word_filter=first_word_filter, min_jaccard=min_jaccard), stacklevel=3)
         return self.find_near_dups(doc_id, options=_in_mode(lookup, "shingles"), only_greater_ids=only_greater_ids,
                                    other_datasets_than=other_datasets_than)
 
@@ -278,7 +278,7 @@ class Searcher:
         lookup = LookupOptions.from_keywords(options, dict(
             max_edit_distance=max_edit_distance, max_distance=max_distance, rows=rows,
             first_word_filter=first_word_filter, num_hashes=num_hashes, min_jaccard=min_jaccard),
-            LookupOptions(mode="minhash"))
+            LookupOptions(mode="minhash"), stacklevel=3)
         return self.find_near_dups(doc_id, options=_in_mode(lookup, "minhash"), only_greater_ids=only_greater_ids,
                                    other_datasets_than=other_datasets_than)
 
@@ -404,7 +404,7 @@ class Searcher:
         defaults are :meth:`find_near_dups`'s."""
         lookup = LookupOptions.from_keywords(options, dict(
             mode=mode, max_edit_distance=max_edit_distance, rows=rows, first_word_filter=first_word_filter,
-            num_hashes=num_hashes, min_jaccard=min_jaccard, max_distance=max_distance))
+            num_hashes=num_hashes, min_jaccard=min_jaccard, max_distance=max_distance), stacklevel=3)
         only_greater_ids, other_datasets_than = _checked_scope(only_greater_ids, other_datasets_than)
         return self._search(query, lookup, only_greater_ids, other_datasets_than)
 
