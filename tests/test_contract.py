@@ -602,7 +602,7 @@ def test_settings_repair_checks_the_documents_and_never_stores_settings_that_do_
     assert code == 0, lines
     assert "replaced the invalid settings" in out and "match" in out
     assert read_index_settings(solr) == IndexSettings(ngram=2, num_hashes=64)
-    assert [m.id for m in Searcher(solr).find_near_dups("1", max_distance=None, rows=50)] != []
+    assert [m.id for m in Searcher(solr).find_near_dups("1", max_edit_distance=None, rows=50)] != []
     code, _, out = run_cli(["settings", "--repair", *url], capsys)
     assert code == 0 and "valid; nothing to repair" in out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from neardup_solr.options import LookupReportOptions
 from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings, decode_signatures, signature_tokens
 from neardup_solr.pairs.evaluate import evaluate, read_pairs
 from neardup_solr.solr.indexer import Indexer
@@ -93,9 +94,13 @@ def test_writeup_report_finds_the_gold_pairs(restaurants, gold, tmp_path):
 
 def test_report_with_workers_equals_single_worker(restaurants):
     searcher = Searcher(restaurants)
-    _, one = report_near_dups(searcher, None, "1", "300", 2, "shingles", workers=1)
-    _, many = report_near_dups(searcher, None, "1", "300", 2, "shingles", workers=4)
+    _, one = report_near_dups(searcher, None, "1", "300", max_edit_distance=2, mode="shingles", workers=1)
+    _, many = report_near_dups(searcher, None, options=LookupReportOptions(start_id="1", end_id="300", workers=4))
     assert one == many and len(one) > 10
+    # The older positional form (max_distance, mode after the id range) still gives the same report.
+    with pytest.warns(DeprecationWarning, match="max_edit_distance"):
+        _, positional = report_near_dups(searcher, None, "1", "300", 2, "shingles")
+    assert positional == one
 
 
 def test_run_report_refuses_what_the_other_kind_of_report_takes(tmp_path):
