@@ -83,6 +83,10 @@ def service_report(http: TestClient, body: dict) -> list[tuple[str, ...]]:
         assert time.monotonic() < deadline, state
         time.sleep(0.1)
     assert state["status"] == "done", state
+    params = state["params"]
+    if params["kind"] == "lookups":  # the options by their keys, and the edit distance by its older name too
+        assert params["max_distance"] == params["max_edit_distance"]
+        assert all(params[k] == v for k, v in body.items() if k not in ("start_id", "end_id"))
     return read_pairs_file(http.get(f"/v1/reports/{job}/pairs.tsv").text)
 
 
