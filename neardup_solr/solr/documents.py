@@ -10,7 +10,8 @@ import base64
 import hashlib
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -86,6 +87,9 @@ class IndexSettings:
     ``normalizer_version``, ``fold_diacritics`` and ``fold_digits`` choose the
     :class:`~neardup_solr.text.Normalizer`; new collections get the latest version, and settings stored
     before versions existed read as version 1, which such collections keep answering with.
+    ``unicode_version`` is the Unicode version the collection is signed with (left out of comparisons): the
+    pinned one for normaliser version 3, the interpreter's for versions 1 and 2 (filled in when not given);
+    :data:`UNICODE_NOT_RECORDED` for settings stored before it was recorded (see :func:`ensure_index_settings`).
 
     Every value is checked here, so invalid settings never reach a collection: an integer is an int (not
     128.0, not True) and a number is finite. A refused value raises
@@ -116,6 +120,9 @@ class IndexSettings:
     fold_digits: bool = False
     # How shingles are indexed (SHINGLE_FIELDS): "hash" for new collections, "text" for those stored before.
     shingle_tokens: str = "hash"
+    # The Unicode version the texts are normalised with. Not compared: it follows from the normaliser and the
+    # Python that signs, and ensure_index_settings checks it on its own (refusing to write, warning on lookups).
+    unicode_version: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Checked here, before a settings object can reach the index: a stored lsh_threshold of 1.5 or NaN, or
@@ -130,7 +137,14 @@ class IndexSettings:
         set_(self, "rows", check_int("rows", self.rows, "rows_per_band", none_ok=True))
         set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
         set_(self, "shingle_tokens", check_choice("shingle_tokens", self.shingle_tokens, tuple(SHINGLE_FIELDS)))
-        self.normalizer()  # checks the version and its options
+        normalizer = self.normalizer()  # checks the version and its options
+        if self.unicode_version is None:
+            set_(self, "unicode_version", normalizer.unicode_version)
+        elif not isinstance(self.unicode_version, str):
+            raise ParameterTypeError("unicode_version", "a Unicode version such as '15.1.0'", self.unicode_version)
+        elif self.normalizer_version >= 3 and self.unicode_version != normalizer.unicode_version:
+            raise InvalidParameterError("unicode_version", f"{normalizer.unicode_version} with normaliser version "
+                                        f"{self.normalizer_version} (its Unicode is pinned)", self.unicode_version)
         if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
             raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
                                      f"choose from {', '.join(TOKEN_FIELDS)}")
@@ -189,11 +203,51 @@ class IndexSettings:
             data["fields"] = tuple(data["fields"])
         data.setdefault("normalizer_version", 1)  # stored before normaliser versions existed
         data.setdefault("shingle_tokens", "text")  # stored before shingles were indexed as hashes
+        if data.get("unicode_version") is None:  # stored before the Unicode version was recorded
+            data["unicode_version"] = UNICODE_NOT_RECORDED
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def settings_document(self) -> dict:
         """The Solr document that stores these settings in the collection."""
         return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": self.to_json()}
+
+
+# IndexSettings.unicode_version of settings stored before it was recorded: the first client that writes records its
+# own (a version-1 or -2 collection was signed with whatever Python its indexer ran on; that is the best guess).
+UNICODE_NOT_RECORDED = ""
+# Set to 1 to write into a collection recorded with another Unicode version than this Python's (normaliser
+# versions 1 and 2 only): what allow_unicode_mismatch=True does for ensure_index_settings.
+ALLOW_UNICODE_MISMATCH_ENV = "NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH"
+_UNICODE_WARNED: set[tuple[str, str, str]] = set()
+
+
+def unicode_mismatch(settings: IndexSettings) -> str:
+    """Why this Python signs a collection's texts differently from how they were signed ('' when it does not):
+    normaliser versions 1 and 2 read the interpreter's Unicode, which changes with the Python version."""
+    recorded = settings.unicode_version
+    mine = settings.normalizer().unicode_version
+    if not recorded or recorded == mine:
+        return ""
+    return (f"the collection was signed with Unicode {recorded} (normaliser version {settings.normalizer_version} "
+            f"reads the Python's own Unicode data) and this Python {_python_version()} has Unicode {mine}: texts "
+            f"holding characters that were added or changed between the two get other shingles, MD5 and band keys, "
+            f"so their duplicates are missed. Use a Python with Unicode {recorded}, or re-index with normaliser "
+            f"version 3, whose Unicode is pinned ({Normalizer(3).unicode_version}) and the same on every Python")
+
+
+def _python_version() -> str:
+    import platform
+
+    return platform.python_version()
+
+
+def _warn_unicode_mismatch(url: str, settings: IndexSettings) -> None:
+    """Lookups go on, but say once per collection and version pair that they may miss copies."""
+    why = unicode_mismatch(settings)
+    key = (url, str(settings.unicode_version), settings.normalizer().unicode_version)
+    if why and key not in _UNICODE_WARNED:
+        _UNICODE_WARNED.add(key)
+        log.warning("%s: %s", url, why)
 
 
 NO_WORDS_LEFT = "no words left after normalisation (empty, blank or punctuation-only text)"
@@ -475,12 +529,20 @@ def read_index_settings(client: SolrClient) -> IndexSettings | None:
             cli_message=f"{why}; run 'neardup-solr settings --repair', which checks the indexed documents first",
             url=client.url, problem=problem)
     assert text is not None
-    return IndexSettings.from_json(text)
+    settings = IndexSettings.from_json(text)
+    _warn_unicode_mismatch(client.url, settings)
+    return settings
 
 
-def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) -> IndexSettings:
+def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
+                          allow_unicode_mismatch: bool | None = None) -> IndexSettings:
     """The settings the collection was indexed with; writes ``settings`` (or defaults) into an empty collection
-    and refuses to mix documents indexed with different settings."""
+    and refuses to mix documents indexed with different settings.
+
+    The Unicode version is part of it: settings stored before it was recorded get this Python's (normaliser
+    versions 1 and 2 read the interpreter's Unicode data), and a collection recorded with another Unicode version
+    than this Python's is refused with :class:`~neardup_solr.errors.SettingsConflictError` unless
+    ``allow_unicode_mismatch`` (None: the environment variable ``NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH=1``)."""
     if settings is not None and not isinstance(settings, IndexSettings):
         raise ParameterTypeError("settings", "an IndexSettings or None", settings)
     try:
@@ -495,6 +557,8 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
     if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
         # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
         chosen = settings or IndexSettings()
+        if chosen.unicode_version == UNICODE_NOT_RECORDED:
+            chosen = replace(chosen, unicode_version=chosen.normalizer().unicode_version)
         client.add([chosen.settings_document()])
         return chosen
     if settings is not None and settings.normalizer() != stored.normalizer():
@@ -518,12 +582,37 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
             f"{why} (neardup_solr.solr.maintenance.clear(client, everything=True)), or give {keep}.",
             cli_message=f"{why} (index --clear-all), or keep this collection's with {flags} (or no settings "
                         "flags at all: the collection's own are used).")
+    stored = _checked_unicode(client, stored, allow_unicode_mismatch)
     if stored.normalizer_version < LATEST_NORMALIZER_VERSION:
         log.warning("%s was indexed with normaliser version %d and keeps using it; version %d also matches copies "
                     "that differ by Unicode form (NFD accents, ligatures, soft hyphens, full-width digits): to "
                     "use it, re-index everything (neardup-solr index FILE --clear-all)", client.url,
                     stored.normalizer_version, LATEST_NORMALIZER_VERSION)
     return stored
+
+
+def _checked_unicode(client: SolrClient, stored: IndexSettings, allow: bool | None) -> IndexSettings:
+    """``stored`` with its Unicode version recorded (this Python's when none was); refuses a writer whose Unicode
+    differs from the recorded one unless allowed."""
+    mine = stored.normalizer().unicode_version
+    if stored.unicode_version == UNICODE_NOT_RECORDED:
+        stored = replace(stored, unicode_version=mine)
+        client.add([stored.settings_document()])
+        log.info("%s: recorded Unicode %s (this Python's) as the collection's, for normaliser version %d",
+                 client.url, mine, stored.normalizer_version)
+        return stored
+    why = unicode_mismatch(stored)
+    if not why:
+        return stored
+    if allow is None:
+        allow = os.environ.get(ALLOW_UNICODE_MISMATCH_ENV, "") == "1"
+    if allow:
+        log.warning("%s: writing anyway (allowed): %s", client.url, why)
+        return stored
+    raise SettingsConflictError(
+        f"{client.url}: {why}. To write all the same, pass allow_unicode_mismatch=True (or set "
+        f"{ALLOW_UNICODE_MISMATCH_ENV}=1).",
+        cli_message=f"{client.url}: {why}. To write all the same, set {ALLOW_UNICODE_MISMATCH_ENV}=1.")
 
 
 # IndexSettings fields `index` has a flag for (the rest, such as seed, are set in Python only).

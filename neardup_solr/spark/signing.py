@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from neardup_solr.errors import InvalidTextError
-from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, record_problem
+from neardup_solr.errors import InvalidTextError, SignatureDisagreementError
+from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, record_problem, unicode_mismatch
 from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.lsh import LSHParams, band_keys
 from neardup_solr.text import normalize
@@ -40,7 +40,16 @@ EMPTY_TEXT = "no words left after normalisation (empty, blank or punctuation-onl
 def document_builder(settings: IndexSettings) -> DocumentBuilder:
     """The indexer's document builder for ``settings``: its shingler and MinHash are the ones every signature
     of the Spark jobs comes from. The one place the jobs turn settings into text processing, so a setting the
-    indexer honours (a normaliser version, say) reaches Spark through the builder."""
+    indexer honours (a normaliser version, say) reaches Spark through the builder.
+
+    Called on the executors with the settings the driver made (their ``unicode_version`` is the driver's, or the
+    collection's): an executor whose Python has another Unicode version would sign with normaliser version 1 or 2
+    differently, so it raises :class:`~neardup_solr.errors.SignatureDisagreementError`, which fails the job with
+    that reason instead of writing mixed signatures. Version 3's Unicode is pinned, so it always matches."""
+    why = unicode_mismatch(settings)
+    if why:
+        raise SignatureDisagreementError(f"this Spark executor cannot sign like the driver: {why}. Run the "
+                                         "executors on the driver's Python version (PYSPARK_PYTHON)")
     return DocumentBuilder(settings)
 
 
