@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import unicodedata
+from dataclasses import replace
 
 import pytest
 
@@ -20,6 +21,7 @@ from neardup_solr.solr.documents import (
     read_index_settings,
     unicode_mismatch,
 )
+from neardup_solr.solr.maintenance import clear
 from neardup_solr.spark.signing import document_builder
 from neardup_solr.text.pinned_unicode import PINNED_UNICODE_VERSION
 
@@ -67,6 +69,11 @@ def _store(solr, settings: IndexSettings, **changes) -> None:
 def test_a_version_3_collection_records_the_pinned_unicode(solr):
     Indexer(solr).index_records(RECORDS)
     assert read_index_settings(solr).unicode_version == PINNED_UNICODE_VERSION
+    # Emptied and indexed again with version 2 from settings copied off the version-3 ones: the writer's own
+    # Unicode is recorded, not the copied one.
+    clear(solr, everything=True)
+    Indexer(solr, replace(read_index_settings(solr) or IndexSettings(), normalizer_version=2)).index_records(RECORDS)
+    assert read_index_settings(solr).unicode_version == MINE
 
 
 @pytest.mark.solr

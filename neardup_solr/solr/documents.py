@@ -557,8 +557,9 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
     if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
         # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
         chosen = settings or IndexSettings()
-        if chosen.unicode_version == UNICODE_NOT_RECORDED:
-            chosen = replace(chosen, unicode_version=chosen.normalizer().unicode_version)
+        # The collection's Unicode is the one its first writer signs with, whatever settings it was handed
+        # (settings copied from another collection carry that one's).
+        chosen = replace(chosen, unicode_version=chosen.normalizer().unicode_version)
         client.add([chosen.settings_document()])
         return chosen
     if settings is not None and settings.normalizer() != stored.normalizer():
