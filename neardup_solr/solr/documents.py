@@ -87,9 +87,10 @@ class IndexSettings:
     ``normalizer_version``, ``fold_diacritics`` and ``fold_digits`` choose the
     :class:`~neardup_solr.text.Normalizer`; new collections get the latest version, and settings stored
     before versions existed read as version 1, which such collections keep answering with.
-    ``unicode_version`` is the Unicode version the collection is signed with (left out of comparisons): the
-    pinned one for normaliser version 3, the interpreter's for versions 1 and 2 (filled in when not given);
-    :data:`UNICODE_NOT_RECORDED` for settings stored before it was recorded (see :func:`ensure_index_settings`).
+    ``unicode_version`` is the Unicode version the collection was signed with, as recorded in it (left out of
+    comparisons; None for settings that did not come from a collection, :data:`UNICODE_NOT_RECORDED` for settings
+    stored before it was recorded): the pinned one for normaliser version 3, the first writer's Python's for
+    versions 1 and 2 (see :func:`ensure_index_settings`).
 
     Every value is checked here, so invalid settings never reach a collection: an integer is an int (not
     128.0, not True) and a number is finite. A refused value raises
@@ -120,8 +121,10 @@ class IndexSettings:
     fold_digits: bool = False
     # How shingles are indexed (SHINGLE_FIELDS): "hash" for new collections, "text" for those stored before.
     shingle_tokens: str = "hash"
-    # The Unicode version the texts are normalised with. Not compared: it follows from the normaliser and the
-    # Python that signs, and ensure_index_settings checks it on its own (refusing to write, warning on lookups).
+    # The Unicode version the collection's texts were normalised with. Not compared: it follows from the normaliser
+    # and the Python that signed, and ensure_index_settings checks it on its own (refusing to write, warning on
+    # lookups). Not filled in here: settings copied with dataclasses.replace to another normaliser version would
+    # carry the first one's.
     unicode_version: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -138,11 +141,10 @@ class IndexSettings:
         set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
         set_(self, "shingle_tokens", check_choice("shingle_tokens", self.shingle_tokens, tuple(SHINGLE_FIELDS)))
         normalizer = self.normalizer()  # checks the version and its options
-        if self.unicode_version is None:
-            set_(self, "unicode_version", normalizer.unicode_version)
-        elif not isinstance(self.unicode_version, str):
+        if self.unicode_version is not None and not isinstance(self.unicode_version, str):
             raise ParameterTypeError("unicode_version", "a Unicode version such as '15.1.0'", self.unicode_version)
-        elif self.normalizer_version >= 3 and self.unicode_version != normalizer.unicode_version:
+        if (self.normalizer_version >= 3 and self.unicode_version
+                and self.unicode_version != normalizer.unicode_version):
             raise InvalidParameterError("unicode_version", f"{normalizer.unicode_version} with normaliser version "
                                         f"{self.normalizer_version} (its Unicode is pinned)", self.unicode_version)
         if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
@@ -206,6 +208,11 @@ class IndexSettings:
         if data.get("unicode_version") is None:  # stored before the Unicode version was recorded
             data["unicode_version"] = UNICODE_NOT_RECORDED
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def signed_here(self) -> "IndexSettings":
+        """These settings with ``unicode_version`` the Unicode this Python signs them with (for a collection's
+        first writer, and for Spark's driver, whose executors must sign alike)."""
+        return replace(self, unicode_version=self.normalizer().unicode_version)
 
     def settings_document(self) -> dict:
         """The Solr document that stores these settings in the collection."""
@@ -556,10 +563,9 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
         stored = None
     if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
         # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
-        chosen = settings or IndexSettings()
         # The collection's Unicode is the one its first writer signs with, whatever settings it was handed
         # (settings copied from another collection carry that one's).
-        chosen = replace(chosen, unicode_version=chosen.normalizer().unicode_version)
+        chosen = (settings or IndexSettings()).signed_here()
         client.add([chosen.settings_document()])
         return chosen
     if settings is not None and settings.normalizer() != stored.normalizer():
@@ -595,9 +601,9 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
 def _checked_unicode(client: SolrClient, stored: IndexSettings, allow: bool | None) -> IndexSettings:
     """``stored`` with its Unicode version recorded (this Python's when none was); refuses a writer whose Unicode
     differs from the recorded one unless allowed."""
-    mine = stored.normalizer().unicode_version
-    if stored.unicode_version == UNICODE_NOT_RECORDED:
-        stored = replace(stored, unicode_version=mine)
+    if not stored.unicode_version:
+        stored = stored.signed_here()
+        mine = stored.unicode_version
         client.add([stored.settings_document()])
         log.info("%s: recorded Unicode %s (this Python's) as the collection's, for normaliser version %d",
                  client.url, mine, stored.normalizer_version)

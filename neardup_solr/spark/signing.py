@@ -53,6 +53,12 @@ def document_builder(settings: IndexSettings) -> DocumentBuilder:
     return DocumentBuilder(settings)
 
 
+def for_executors(settings: IndexSettings) -> IndexSettings:
+    """On the driver: ``settings`` as the executors get them, with the Unicode version to sign with (the
+    collection's as recorded, else this Python's), which :func:`document_builder` checks theirs against."""
+    return settings if settings.unicode_version else settings.signed_here()
+
+
 def signature_bytes(values) -> bytes:
     """The little-endian uint32 bytes of a signature column value (the bytes ``minhash_sig`` encodes)."""
     return np.asarray(values, dtype="<i4").view("<u4").tobytes()
@@ -138,6 +144,8 @@ def _distinct_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
 def sign(records: "DataFrame", settings: IndexSettings, params: LSHParams) -> "DataFrame":
     """``records`` (columns ``id``, ``text``) signed on the executors, one Arrow batch at a time
     (:data:`SIGNED_SCHEMA`); records that cannot be signed keep their row, with ``problem`` set."""
+
+    settings = for_executors(settings)
 
     def sign_batches(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         builder = document_builder(settings)  # once per task: its word-hash cache is reused across batches
