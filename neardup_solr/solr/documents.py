@@ -219,44 +219,6 @@ class IndexSettings:
         return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": self.to_json()}
 
 
-# IndexSettings.unicode_version of settings stored before it was recorded: the first client that writes records its
-# own (a version-1 or -2 collection was signed with whatever Python its indexer ran on; that is the best guess).
-UNICODE_NOT_RECORDED = ""
-# Set to 1 to write into a collection recorded with another Unicode version than this Python's (normaliser
-# versions 1 and 2 only): what allow_unicode_mismatch=True does for ensure_index_settings.
-ALLOW_UNICODE_MISMATCH_ENV = "NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH"
-_UNICODE_WARNED: set[tuple[str, str, str]] = set()
-
-
-def unicode_mismatch(settings: IndexSettings) -> str:
-    """Why this Python signs a collection's texts differently from how they were signed ('' when it does not):
-    normaliser versions 1 and 2 read the interpreter's Unicode, which changes with the Python version."""
-    recorded = settings.unicode_version
-    mine = settings.normalizer().unicode_version
-    if not recorded or recorded == mine:
-        return ""
-    return (f"the collection was signed with Unicode {recorded} (normaliser version {settings.normalizer_version} "
-            f"reads the Python's own Unicode data) and this Python {_python_version()} has Unicode {mine}: texts "
-            f"holding characters that were added or changed between the two get other shingles, MD5 and band keys, "
-            f"so their duplicates are missed. Use a Python with Unicode {recorded}, or re-index with normaliser "
-            f"version 3, whose Unicode is pinned ({Normalizer(3).unicode_version}) and the same on every Python")
-
-
-def _python_version() -> str:
-    import platform
-
-    return platform.python_version()
-
-
-def _warn_unicode_mismatch(url: str, settings: IndexSettings) -> None:
-    """Lookups go on, but say once per collection and version pair that they may miss copies."""
-    why = unicode_mismatch(settings)
-    key = (url, str(settings.unicode_version), settings.normalizer().unicode_version)
-    if why and key not in _UNICODE_WARNED:
-        _UNICODE_WARNED.add(key)
-        log.warning("%s: %s", url, why)
-
-
 NO_WORDS_LEFT = "no words left after normalisation (empty, blank or punctuation-only text)"
 
 
@@ -496,6 +458,44 @@ def record_problem(doc_id: object, text: object) -> str | None:
     if not isinstance(text, str):
         return f"the text must be a str, not {type(text).__name__}"
     return None
+
+
+# IndexSettings.unicode_version of settings stored before it was recorded: the first client that writes records its
+# own (a version-1 or -2 collection was signed with whatever Python its indexer ran on; that is the best guess).
+UNICODE_NOT_RECORDED = ""
+# Set to 1 to write into a collection recorded with another Unicode version than this Python's (normaliser
+# versions 1 and 2 only): what allow_unicode_mismatch=True does for ensure_index_settings.
+ALLOW_UNICODE_MISMATCH_ENV = "NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH"
+_UNICODE_WARNED: set[tuple[str, str, str]] = set()
+
+
+def unicode_mismatch(settings: IndexSettings) -> str:
+    """Why this Python signs a collection's texts differently from how they were signed ('' when it does not):
+    normaliser versions 1 and 2 read the interpreter's Unicode, which changes with the Python version."""
+    recorded = settings.unicode_version
+    mine = settings.normalizer().unicode_version
+    if not recorded or recorded == mine:
+        return ""
+    return (f"the collection was signed with Unicode {recorded} (normaliser version {settings.normalizer_version} "
+            f"reads the Python's own Unicode data) and this Python {_python_version()} has Unicode {mine}: texts "
+            f"holding characters that were added or changed between the two get other shingles, MD5 and band keys, "
+            f"so their duplicates are missed. Use a Python with Unicode {recorded}, or re-index with normaliser "
+            f"version 3, whose Unicode is pinned ({Normalizer(3).unicode_version}) and the same on every Python")
+
+
+def _python_version() -> str:
+    import platform
+
+    return platform.python_version()
+
+
+def _warn_unicode_mismatch(url: str, settings: IndexSettings) -> None:
+    """Lookups go on, but say once per collection and version pair that they may miss copies."""
+    why = unicode_mismatch(settings)
+    key = (url, str(settings.unicode_version), settings.normalizer().unicode_version)
+    if why and key not in _UNICODE_WARNED:
+        _UNICODE_WARNED.add(key)
+        log.warning("%s: %s", url, why)
 
 
 def _holds_no_documents(client: SolrClient) -> bool:
