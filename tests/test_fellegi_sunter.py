@@ -106,11 +106,30 @@ def test_em_recovers_planted_m_and_lambda(seed, lambda_):
     u_hat = estimate_u(random_pairs, comps)
     for got, want in zip(u_hat, u):
         assert np.max(np.abs(np.asarray(got) - want)) < 0.02
-    m_hat, lambda_hat, result = expectation_maximisation(candidates, comps, u_hat)
-    assert result.converged
-    assert lambda_hat == pytest.approx(lambda_, abs=0.03)
-    for got, want in zip(m_hat, m):
-        assert np.max(np.abs(np.asarray(got) - want)) < 0.04
+    for fix_u in (True, False):
+        m_hat, u_em, lambda_hat, result = expectation_maximisation(candidates, comps, u_hat, fix_u=fix_u)
+        assert result.converged
+        assert lambda_hat == pytest.approx(lambda_, abs=0.03)
+        for got, want in zip(m_hat, m):
+            assert np.max(np.abs(np.asarray(got) - want)) < 0.04
+        for got, want in zip(u_em, u):
+            assert np.max(np.abs(np.asarray(got) - want)) < 0.04
+
+
+def test_em_learns_the_u_of_similar_non_matches():
+    """Candidates are chosen for their similarity: their non-matches agree more than random pairs. Started from
+    the random pairs' u, EM finds the candidates' own u and lambda; held at the random u it takes them for
+    matches."""
+    comps, m, u, draw = planted(5)
+    candidate_u = [(np.asarray(x) + np.asarray(y)) / 2 for x, y in zip(m, u)]  # between a match and a random pair
+    candidates = np.concatenate([draw(m, 6000), draw(candidate_u, 14_000)])
+    u_random = estimate_u(draw(u, 50_000), comps)
+    _, u_em, lambda_free, _ = expectation_maximisation(candidates, comps, u_random)
+    assert lambda_free == pytest.approx(0.3, abs=0.05)
+    for got, want in zip(u_em, candidate_u):
+        assert np.max(np.abs(np.asarray(got) - want)) < 0.06
+    _, _, lambda_fixed, _ = expectation_maximisation(candidates, comps, u_random, fix_u=True)
+    assert lambda_fixed > 0.5
 
 
 def test_probability_rises_with_agreement_and_classifies_planted_pairs():
