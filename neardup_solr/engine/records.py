@@ -167,6 +167,11 @@ def _run(records: Records, comparisons: list[FieldComparison], right: Records | 
     levels = comparison_vectors(comparisons, left.values, (other or left).values, pairs)
     log.info("%d candidate pairs at IDF-weighted Jaccard >= %g", len(pairs), candidate_threshold)
     if model is None:
+        if not pairs:
+            n = len(left.ids) + (len(other.ids) if other is not None else 0)
+            raise InvalidParameterError("candidate_threshold", "low enough for some pairs to train on",
+                                        candidate_threshold, f"no pair of the {n} records reaches it: train on more "
+                                        "records, or pass a trained model")
         sampled = _random_pairs(len(left.ids), None if other is None else len(other.ids), random_pairs,
                                 np.random.default_rng(seed))
         random_levels = comparison_vectors(comparisons, left.values, (other or left).values, sampled)

@@ -197,8 +197,11 @@ def parse_field_kinds(spec: str) -> list[FieldComparison]:
     for item in (x.strip() for x in spec.split(",")):
         if not item:
             continue
-        field, _, kind = item.partition(":")
-        out.append(FieldComparison(field.strip(), kind.strip() or "text"))
+        field, _, kind = (x.strip() for x in item.partition(":"))
+        if kind and kind not in LEVELS or not field:
+            raise InvalidParameterError("fields_from", f"column[:kind] items, each kind one of {', '.join(KINDS)}",
+                                        spec, f"{item!r} is not" if field else "a column needs a name")
+        out.append(FieldComparison(field, kind or "text"))
     names = [c.field for c in out]
     if not out or len(set(names)) != len(names):
         raise InvalidParameterError("fields_from", "comma-separated column[:kind] items, each column named once",
