@@ -81,7 +81,23 @@ def run_fs(data: str, records: int) -> dict:
     candidates = {tuple(sorted(p)) for p in result.probabilities}
     return {**_scores(found, truth), "seconds": round(seconds, 2), "candidates": result.candidates,
             "candidate_recall": round(len(candidates & truth) / len(truth), 4), "lambda": round(result.model.lambda_, 4),
-            "em_iterations": result.model.training["em_iterations"]}
+            "em_iterations": result.model.training["em_iterations"],
+            "single_record_match": _single_record_latency(rows, right, result.model)}
+
+
+def _single_record_latency(rows: list[dict], right: list[dict] | None, model) -> dict:
+    """``RecordMatcher.match`` of up to 500 records, one at a time, against the others held in memory."""
+    from benchmarks.run import percentiles
+    from neardup_solr.engine.records import RecordMatcher
+
+    queries = (right if right is not None else rows)[:500]
+    matcher = RecordMatcher(rows, model)
+    times = []
+    for record in queries:
+        started = time.perf_counter()
+        matcher.match(record)
+        times.append(time.perf_counter() - started)
+    return {"held_records": len(matcher), **percentiles(times)}
 
 
 def run_recipe(data: str, records: int) -> dict:
@@ -237,16 +253,18 @@ def to_markdown(report: dict) -> str:
              "one-to-one on febrl4). `recipe`: IDF grams >= 0.37 (and 0.22), offline. `splink`: "
              f"{report['splink']}.", "",
              "| data | role | fs: P / R / F1 | splink 5.0: P / R / F1 | recipe >= 0.37: P / R / F1 | "
-             "recipe >= 0.22: P / R / F1 | fs candidate recall | fs s / MB | splink s / MB |",
-             "|---|---|---|---|---|---|---:|---:|---:|"]
+             "recipe >= 0.22: P / R / F1 | fs candidate recall | fs s / MB | splink s / MB | fs match(record) "
+             "p50 / p99 ms |", "|---|---|---|---|---|---|---:|---:|---:|---:|"]
     for data, role in report["data"]:
         r = report["results"][data]
         fs, sp, rc = r.get("fs"), r.get("splink"), r.get("recipe")
         cand = f"{fs['candidate_recall']:.4f}" if fs and "error" not in fs else ""
         fs_cost = f"{fs['seconds']} / {fs['peak_rss_mb']:.0f}" if fs and "error" not in fs else ""
         sp_cost = f"{sp['seconds']} / {sp['peak_rss_mb']:.0f}" if sp and "error" not in sp else ""
+        one = fs["single_record_match"] if fs and "error" not in fs else None
+        latency = f"{one['p50_ms']:.1f} / {one['p99_ms']:.1f}" if one else ""
         lines.append(f"| {data} | {role} | {_cell(fs)} | {_cell(sp)} | {_cell(rc, '0.37') if rc and 'error' not in rc else _cell(rc)} | "
-                     f"{_cell(rc, '0.22') if rc and 'error' not in rc else _cell(rc)} | {cand} | {fs_cost} | {sp_cost} |")
+                     f"{_cell(rc, '0.22') if rc and 'error' not in rc else _cell(rc)} | {cand} | {fs_cost} | {sp_cost} | {latency} |")
     return "\n".join(lines) + "\n"
 
 

@@ -109,3 +109,48 @@ def test_cli_bad_input_is_named(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and "1 records rejected" in out and "line 18" in out and "'id'" in out
     assert (tmp_path / "p.tsv").exists()
+
+
+def test_the_weighted_candidates_are_every_pair_above_the_threshold():
+    import itertools
+    import math
+
+    from neardup_solr.pairs.idf_candidates import idf_weights, weighted_candidates
+
+    rows, _ = generate(300, seed=5, profile="hard")
+    sets = [set(r["text"].lower().replace(",", " ").split()) | {r["text"][:4]} for r in rows]
+    w = idf_weights(sets)
+
+    def jaccard(a, b):
+        union = math.fsum(w[t] for t in a | b)
+        return math.fsum(w[t] for t in a & b) / union if union else float(a == b)
+
+    brute = {(i, j) for i, j in itertools.combinations(range(len(sets)), 2) if jaccard(sets[i], sets[j]) >= 0.2}
+    found = weighted_candidates(sets, None, w, 0.2)
+    assert set(found) == brute and brute
+    assert all(abs(found[p] - jaccard(sets[p[0]], sets[p[1]])) < 1e-9 for p in found)
+
+
+def test_one_record_at_a_time_finds_its_duplicate(hard_records):
+    from neardup_solr.engine.records import RecordMatcher
+
+    rows, truth = hard_records
+    seconds = {b: a for a, b in truth}
+    held = [r for r in rows if r["id"] not in seconds]
+    model = train_model(rows, FIELDS)
+    matcher = RecordMatcher(held, model)
+    hits = 0
+    for r in rows:
+        if r["id"] not in seconds:
+            continue
+        matches = matcher.match(r)
+        assert all(m.id == r["id"] and m.similarity >= 0.5 for m in matches)
+        hits += bool(matches) and matches[0].neighbor_id == seconds[r["id"]]
+    assert hits >= 0.95 * len(seconds), (hits, len(seconds))
+    # A held record is not its own match; an added one is found by the next lookup.
+    first = held[0]
+    assert all(m.neighbor_id != first["id"] for m in matcher.match(first))
+    new = dict(first, id="new-1")
+    matcher.add(new)
+    assert [m.neighbor_id for m in matcher.match(dict(first, id="new-2"))][:2] in (
+        [first["id"], "new-1"], ["new-1", first["id"]])

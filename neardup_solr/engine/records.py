@@ -30,15 +30,15 @@ from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import RecordReader
 from neardup_solr.pairs.comparisons import FieldComparison, comparison_vectors, parse_field_kinds, prepare_records
 from neardup_solr.pairs.fellegi_sunter import FellegiSunterModel, train
-from neardup_solr.pairs.idf_candidates import idf_weights, weighted_candidates
+from neardup_solr.pairs.idf_candidates import WeightedIndex, idf_weights, weighted_candidates
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key, one_to_one as pick_one_to_one
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RecordMatches", "match_records", "train_model", "read_field_records", "DEFAULT_CANDIDATE_THRESHOLD",
-           "DEFAULT_MATCH_PROBABILITY"]
+__all__ = ["RecordMatcher", "RecordMatches", "match_records", "train_model", "read_field_records",
+           "DEFAULT_CANDIDATE_THRESHOLD", "DEFAULT_MATCH_PROBABILITY"]
 
 # The IDF-weighted Jaccard over grams a pair needs to be scored. The recipe matches at 0.37 (0.22 on carelessly
 # typed records); candidates go lower, since the model, not this number, decides.
@@ -187,3 +187,51 @@ def _run(records: Records, comparisons: list[FieldComparison], right: Records | 
         matched = pick_one_to_one(matched)
     matched.sort(key=lambda p: (-p.similarity, id_sort_key(p.id), id_sort_key(p.neighbor_id)))
     return RecordMatches(matched, model, len(pairs), time.perf_counter() - started, scored)
+
+
+class RecordMatcher:
+    """One new record at a time against records held in memory, scored with a trained model: ``match(record)``
+    gives the records it matches, best first, and ``add(record)`` keeps it for the next ones.
+
+    The IDF weights are counted over the records given at the start (a token no record has weighs as a token of
+    one record), so a match's candidates are those ``match_records`` would find with the same records."""
+
+    def __init__(self, records: Records, model: FellegiSunterModel, *,
+                 candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD):
+        self.model = model
+        self.comparisons = model.comparisons
+        self.candidate_threshold = candidate_threshold
+        self._builder = DocumentBuilder(IndexSettings())
+        side = _Side(records, self.comparisons, self._builder, "records")
+        self.ids, self.values = side.ids, side.values
+        self._unseen = float(np.log(max(len(side.ids), 1)))
+        self._index = WeightedIndex(side.tokens, idf_weights(side.tokens))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _tokens(self, record: Mapping[str, object]) -> set[str]:
+        return set(self._builder.gram_tokens(" ".join(str(record.get(c.field) or "") for c in self.comparisons)))
+
+    def match(self, record: Mapping[str, object], *, threshold: float = DEFAULT_MATCH_PROBABILITY,
+              limit: int | None = 10) -> list[SimilarPair]:
+        """The held records ``record`` matches with probability >= ``threshold`` (its id, when it has one, as
+        ``id``; each match's as ``neighbor_id``), best first, at most ``limit``."""
+        found = self._index.query(self._tokens(record), self.candidate_threshold, unseen_weight=self._unseen)
+        own = str(record.get("id", ""))
+        positions = [j for j in found if self.ids[j] != own]
+        if not positions:
+            return []
+        values = prepare_records(self.comparisons, [record])
+        levels = comparison_vectors(self.comparisons, values, self.values, [(0, j) for j in positions])
+        probabilities = self.model.probabilities(levels)
+        matches = [SimilarPair(own, self.ids[j], float(p)) for j, p in zip(positions, probabilities) if p >= threshold]
+        matches.sort(key=lambda p: (-p.similarity, id_sort_key(p.neighbor_id)))
+        return matches[:limit] if limit is not None else matches
+
+    def add(self, record: Mapping[str, object]) -> None:
+        """Hold ``record`` too (it needs an ``id``), weighed with the weights counted at the start."""
+        side = _Side([record], self.comparisons, self._builder, "record")
+        self.ids += side.ids
+        self.values += side.values
+        self._index.add(side.tokens[0])
