@@ -39,11 +39,14 @@ def cmd_match_records(args: argparse.Namespace) -> int:
     if args.save_model:
         result.model.save(args.save_model)
     read = len(records) + (len(right) if right is not None else 0)
-    trained = "loaded model" if model else f"model trained (lambda {result.model.lambda_:.3f})"
+    if model is not None:
+        scored_by = f"model {args.model}"
+    else:
+        scored_by = f"model trained on them, lambda {result.model.lambda_:.3f}"
+        scored_by += f", saved -> {args.save_model}" if args.save_model else ""
     print(f"{len(result.pairs)} {'cross ' if right is not None else ''}pairs with match probability >= "
           f"{args.threshold:g} among {result.candidates} candidates (IDF grams >= {args.candidate_threshold:g}) "
-          f"from {read} records in {result.seconds:.1f} s -> {args.out} ({trained}"
-          f"{f' -> {args.save_model}' if args.save_model else ''})")
+          f"from {read} records in {result.seconds:.1f} s -> {args.out} ({scored_by})")
     if rejected:
         print(f"{len(rejected)} records rejected (the first: {rejected[0]})")
         return 1
