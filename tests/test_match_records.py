@@ -154,3 +154,28 @@ def test_one_record_at_a_time_finds_its_duplicate(hard_records):
     matcher.add(new)
     assert [m.neighbor_id for m in matcher.match(dict(first, id="new-2"))][:2] in (
         [first["id"], "new-1"], ["new-1", first["id"]])
+
+
+@pytest.mark.solr
+def test_candidates_from_a_solr_report(hard_records, solr_url, tmp_path, capsys):
+    """The candidates of the indexed collection (report, IDF grams, lsh, at the low candidate threshold) scored by
+    the model: the matches the in-memory candidates give, or nearly (LSH may miss a pair)."""
+    rows, truth = hard_records
+    with open(tmp_path / "people.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    base = ["--solr-url", solr_url]
+    assert main(["index", str(tmp_path / "people.jsonl"), "--clear-all", "--fields",
+                 "shingles,minhash,lsh,words,grams", "-q", *base]) == 0
+    assert main(["report", "--threshold", "0.15", "--similarity", "idf", "--idf-tokens", "grams", "--method", "lsh",
+                 "--out", str(tmp_path / "candidates.tsv"), "-q", *base]) == 0
+    capsys.readouterr()
+    assert main(["match-records", str(tmp_path / "people.jsonl"), "--fields-from", FIELDS,
+                 "--candidates-from", str(tmp_path / "candidates.tsv"), "--out", str(tmp_path / "pairs.tsv")]) == 0
+    assert f"candidates (from {tmp_path / 'candidates.tsv'})" in capsys.readouterr().out
+    from_solr = read_pairs(tmp_path / "pairs.tsv")
+    in_memory = {tuple(sorted((p.id, p.neighbor_id))) for p in match_records(rows, FIELDS).pairs}
+    assert len(from_solr & in_memory) >= 0.98 * len(in_memory | from_solr)
+    assert evaluate(from_solr, truth).f1 >= 0.97
+    assert main(["match-records", str(tmp_path / "people.jsonl"), "--fields-from", FIELDS, "--candidates-from",
+                 str(tmp_path / "candidates.tsv"), "--candidate-threshold", "0.2", "--out", str(tmp_path / "x.tsv")]) == 2
+    assert "--candidate-threshold" in capsys.readouterr().err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from neardup_solr.cli.common import number
+from neardup_solr.cli.common import number, refuse_unless
 from neardup_solr.validation import Limit
 
 PROBABILITY = Limit("float", 0.0, 1.0, unit="a match probability")
@@ -14,15 +14,20 @@ RANDOM_PAIRS = Limit("int", 1, 10_000_000, unit="random pairs")
 
 def cmd_match_records(args: argparse.Namespace) -> int:
     """Train a model on the records (or load one), score the candidate pairs, write the matches."""
-    from neardup_solr.engine.records import match_records, read_field_records
+    from neardup_solr.engine.records import DEFAULT_CANDIDATE_THRESHOLD, match_records, read_field_records
     from neardup_solr.errors import UsageError
     from neardup_solr.io.outputs import check_output_path
+    from neardup_solr.pairs.evaluate import read_pairs
     from neardup_solr.pairs.fellegi_sunter import FellegiSunterModel
     from neardup_solr.pairs.similar_pairs import write_pairs
 
+    refuse_unless(args, args.candidates_from is None, {"candidate_threshold": "--candidate-threshold"},
+                  "with --candidates-from, which gives the candidates")
     if args.fields_from is None and args.model is None:
         raise UsageError("give --fields-from (the columns and their kinds) or --model (a trained model)")
     check_output_path(args.out, name="out")
+    if args.candidate_threshold is None:
+        args.candidate_threshold = DEFAULT_CANDIDATE_THRESHOLD
     if args.save_model:
         check_output_path(args.save_model, name="save_model")
     model = FellegiSunterModel.load(args.model) if args.model else None
@@ -32,20 +37,23 @@ def cmd_match_records(args: argparse.Namespace) -> int:
     if args.link:
         right, more = read_field_records(args.link, fields, fmt=args.format, id_field=args.id_column)
         rejected += more
+    given = sorted(read_pairs(args.candidates_from)) if args.candidates_from else None
     result = match_records(records, fields, right=right, model=model, threshold=args.threshold,
                            candidate_threshold=args.candidate_threshold, one_to_one=args.one_to_one,
-                           random_pairs=args.random_pairs, seed=args.seed)
+                           random_pairs=args.random_pairs, seed=args.seed, candidates=given)
     write_pairs(result.pairs, args.out)
     if args.save_model:
         result.model.save(args.save_model)
     read = len(records) + (len(right) if right is not None else 0)
+    source = f"from {args.candidates_from}" if args.candidates_from else \
+        f"IDF grams >= {args.candidate_threshold:g}"
     if model is not None:
         scored_by = f"model {args.model}"
     else:
         scored_by = f"model trained on them, lambda {result.model.lambda_:.3f}"
         scored_by += f", saved -> {args.save_model}" if args.save_model else ""
     print(f"{len(result.pairs)} {'cross ' if right is not None else ''}pairs with match probability >= "
-          f"{args.threshold:g} among {result.candidates} candidates (IDF grams >= {args.candidate_threshold:g}) "
+          f"{args.threshold:g} among {result.candidates} candidates ({source}) "
           f"from {read} records in {result.seconds:.1f} s -> {args.out} ({scored_by})")
     if rejected:
         print(f"{len(rejected)} records rejected (the first: {rejected[0]})")
@@ -69,7 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=number("--threshold", PROBABILITY), default=0.5,
                    help="the match probability a pair needs (default 0.5)")
     p.add_argument("--candidate-threshold", type=number("--candidate-threshold", CANDIDATE_SIMILARITY),
-                   default=0.15, help="the IDF-weighted Jaccard over grams a pair needs to be scored (default 0.15)")
+                   default=None, help="the IDF-weighted Jaccard over grams a pair needs to be scored (default 0.15)")
+    p.add_argument("--candidates-from", default=None, metavar="PAIRS",
+                   help="score these pairs (a pairs file, e.g. from report --similarity idf --idf-tokens grams "
+                        "--threshold 0.15 --method lsh on the indexed records) instead of finding candidates here")
     p.add_argument("--one-to-one", action="store_true", help="keep each record in at most one pair (best first)")
     p.add_argument("--model", default=None, help="score with this trained model (JSON) instead of training one")
     p.add_argument("--save-model", default=None, help="write the trained model (JSON) here")

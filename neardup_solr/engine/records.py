@@ -22,7 +22,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -136,13 +136,18 @@ def match_records(records: Records, fields: str | Sequence[FieldComparison] | No
                   right: Records | None = None, model: FellegiSunterModel | None = None,
                   threshold: float = DEFAULT_MATCH_PROBABILITY,
                   candidate_threshold: float = DEFAULT_CANDIDATE_THRESHOLD, one_to_one: bool = False,
-                  random_pairs: int = DEFAULT_RANDOM_PAIRS, seed: int = 0) -> RecordMatches:
+                  random_pairs: int = DEFAULT_RANDOM_PAIRS, seed: int = 0,
+                  candidates: Iterable[tuple[str, str]] | None = None) -> RecordMatches:
     """The pairs of ``records`` (or of ``records`` x ``right``) whose match probability reaches ``threshold``.
 
     ``fields`` (``"name:name,born:date"`` or :class:`FieldComparison` s) are the compared columns; with a trained
     ``model`` they are the model's and ``fields`` may be left out. Without a model one is trained on these
     records first (:func:`train_model`). ``one_to_one`` keeps each id in one pair at most (two sources that
-    each list an entity once)."""
+    each list an entity once).
+
+    ``candidates`` replaces the in-memory candidate search with given id pairs: the pairs a Solr ``report`` or
+    ``join`` found (``idf_lsh_pairs`` over the collection's grams at a low threshold, or a pairs file read with
+    ``read_pairs``). Pairs naming an id that is not among the records are left out and counted in the log."""
     if model is None and fields is None:
         raise InvalidParameterError("fields", "given when no trained model is", None)
     comparisons = model.comparisons if model is not None else _comparisons(fields or [])
@@ -152,20 +157,47 @@ def match_records(records: Records, fields: str | Sequence[FieldComparison] | No
                                     f"the model compares {', '.join(f'{c.field}:{c.kind}' for c in comparisons)}")
     if not 0.0 <= threshold <= 1.0:
         raise InvalidParameterError("threshold", "a probability in [0, 1]", threshold)
-    return _run(records, comparisons, right, model, candidate_threshold, random_pairs, seed, threshold, one_to_one)
+    return _run(records, comparisons, right, model, candidate_threshold, random_pairs, seed, threshold, one_to_one,
+                candidates)
+
+
+def _given_pairs(given: Iterable[tuple[str, str]], left: _Side, other: _Side | None) -> list[tuple[int, int]]:
+    """The positions of given id pairs: within ``left``, or one id in each side (in either order)."""
+    left_at = {rid: i for i, rid in enumerate(left.ids)}
+    right_at = left_at if other is None else {rid: j for j, rid in enumerate(other.ids)}
+    out: set[tuple[int, int]] = set()
+    unknown = 0
+    for a, b in given:
+        a, b = str(a), str(b)
+        if a in left_at and b in right_at:
+            i, j = left_at[a], right_at[b]
+        elif b in left_at and a in right_at:
+            i, j = left_at[b], right_at[a]
+        else:
+            unknown += 1
+            continue
+        if other is None:
+            if i == j:
+                continue
+            i, j = min(i, j), max(i, j)
+        out.add((i, j))
+    if unknown:
+        log.warning("%d given candidate pairs name an id that is not among the records: left out", unknown)
+    return sorted(out)
 
 
 def _run(records: Records, comparisons: list[FieldComparison], right: Records | None,
          model: FellegiSunterModel | None, candidate_threshold: float, random_pairs: int, seed: int,
-         threshold: float, one_to_one: bool) -> RecordMatches:
+         threshold: float, one_to_one: bool, given: Iterable[tuple[str, str]] | None = None) -> RecordMatches:
     started = time.perf_counter()
     builder = DocumentBuilder(IndexSettings())
     left = _Side(records, comparisons, builder, "records")
     other = _Side(right, comparisons, builder, "right") if right is not None else None
-    found = _candidates(left, other, candidate_threshold)
-    pairs = sorted(found)
+    pairs = _given_pairs(given, left, other) if given is not None else sorted(_candidates(left, other,
+                                                                                          candidate_threshold))
     levels = comparison_vectors(comparisons, left.values, (other or left).values, pairs)
-    log.info("%d candidate pairs at IDF-weighted Jaccard >= %g", len(pairs), candidate_threshold)
+    log.info("%d candidate pairs%s", len(pairs), " given" if given is not None else
+             f" at IDF-weighted Jaccard >= {candidate_threshold:g}")
     if model is None:
         if not pairs:
             n = len(left.ids) + (len(other.ids) if other is not None else 0)
