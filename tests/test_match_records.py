@@ -86,14 +86,14 @@ def test_cli_gives_the_python_calls_pairs(hard_records, tmp_path, capsys):
     assert read_pairs(tmp_path / "again.tsv") == read_pairs(tmp_path / "pairs.tsv")
 
 
-def test_cli_bad_input_is_named(tmp_path, capsys):
+def test_cli_bad_input_is_named(tmp_path, capsys, caplog):
     (tmp_path / "people.csv").write_text("id,name,born\n1,Ann Lee,1984-03-07\n,Bo Chan,1990-01-01\n"
                                          "3,Ann Lee,07.03.1984\n", encoding="utf-8")
     (tmp_path / "many.csv").write_text("id,name,born\n" + "".join(
         f"{i},{first} {last},19{50 + i}-0{1 + i % 9}-1{i % 10}\n"
         for i, (first, last) in enumerate(zip(["Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal"] * 2,
                                               ["Lee", "Chan", "Diaz", "Eto", "Ford", "Gray", "Holt", "Ives"] * 2)))
-        + ",No Id,1970-01-01\n", encoding="utf-8")
+        + ",No Id,1970-01-01\n3,Di Eto,1953-04-13\n", encoding="utf-8")
     assert main(["match-records", str(tmp_path / "people.csv"), "--out", str(tmp_path / "p.tsv")]) == 2
     assert "--fields-from" in capsys.readouterr().err
     assert main(["match-records", str(tmp_path / "people.csv"), "--fields-from", "name:nom",
@@ -107,7 +107,8 @@ def test_cli_bad_input_is_named(tmp_path, capsys):
     code = main(["match-records", str(tmp_path / "many.csv"), "--fields-from", "name:name,born:date",
                  "--out", str(tmp_path / "p.tsv"), "--random-pairs", "100"])
     out = capsys.readouterr().out
-    assert code == 1 and "1 records rejected" in out and "line 18" in out and "'id'" in out
+    assert code == 1 and "2 records rejected" in out and "line 18" in out and "'id'" in out
+    assert "line 19 (id '3'): its id is the record's of line 5 too (the first one is kept)" in caplog.text
     assert (tmp_path / "p.tsv").exists()
 
 
@@ -179,3 +180,12 @@ def test_candidates_from_a_solr_report(hard_records, solr_url, tmp_path, capsys)
     assert main(["match-records", str(tmp_path / "people.jsonl"), "--fields-from", FIELDS, "--candidates-from",
                  str(tmp_path / "candidates.tsv"), "--candidate-threshold", "0.2", "--out", str(tmp_path / "x.tsv")]) == 2
     assert "--candidate-threshold" in capsys.readouterr().err
+
+
+def test_records_need_ids_of_their_own():
+    rows = [{"id": "a", "name": "Ann Lee"}, {"id": "b", "name": "Bo Chan"}, {"id": "a", "name": "Ann Lea"}]
+    with pytest.raises(InvalidParameterError, match=r"records\[2\] must be a record whose id is its own "
+                                                    r"\(id 'a' is also records\[0\]'s\)"):
+        match_records(rows, "name:name")
+    with pytest.raises(InvalidParameterError, match=r"records\[1\] must be a record with an 'id'"):
+        match_records([{"id": "a", "name": "x"}, {"name": "y"}], "name:name")

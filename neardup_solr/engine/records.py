@@ -74,11 +74,19 @@ def read_field_records(path: str | Path, fields: str | Sequence[FieldComparison]
     reader = RecordReader(path, fmt, id_field=id_field, text_field=",".join(names))
     rows: list[dict] = []
     rejected: list[InvalidRecordError] = []
+    lines: dict[str, int] = {}
     for item in reader:
         if isinstance(item, InvalidRecordError):
             log.warning("%s", item)
             rejected.append(item)
             continue
+        if item.id in lines:
+            error = InvalidRecordError(f"its id is the record's of line {lines[item.id]} too (the first one is "
+                                       "kept)", source=item.source, line=item.line, record_id=item.id)
+            log.warning("%s", error)
+            rejected.append(error)
+            continue
+        lines[item.id] = item.line
         values = item.fields if item.fields is not None else {names[0]: item.text}
         rows.append({"id": item.id, **{n: values.get(n, "") for n in names}})
     return rows, rejected
@@ -86,11 +94,18 @@ def read_field_records(path: str | Path, fields: str | Sequence[FieldComparison]
 
 def _ids(records: Records, what: str) -> list[str]:
     ids = []
+    seen: dict[str, int] = {}
     for n, r in enumerate(records):
         rid = r.get("id")
         if rid is None or str(rid).strip() == "":
             raise InvalidParameterError(f"{what}[{n}]", "a record with an 'id'", dict(r))
-        ids.append(str(rid))
+        rid = str(rid)
+        if rid in seen:
+            # Pairs are named by id: two records with one id could not be told apart in the matches.
+            raise InvalidParameterError(f"{what}[{n}]", f"a record whose id is its own (id {rid!r} is also "
+                                        f"{what}[{seen[rid]}]'s)", rid, show_value=False)
+        seen[rid] = n
+        ids.append(rid)
     return ids
 
 
