@@ -167,3 +167,11 @@ def test_model_json_round_trip_and_version():
     data["fields"][0]["m"] = data["fields"][0]["m"][:-1]
     with pytest.raises(InputFormatError, match="levels"):
         FellegiSunterModel.from_dict(data)
+
+
+def test_dates_are_searched_in_one_form():
+    born, name = FieldComparison("born", "date"), FieldComparison("name", "name")
+    assert born.candidate_text(born.prepare("25 Sep 35")) == born.candidate_text(born.prepare("1935-09-25")) \
+        == "1935-09-25"
+    assert born.candidate_text(born.prepare("someday")) == "someday"
+    assert name.candidate_text(name.prepare("Ann  LEE")) == "ann lee"

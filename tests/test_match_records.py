@@ -88,7 +88,7 @@ def test_cli_gives_the_python_calls_pairs(hard_records, tmp_path, capsys):
 
 def test_cli_bad_input_is_named(tmp_path, capsys, caplog):
     (tmp_path / "people.csv").write_text("id,name,born\n1,Ann Lee,1984-03-07\n,Bo Chan,1990-01-01\n"
-                                         "3,Ann Lee,07.03.1984\n", encoding="utf-8")
+                                         "3,Cy Diaz,07.03.1990\n", encoding="utf-8")
     (tmp_path / "many.csv").write_text("id,name,born\n" + "".join(
         f"{i},{first} {last},19{50 + i}-0{1 + i % 9}-1{i % 10}\n"
         for i, (first, last) in enumerate(zip(["Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal"] * 2,

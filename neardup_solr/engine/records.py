@@ -116,8 +116,13 @@ class _Side:
                  what: str):
         self.ids = _ids(records, what)
         self.values = prepare_records(comparisons, records)
-        self.tokens = [set(builder.gram_tokens(" ".join(str(r.get(c.field) or "") for c in comparisons)))
-                       for r in records]
+        self.tokens = [candidate_tokens(builder, comparisons, values) for values in self.values]
+
+
+def candidate_tokens(builder: DocumentBuilder, comparisons: Sequence[FieldComparison],
+                     values: Sequence[str]) -> set[str]:
+    """The grams of a record's prepared values (dates in one form) that the candidate search weighs."""
+    return set(builder.gram_tokens(" ".join(c.candidate_text(v) for c, v in zip(comparisons, values))))
 
 
 def _random_pairs(n_left: int, n_right: int | None, count: int, rng: np.random.Generator) -> list[tuple[int, int]]:
@@ -257,19 +262,18 @@ class RecordMatcher:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _tokens(self, record: Mapping[str, object]) -> set[str]:
-        return set(self._builder.gram_tokens(" ".join(str(record.get(c.field) or "") for c in self.comparisons)))
 
     def match(self, record: Mapping[str, object], *, threshold: float = DEFAULT_MATCH_PROBABILITY,
               limit: int | None = 10) -> list[SimilarPair]:
         """The held records ``record`` matches with probability >= ``threshold`` (its id, when it has one, as
         ``id``; each match's as ``neighbor_id``), best first, at most ``limit``."""
-        found = self._index.query(self._tokens(record), self.candidate_threshold, unseen_weight=self._unseen)
+        values = prepare_records(self.comparisons, [record])
+        tokens = candidate_tokens(self._builder, self.comparisons, values[0])
+        found = self._index.query(tokens, self.candidate_threshold, unseen_weight=self._unseen)
         own = str(record.get("id", ""))
         positions = [j for j in found if self.ids[j] != own]
         if not positions:
             return []
-        values = prepare_records(self.comparisons, [record])
         levels = comparison_vectors(self.comparisons, values, self.values, [(0, j) for j in positions])
         probabilities = self.model.probabilities(levels)
         matches = [SimilarPair(own, self.ids[j], float(p)) for j, p in zip(positions, probabilities) if p >= threshold]

@@ -183,6 +183,15 @@ class FieldComparison:
         text = str(value)
         return _date_value(text) if self.kind == "date" else normalize(text)
 
+    def candidate_text(self, prepared: str) -> str:
+        """A prepared value as the candidate search reads it: a date that parses in its ISO form, so that
+        ``25 sep 35`` and ``1935-09-25`` share their tokens; any other value as it is."""
+        if self.kind == "date" and prepared:
+            day = parse_date(prepared)
+            if day is not None:
+                return day.isoformat()
+        return prepared
+
     def level(self, a: str, b: str) -> int:
         """The agreement level of two prepared values, or :data:`MISSING`."""
         if not a or not b:
