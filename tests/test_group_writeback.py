@@ -235,3 +235,40 @@ def test_cli_groups_to_solr(guides, records, tmp_path, capsys):
     assert held["3"][0] == held["536"][0] and (held["3"][1], held["536"][1]) == (1, 0)
     assert "900" not in held  # named in the pairs but not in the collection: skipped
     assert main(["groups", str(pairs), "--solr-url", guides.url]) == 2  # neither --out nor --to-solr
+
+
+@pytest.mark.solr
+def test_check_and_add_gives_new_documents_their_group(guides, records):
+    from neardup_solr.engine.online import check_and_add
+
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    before = _held(guides)
+    # No near duplicate: a group of its own, kept, with a number no document held.
+    new = check_and_add(guides, "3000", "Zzyzx Diner 1 Desert Rd. Baker")
+    assert new.added
+    copy = records["3"] + " CA"  # shingle Jaccard 6/7 with document 3: above lsh_threshold 0.8, below 0.95
+    # Checked at a stricter threshold than the collection's, it is added, and joins the group of its kept
+    # neighbour as a copy.
+    joined = check_and_add(guides, "3001", copy, threshold=0.95)
+    assert joined.added
+    guides.commit()
+    held = _held(guides)
+    assert held["3000"][1] == 1 and held["3000"][0] not in {g for g, _ in before.values()}
+    assert held["3001"] == (before["3"][0], 0)
+    found = folded_search(guides, copy, rows=20)
+    head = next(h for h in found.hits if h.group == before["3"][0])
+    assert head.id == "3" and "3001" in {c.id for c in head.copies}
+    assert "3001" not in {h.id for h in found.hits}
+    # Checked at the collection's threshold, the copy is a duplicate and is not added at all.
+    assert not check_and_add(guides, "3002", copy).added
+
+
+@pytest.mark.solr
+def test_check_and_add_leaves_collections_without_groups_alone(solr):
+    from neardup_solr.engine.online import check_and_add
+    from neardup_solr.solr.group_fields import forget_group_numbers
+
+    forget_group_numbers(solr)
+    assert check_and_add(solr, "1", "the quick brown fox jumps over the lazy dog").added
+    solr.commit()
+    assert _held(solr) == {"1": (None, None)}

@@ -33,7 +33,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from neardup_solr.errors import NeardupError
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
@@ -42,16 +42,22 @@ from neardup_solr.solr.group_fields import (
     allocate_groups,
     chunks,
     ensure_group_fields,
+    forget_group_numbers,
     group_update,
+    groups_in_use,
     groups_of,
+    new_group_number,
     read_groups,
     send_group_updates,
 )
 from neardup_solr.validation import check_choice, check_int
 
+if TYPE_CHECKING:
+    from neardup_solr.solr.searcher import Query, Searcher
+
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupWritebackIncomplete", "WritebackSummary", "plan_groups", "write_groups"]
+__all__ = ["GroupWritebackIncomplete", "WritebackSummary", "group_of_new_document", "plan_groups", "write_groups"]
 
 # Real-time gets and texts are read this many ids at a time.
 _LOOKUP_CHUNK = 500
@@ -150,6 +156,7 @@ def write_groups(
     started = time.perf_counter()
     summary = WritebackSummary()
     summary.fields_added = ensure_group_fields(client)
+    forget_group_numbers(client)
 
     current: dict[str, tuple[int | None, int | None]] = {
         doc_id: (group, keep) for doc_id, group, keep in read_groups(client, dataset)}
@@ -216,3 +223,25 @@ def _verify(client: SolrClient, written: list[str], wanted: Mapping[str, tuple[i
         wrong += [i for i in chunk if i in held and held[i] != wanted[i]]
     if wrong:
         raise GroupWritebackIncomplete(wrong)
+
+
+def group_of_new_document(searcher: "Searcher", query: "Query", doc_id: str, checked_at: float) -> dict[str, int]:
+    """The group fields for a document :func:`~neardup_solr.engine.online.check_and_add` is about to add, which
+    had no near duplicate at ``checked_at``: the group of its nearest *kept* neighbour at or above the
+    collection's ``lsh_threshold`` (only possible when ``checked_at`` is higher), or a new group it heads.
+    Nothing (``{}``) while the collection's groups are not written, so the fields cost nothing until then."""
+    from neardup_solr.engine.online import find_similar
+    from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD
+
+    client = searcher.client
+    if not groups_in_use(client):
+        return {}
+    group_threshold = searcher.settings.lsh_threshold
+    if checked_at > group_threshold:
+        near = find_similar(searcher, query, group_threshold, exclude_id=doc_id)
+        held = groups_of(client, [m.id for m in near])
+        for match in near:  # best first
+            group, keep = held.get(match.id, (None, None))
+            if group is not None and keep == 1:
+                return {GROUP_FIELD: int(group), KEEP_FIELD: 0}
+    return {GROUP_FIELD: new_group_number(client), KEEP_FIELD: 1}

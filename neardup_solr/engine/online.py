@@ -381,6 +381,9 @@ def check_and_add(
                                                    band_keys_row=searcher.band_keys_of(query))
         if ttl is not None:
             document["ttl"] = ttl
+        from neardup_solr.engine.group_writeback import group_of_new_document  # it uses find_similar
+
+        document.update(group_of_new_document(searcher, query, doc_id, threshold))
         added = None
         if client.is_single_core():
             added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)

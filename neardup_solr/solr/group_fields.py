@@ -18,6 +18,9 @@ out one number twice.
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from neardup_solr.errors import NeardupError, SolrRequestError
@@ -165,6 +168,73 @@ def allocate_groups(client: SolrClient, count: int) -> int:
             return first
     raise GroupFieldsError(f"could not reserve group numbers: the counter changed under {_COUNTER_ATTEMPTS} "
                            "attempts in a row")
+
+
+# Numbers a process reserves at once for documents added one by one (check_and_add): one counter turn per block.
+NUMBER_BLOCK = 100
+# How long a process takes a collection without a counter for one whose groups are not written (no group fields
+# are then given to added documents): the first write-back is seen by every process within this time.
+NOT_IN_USE_SECONDS = 10.0
+# How long a reserved block is used: a collection wiped and written back afresh restarts its counter, and a block
+# reserved before must not outlive that by long (the numbers left in it are simply never used).
+BLOCK_SECONDS = 60.0
+
+
+@dataclass
+class _Block:
+    lock: threading.Lock
+    next: int = 0
+    end: int = 0
+    expires: float = 0.0
+    unused_until: float = 0.0
+
+
+_blocks: dict[str, _Block] = {}
+_blocks_lock = threading.Lock()
+
+
+def _block(client: SolrClient) -> _Block:
+    with _blocks_lock:
+        return _blocks.setdefault(client.url, _Block(threading.Lock()))
+
+
+def forget_group_numbers(client: SolrClient) -> None:
+    """Drop what this process reserved or learned about the collection's group numbers (a write-back starts
+    with it, since it may follow a wipe)."""
+    with _blocks_lock:
+        _blocks.pop(client.url, None)
+
+
+def _has_block(state: _Block) -> bool:
+    return state.next < state.end and time.monotonic() < state.expires
+
+
+def groups_in_use(client: SolrClient) -> bool:
+    """Whether the collection's groups are written (its counter exists); a "no" is remembered for
+    :data:`NOT_IN_USE_SECONDS`, so documents added one by one cost no request for it."""
+    state = _block(client)
+    with state.lock:
+        if _has_block(state):
+            return True
+        if time.monotonic() < state.unused_until:
+            return False
+        if client.get_by_ids([COUNTER_ID], "id"):
+            return True
+        state.unused_until = time.monotonic() + NOT_IN_USE_SECONDS
+        return False
+
+
+def new_group_number(client: SolrClient) -> int:
+    """A fresh group number for one document, from a block this process reserved (:func:`allocate_groups`)."""
+    state = _block(client)
+    with state.lock:
+        if not _has_block(state):
+            state.next = allocate_groups(client, NUMBER_BLOCK)
+            state.end = state.next + NUMBER_BLOCK
+            state.expires = time.monotonic() + BLOCK_SECONDS
+        number = state.next
+        state.next += 1
+        return number
 
 
 def chunks(items: Iterable, size: int) -> Iterator[list]:
