@@ -272,3 +272,34 @@ def test_check_and_add_leaves_collections_without_groups_alone(solr):
     assert check_and_add(solr, "1", "the quick brown fox jumps over the lazy dog").added
     solr.commit()
     assert _held(solr) == {"1": (None, None)}
+
+
+@pytest.mark.solr
+def test_http_search_folds_near_duplicates(guides, records, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from neardup_solr.service import ServiceConfig, create_app
+
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    held = _held(guides)
+    members: dict[int, list[str]] = defaultdict(list)
+    for doc_id, (number, _) in held.items():
+        members[number].append(doc_id)
+    number, ids = next((n, sorted(m, key=id_key)) for n, m in sorted(members.items()) if len(m) > 1)
+    kept = ids[0]
+    app = create_app(ServiceConfig(solr_url=guides.url, jobs_dir=tmp_path / "jobs"))
+    with TestClient(app) as http:
+        folded = http.get("/v1/search", params={"q": records[kept], "fold": "true", "rows": 50})
+        assert folded.status_code == 200, folded.text
+        body = folded.json()
+        groups = [h["group"] for h in body["hits"]]
+        assert len(groups) == len(set(groups))
+        head = next(h for h in body["hits"] if h["group"] == number)
+        assert head["id"] == kept and head["kept"] is True
+        assert {c["id"] for c in head["copies"]} <= set(ids[1:]) and head["copy_count"] >= 1
+        flat = http.get("/v1/search", params={"q": records[kept], "rows": 50}).json()
+        assert set(ids) <= {h["id"] for h in flat["hits"]} and flat["fold"] is False
+        bad = http.get("/v1/search", params={"q": "x", "fields": "id"})
+        assert bad.status_code == 422 and "fields" in bad.text  # the service answers bad parameters so
+        assert http.get("/v1/search", params={"q": "x", "fields": "content_words^2"}).status_code == 200

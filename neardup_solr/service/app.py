@@ -58,6 +58,7 @@ from neardup_solr.service.body_limit import ChunkedBodyLimit, too_large_detail
 from neardup_solr.service.config import ServiceConfig
 from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, run_report, threshold_report_params
 from neardup_solr.service.metrics import Metrics
+from neardup_solr.service.search_route import router as search_router
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +342,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
                        too_large=lambda detail: problem(413, detail))
 
     app.add_middleware(Guard, config=config, metrics=metrics)
+    app.include_router(search_router)
 
     # ------------------------------------------------------------------ health
     @app.get("/health", tags=["health"], summary="Liveness: the service answers (no Solr call, no token)")
