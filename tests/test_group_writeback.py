@@ -4,7 +4,9 @@ counter under concurrent callers, and the command line."""
 
 from __future__ import annotations
 
+import statistics
 import threading
+import time
 from collections import defaultdict
 
 import pytest
@@ -62,9 +64,6 @@ def test_user_words_are_escaped_and_travel_as_the_q_parameter():
 
 
 # ----------------------------------------------------------------------------------------------- Solr
-
-pytestmark_solr = pytest.mark.solr
-
 
 @pytest.fixture(scope="module")
 def records() -> dict[str, str]:
@@ -153,17 +152,23 @@ def test_folded_search_shows_each_group_once_with_its_kept_document(guides, reco
         members[number].append(doc_id)
     groups = {n: m for n, m in members.items() if len(m) > 1}
     assert groups
+    seconds: dict[str, list[float]] = defaultdict(list)
     for number, ids in groups.items():
         kept = next(i for i in ids if held[i][1] == 1)
+        started = time.perf_counter()
         found = folded_search(guides, records[kept], rows=100)
+        seconds["folded (collapse)"].append(time.perf_counter() - started)
         shown = [h.group for h in found.hits]
         assert len(shown) == len(set(shown)), (kept, shown)  # never two documents of one group
         hit = next((h for h in found.hits if h.group == number), None)
         assert hit is not None and hit.id == kept and hit.kept  # the kept one heads its group
         assert {c.id for c in hit.copies} <= set(ids) - {kept}
         assert hit.copy_count == len(hit.copies) >= 1  # its copies share its words, so they match too
+        started = time.perf_counter()
         unfolded = folded_search(guides, records[kept], rows=100, fold=False)
+        seconds["not folded"].append(time.perf_counter() - started)
         assert len(unfolded.hits) > len(found.hits) or unfolded.found > found.found
+    print({name: f"p50 {statistics.median(s) * 1000:.1f} ms" for name, s in seconds.items()})
     # A broad search over the whole collection: one hit per group, every kept document findable.
     broad = folded_search(guides, " ".join(sorted({w for t in records.values() for w in t.split()})),
                           rows=len(records))

@@ -2,13 +2,14 @@
 listed under it (issue 38).
 
 The groups are those written into the collection (``nd_group``, ``nd_keep``: :mod:`neardup_solr.solr.group_fields`).
-Folding is Solr's collapse post filter on the group, heading each group with its kept document, and the expand
-component listing the copies. The user's text is normalised as the index's words are (``content_words``) and
+On a single core, folding is Solr's collapse post filter on the group, heading each group with its kept document,
+and the expand component listing the copies. The user's text is normalised as the index's words are (``content_words``) and
 searched by edismax as escaped words (:func:`~neardup_solr.solr.queries.user_text_params`): never pasted into
 query syntax.
 
-On a single core this is exact. On SolrCloud, collapse and expand only see one shard at a time, so a group whose
-members sit on two shards shows once per shard: see the docs' section on folded search.
+On a SolrCloud collection collapse and expand only see one shard at a time, so a group whose members sit on two
+shards would show once per shard; there result grouping on ``nd_group`` is used instead, which fetches each top
+group's documents from every shard (docs/folding.md has the measurements).
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD
 from neardup_solr.pairs.similar_pairs import id_sort_key
-from neardup_solr.solr.queries import documents_of, expand_params, filter_params, folded, ungrouped, user_text_params
+from neardup_solr.solr.queries import (
+    documents_of,
+    expand_params,
+    filter_params,
+    folded,
+    grouping_params,
+    has_group,
+    ungrouped,
+    user_text_params,
+)
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.validation import check_bool, check_int, check_text
 
@@ -79,6 +89,37 @@ def _hit(doc: dict) -> FoldedHit:
                      doc.get(GROUP_FIELD), None if keep is None else bool(keep))
 
 
+def _collapsed(client: SolrClient, base: list, filters: list, depth: list, copies: int) -> tuple[list[FoldedHit], int]:
+    """A single core: collapse on the group (kept document first), expand for the copies."""
+    data = client.select(base + filter_params(filters + [folded(GROUP_FIELD, KEEP_FIELD)]) + depth
+                         + (expand_params(copies) + [("expand.sort", "score desc,id asc")] if copies else []))
+    hits = [_hit(d) for d in data["response"]["docs"]]
+    expanded = data.get("expanded") or {}
+    for hit in hits:
+        folded_copies = expanded.get(str(hit.group))
+        if folded_copies:
+            hit.copies = [_hit(d) for d in folded_copies.get("docs", [])]
+            hit.copy_count = int(folded_copies.get("numFound", len(hit.copies)))
+    return hits, int(data["response"]["numFound"])
+
+
+def _grouped(client: SolrClient, base: list, filters: list, groups: int, copies: int) -> tuple[list[FoldedHit], int]:
+    """A SolrCloud collection: result grouping, which sees a group whole across shards (collapse does not)."""
+    data = client.select(base + filter_params(filters + [has_group(GROUP_FIELD)])
+                         + grouping_params(GROUP_FIELD, KEEP_FIELD, groups, 1 + copies))
+    grouped = data["grouped"][GROUP_FIELD]
+    hits = []
+    for group in grouped.get("groups", []):
+        docs = group["doclist"]["docs"]
+        if not docs:
+            continue
+        head = _hit(docs[0])
+        head.copies = [_hit(d) for d in docs[1:]]
+        head.copy_count = int(group["doclist"]["numFound"]) - 1
+        hits.append(head)
+    return hits, int(grouped.get("ngroups", len(hits)))
+
+
 def folded_search(
     client: SolrClient,
     text: Any,
@@ -114,20 +155,16 @@ def folded_search(
         data = client.select(base + filter_params(documents_of(dataset)) + [("rows", rows), ("start", start)])
         hits = [_hit(d) for d in data["response"]["docs"]]
         return FoldedResults(text, fold, int(data["response"]["numFound"]), hits)
-    # Two searches, merged by score (one query, so the scores compare): the groups collapsed to their kept
-    # documents, and the documents without a group yet, which the collapse cannot keep (queries.folded says why).
+    # Two searches, merged by score (one query, so the scores compare): the groups, each headed by its kept
+    # document, and the documents without a group yet, which the collapse cannot keep (queries.folded says why).
     depth = [("rows", start + rows), ("start", 0)]
-    grouped = client.select(base + filter_params(documents_of(dataset) + [folded(GROUP_FIELD, KEEP_FIELD)]) + depth
-                            + (expand_params(copies) + [("expand.sort", "score desc,id asc")] if copies else []))
     alone = client.select(base + filter_params(documents_of(dataset) + [ungrouped(GROUP_FIELD)]) + depth)
-    hits = sorted((_hit(d) for d in grouped["response"]["docs"] + alone["response"]["docs"]),
+    if client.is_single_core():
+        heads, found = _collapsed(client, base, documents_of(dataset), depth, copies)
+    else:
+        heads, found = _grouped(client, base, documents_of(dataset), start + rows, copies)
+    hits = sorted(heads + [_hit(d) for d in alone["response"]["docs"]],
                   key=lambda h: (-h.score, id_sort_key(h.id)))[start:start + rows]
-    expanded = grouped.get("expanded") or {}
-    for hit in hits:
-        folded_copies = expanded.get(str(hit.group)) if hit.group is not None else None
-        if folded_copies:
-            hit.copies = [_hit(d) for d in folded_copies.get("docs", [])]
-            hit.copy_count = int(folded_copies.get("numFound", len(hit.copies)))
-    found = int(grouped["response"]["numFound"]) + int(alone["response"]["numFound"])
+    found += int(alone["response"]["numFound"])
     log.debug("folded search %r: %d of %d hits", text, len(hits), found)
     return FoldedResults(text, fold, found, hits)

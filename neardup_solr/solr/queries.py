@@ -172,6 +172,21 @@ def ungrouped(group_field: str) -> Filter:
     return Filter(f"-{group_field}:[* TO *]")
 
 
+def has_group(group_field: str) -> Filter:
+    """The documents with a group."""
+    return Filter(f"{group_field}:[* TO *]")
+
+
+def grouping_params(group_field: str, keep_field: str, groups: int, per_group: int) -> Params:
+    """Result grouping on ``group_field``: the first ``groups`` groups, each with up to ``per_group`` of its
+    matching documents, the kept one (highest ``keep_field``) first; groups ordered by that first document's
+    score. Unlike collapse, grouping is correct across a SolrCloud's shards (a second phase fetches each top
+    group's documents from every shard); its ``ngroups`` counts a group split over shards once per shard."""
+    return [("group", "true"), ("group.field", group_field), ("group.limit", int(per_group)),
+            ("group.sort", f"{keep_field} desc,score desc,id asc"), ("group.ngroups", "true"),
+            ("rows", int(groups)), ("start", 0)]
+
+
 def not_a_copy(keep_field: str) -> Filter:
     """Every document but the folded copies: the kept ones and those without a group yet."""
     return Filter(f"-{keep_field}:0")
