@@ -308,3 +308,25 @@ def test_http_search_folds_near_duplicates(guides, records, tmp_path):
         bad = http.get("/v1/search", params={"q": "x", "fields": "id"})
         assert bad.status_code == 422 and "fields" in bad.text  # the service answers bad parameters so
         assert http.get("/v1/search", params={"q": "x", "fields": "content_words^2"}).status_code == 200
+
+
+@pytest.mark.solr
+def test_deleting_a_kept_document_promotes_the_earliest_remaining_member(guides, records):
+    from neardup_solr.engine.online import delete_documents
+
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    held = _held(guides)
+    members: dict[int, list[str]] = defaultdict(list)
+    for doc_id, (number, _) in held.items():
+        members[number].append(doc_id)
+    number, ids = next((n, sorted(m, key=id_key)) for n, m in sorted(members.items()) if len(m) > 1)
+    copy_only = next(m for n, m in sorted(members.items()) if len(m) > 1 and n != number)
+    copy = sorted(copy_only, key=id_key)[-1]
+    assert delete_documents(guides, [ids[0], copy]).deleted == [ids[0], copy]
+    after = _held(guides)
+    assert after[ids[1]] == (number, 1)  # the next member by id order heads the group now
+    assert all(after[i] == (number, 0) for i in ids[2:])
+    # Deleting a copy changes nothing else.
+    assert all(after[i] == held[i] for i in copy_only if i != copy)
+    found = folded_search(guides, records[ids[1]], rows=50)
+    assert next(h for h in found.hits if h.group == number).id == ids[1]

@@ -46,6 +46,7 @@ from neardup_solr.solr.group_fields import (
     group_update,
     groups_in_use,
     groups_of,
+    members_of,
     new_group_number,
     read_groups,
     send_group_updates,
@@ -57,7 +58,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupWritebackIncomplete", "WritebackSummary", "group_of_new_document", "plan_groups", "write_groups"]
+__all__ = ["GroupWritebackIncomplete", "WritebackSummary", "group_of_new_document", "kept_groups", "plan_groups",
+           "promote_kept", "write_groups"]
 
 # Real-time gets and texts are read this many ids at a time.
 _LOOKUP_CHUNK = 500
@@ -245,3 +247,30 @@ def group_of_new_document(searcher: "Searcher", query: "Query", doc_id: str, che
             if group is not None and keep == 1:
                 return {GROUP_FIELD: int(group), KEEP_FIELD: 0}
     return {GROUP_FIELD: new_group_number(client), KEEP_FIELD: 1}
+
+
+def kept_groups(client: SolrClient, ids: list[str]) -> list[int]:
+    """The groups whose kept document is among ``ids`` (read before they are deleted); none while the
+    collection's groups are not written."""
+    if not ids or not groups_in_use(client):
+        return []
+    found: set[int] = set()
+    for chunk in chunks(ids, _LOOKUP_CHUNK):
+        found.update(int(g) for g, keep in groups_of(client, chunk).values() if g is not None and keep == 1)
+    return sorted(found)
+
+
+def promote_kept(client: SolrClient, groups: list[int]) -> list[str]:
+    """After their kept documents were deleted: make the earliest remaining member of each of ``groups`` (numbers
+    as numbers) its kept document, soft-committed. Earliest whatever rule chose the one deleted: the texts are
+    not read here, and the next write-back applies ``longest`` again. Returns the ids promoted."""
+    promoted: list[tuple[str, int]] = []
+    for group in groups:
+        members = members_of(client, group)
+        if members and not any(keep == 1 for keep in members.values()):
+            promoted.append((min(members, key=id_key), group))
+    for batch in chunks(promoted, _LOOKUP_CHUNK):
+        send_group_updates(client, [group_update(doc_id, group, True) for doc_id, group in batch], soft_commit=True)
+    if promoted:
+        log.info("promoted %d document(s) to kept after their group's kept document was deleted", len(promoted))
+    return [doc_id for doc_id, _ in promoted]

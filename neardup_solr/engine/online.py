@@ -446,10 +446,14 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
     missing = [i for i in wanted if i not in found]
     recent_adds(client).forget(wanted)
     targets = deleted + sorted({claim_id(d["md5_hash"]) for d in found.values() if d.get("md5_hash")})
+    from neardup_solr.engine.group_writeback import kept_groups, promote_kept
+
+    orphaned = kept_groups(client, deleted)  # before the delete: which groups lose their kept document
     for chunk in _chunks(targets):
         client.delete_ids(chunk)
     if targets:
         client.commit()
+    promote_kept(client, orphaned)
     log.info("deleted %d document(s) from %s (%d not found)", len(deleted), client.url, len(missing))
     return DeleteResult(deleted, missing)
 

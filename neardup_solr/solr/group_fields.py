@@ -27,7 +27,15 @@ from neardup_solr.errors import NeardupError, SolrRequestError
 from neardup_solr.signing.settings import GROUP_COUNTER_ID as COUNTER_ID, META_DATASET
 from neardup_solr.solr.claims import create, post_update
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.queries import FROM_LEADERS, USER_DOCUMENTS, documents_of, has_id, ids_in, select_params
+from neardup_solr.solr.queries import (
+    FROM_LEADERS,
+    USER_DOCUMENTS,
+    documents_of,
+    has_id,
+    ids_in,
+    in_group,
+    select_params,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +119,17 @@ def groups_of(client: SolrClient, ids: list[str]) -> dict[str, tuple[int | None,
         data = client.select(select_params(query=query, fields=fields, rows=len(ids)) + [FROM_LEADERS])
         out.update({str(d["id"]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD)) for d in data["response"]["docs"]})
     return out
+
+
+# Members of one group read at most (a group larger than this is boilerplate, not near-duplicate copies).
+MAX_MEMBERS = 10_000
+
+
+def members_of(client: SolrClient, group: int) -> dict[str, int | None]:
+    """``{id: nd_keep}`` of the (up to :data:`MAX_MEMBERS`) documents of one group, as searches see them."""
+    params = select_params([USER_DOCUMENTS, in_group(GROUP_FIELD, group)], fields=f"id,{KEEP_FIELD}", sort="id asc",
+                           rows=MAX_MEMBERS)
+    return {str(d["id"]): d.get(KEEP_FIELD) for d in client.select(params + [FROM_LEADERS])["response"]["docs"]}
 
 
 def group_update(doc_id: str, group: int, keep: bool | int) -> dict:
