@@ -4,10 +4,13 @@ counter under concurrent callers, and the command line."""
 
 from __future__ import annotations
 
+import logging
+import re
 import statistics
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +21,10 @@ from neardup_solr.io import restaurants
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.folded_search import folded_search
+from neardup_solr.solr.backends.local import LocalSolr
+from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.group_fields import (
+    GroupFieldsError,
     allocate_groups,
     ensure_group_fields,
     group_update,
@@ -330,3 +336,58 @@ def test_deleting_a_kept_document_promotes_the_earliest_remaining_member(guides,
     assert all(after[i] == held[i] for i in copy_only if i != copy)
     found = folded_search(guides, records[ids[1]], rows=50)
     assert next(h for h in found.hits if h.group == number).id == ids[1]
+
+
+def _core_without_group_fields(local_solr, name: str, *, managed: bool) -> SolrClient:
+    """A core made from the configset as it was before the group fields: a managed schema (Schema API can add
+    fields) or the classic schema.xml (it cannot)."""
+    import shutil
+
+    import requests
+
+    configset = Path(__file__).resolve().parents[1] / "solr_config" / "configsets" / "neardup" / "conf"
+    instance = local_solr.data_dir / name
+    shutil.copytree(configset, instance / "conf", dirs_exist_ok=True)
+    schema = (instance / "conf" / "schema.xml").read_text(encoding="utf-8")
+    schema = re.sub(r'\s*<field name="nd_(group|keep)"[^>]*/>', "", schema)
+    (instance / "conf" / "schema.xml").write_text(schema, encoding="utf-8")
+    if managed:
+        config = (instance / "conf" / "solrconfig.xml").read_text(encoding="utf-8")
+        config = config.replace('<schemaFactory class="ClassicIndexSchemaFactory"/>',
+                                '<schemaFactory class="ManagedIndexSchemaFactory"><bool name="mutable">true</bool>'
+                                '<str name="managedSchemaResourceName">managed-schema.xml</str></schemaFactory>')
+        (instance / "conf" / "solrconfig.xml").write_text(config, encoding="utf-8")
+    requests.get(f"{local_solr.base_url}/admin/cores",
+                 params={"action": "CREATE", "name": name, "instanceDir": str(instance), "wt": "json"},
+                 timeout=120).raise_for_status()
+    return SolrClient(f"{local_solr.base_url}/{name}")
+
+
+@pytest.mark.solr
+def test_an_older_collection_gets_the_fields_through_the_schema_api(local_solr, records, caplog):
+    if not isinstance(local_solr, LocalSolr):
+        pytest.skip("needs the session's own single-node Solr to create cores in (CoreAdmin)")
+    older = _core_without_group_fields(local_solr, "before_groups", managed=True)
+    assert "nd_group" not in older.schema_fields()
+    Indexer(older, IndexSettings()).index_records(list(records.items())[:50])
+    with caplog.at_level(logging.WARNING, logger="neardup_solr.solr.group_fields"):
+        summary = write_groups(older, [("3", "4")])
+    assert summary.fields_added == ["nd_group", "nd_keep"]
+    assert "through the Schema API" in caplog.text
+    held = _held(older)
+    assert len(held) == 50 and held["3"][0] == held["4"][0] and (held["3"][1], held["4"][1]) == (1, 0)
+    assert write_groups(older, [("3", "4")]).fields_added == []
+    # The documents kept their token fields: the in-place updates did not rebuild them.
+    with_word = [i for i, t in list(records.items())[:50] if "ventura" in t.lower().split()]
+    assert len(with_word) >= 2 and older.count("content_words:ventura") == len(with_word)
+
+
+@pytest.mark.solr
+def test_a_classic_schema_without_the_fields_is_refused_before_any_change(local_solr, records):
+    if not isinstance(local_solr, LocalSolr):
+        pytest.skip("needs the session's own single-node Solr to create cores in (CoreAdmin)")
+    older = _core_without_group_fields(local_solr, "classic_before_groups", managed=False)
+    Indexer(older, IndexSettings()).index_records(list(records.items())[:10])
+    with pytest.raises(GroupFieldsError, match="reload it with neardup-solr's current configset"):
+        write_groups(older, [("3", "4")])
+    assert older.get_by_ids(["__neardup_group_counter__"], "id") == []
