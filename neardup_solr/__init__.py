@@ -17,6 +17,8 @@ from neardup_solr.errors import (
     DocumentExistsError,
     DocumentNotFoundError,
     ForeignCollectionError,
+    GroupFieldsError,
+    GroupWritebackIncomplete,
     IndexIncomplete,
     IndexingInterrupted,
     InputFormatError,
@@ -89,4 +91,5 @@ __all__ = [
     "CollectionSetupError", "DocumentExistsError", "OptionError", "SignatureDisagreementError",
     "SparkUnavailableError", "UsageError", "ReplicationShortfallError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
     "LookupOptions", "ThresholdOptions", "JoinOptions", "find_pairs", "find_cross_pairs", "PairsResult",
+    "GroupFieldsError", "GroupWritebackIncomplete",
 ]

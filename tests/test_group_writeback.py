@@ -23,8 +23,8 @@ from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.folded_search import folded_search
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.errors import GroupFieldsError
 from neardup_solr.solr.group_fields import (
-    GroupFieldsError,
     allocate_groups,
     ensure_group_fields,
     group_update,

@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from neardup_solr.errors import NeardupError
+from neardup_solr.errors import GroupWritebackIncomplete
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.group_fields import (
@@ -58,21 +58,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupWritebackIncomplete", "WritebackSummary", "group_of_new_document", "kept_groups", "plan_groups",
+__all__ = ["WritebackSummary", "group_of_new_document", "kept_groups", "plan_groups",
            "promote_kept", "write_groups"]
 
 # Real-time gets and texts are read this many ids at a time.
 _LOOKUP_CHUNK = 500
-
-
-class GroupWritebackIncomplete(NeardupError):
-    """After the commit, documents written in this run do not hold what was sent; running again resends them."""
-
-    def __init__(self, wrong: list[str]):
-        self.wrong = wrong
-        shown = ", ".join(repr(i) for i in wrong[:5]) + (" ..." if len(wrong) > 5 else "")
-        super().__init__(f"{len(wrong)} document(s) do not hold the group written to them after the commit "
-                         f"({shown}); run again to resend them")
 
 
 @dataclass

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from neardup_solr.errors import NeardupError, SolrRequestError
+from neardup_solr.errors import GroupFieldsError, SolrRequestError
 from neardup_solr.signing.settings import GROUP_COUNTER_ID as COUNTER_ID, META_DATASET
 from neardup_solr.solr.claims import create, post_update
 from neardup_solr.solr.client import SolrClient
@@ -49,10 +49,6 @@ FIELD_DEFINITION = {"type": "pint", "indexed": False, "stored": False, "docValue
 MAX_GROUP = 2**31 - 1  # a pint
 # Turns of the counter lost to other processes before giving up (each loss means another one got its block).
 _COUNTER_ATTEMPTS = 50
-
-
-class GroupFieldsError(NeardupError):
-    """The collection's group fields are missing and cannot be added, or cannot be updated in place."""
 
 
 def ensure_group_fields(client: SolrClient) -> list[str]:
