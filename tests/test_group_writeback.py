@@ -391,3 +391,35 @@ def test_a_classic_schema_without_the_fields_is_refused_before_any_change(local_
     with pytest.raises(GroupFieldsError, match="reload it with neardup-solr's current configset"):
         write_groups(older, [("3", "4")])
     assert older.get_by_ids(["__neardup_group_counter__"], "id") == []
+
+
+@pytest.mark.solr
+def test_folded_search_on_a_held_out_corpus(solr, tmp_path):
+    """The generated corpus (planted clusters of 2-5 copies among documents of 50-400 Zipf words), which the
+    restaurant-tuned code never saw: folded searches for kept texts show each group once, headed by its kept
+    document, and the copies come back under it."""
+    import json
+
+    from benchmarks.corpus import generate
+
+    generate(2000, 38, tmp_path, dup_share=0.2)
+    texts = {}
+    with open(tmp_path / "docs.jsonl", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            texts[str(doc["id"])] = doc["text"]
+    Indexer(solr, IndexSettings()).index_records(list(texts.items()))
+    result = dedupe_collection(solr, 0.8, to_solr=True)
+    held = _held(solr)
+    members: dict[int, list[str]] = defaultdict(list)
+    for doc_id, (number, _) in held.items():
+        members[number].append(doc_id)
+    groups = {n: m for n, m in members.items() if len(m) > 1}
+    assert len(groups) > 50 and result.groups is not None and result.groups.groups == len(groups)
+    for number, ids in sorted(groups.items())[:80]:
+        kept = next(i for i in ids if held[i][1] == 1)
+        found = folded_search(solr, texts[kept], rows=30, copies=10)
+        shown = [h.group for h in found.hits]
+        assert len(shown) == len(set(shown)), (kept, shown)
+        assert found.hits[0].id == kept and found.hits[0].group == number  # its own text: the best hit
+        assert {c.id for c in found.hits[0].copies} == set(ids) - {kept}  # near copies share its words
