@@ -241,6 +241,11 @@ def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(spark, addresses, solr
     assert code == 1, captured.err  # one record rejected, the rest used
     assert "rejected:" in captured.err and "'bad'" in captured.err and "no words left" in captured.err
     assert "sent 864 documents" in captured.out and "verified 864 documents: all in the index" in captured.out
+    assert "groups written into the collection: 864 documents" in captured.out
+    from neardup_solr.solr.group_fields import read_groups
+
+    held = {i: (g, k) for i, g, k in read_groups(solr)}
+    assert len(held) == 864 and all(g is not None for g, _ in held.values())
     assert verify_file(solr, path).missing == 0 and verify_file(solr, path).resigned == 0
     from neardup_solr.pairs.similar_pairs import pair_lines
 
@@ -249,6 +254,10 @@ def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(spark, addresses, solr
     assert out.read_text(encoding="utf-8") == "".join(pair_lines(solr_pairs))
     first = json.loads(groups.read_text(encoding="utf-8").splitlines()[0])
     assert first["members"][0] == first["representative"]
+    for line in groups.read_text(encoding="utf-8").splitlines():  # the collection holds the file's groups
+        group = json.loads(line)
+        assert {held[m][0] for m in group["members"]} == {held[group["representative"]][0]}
+        assert [m for m in group["members"] if held[m][1] == 1] == [group["representative"]]
     kept = keep.read_text(encoding="utf-8").split()
     dropped = {m for line in groups.read_text().splitlines() for m in json.loads(line)["members"][1:]}
     assert len(kept) == 864 - len(dropped) and not dropped & set(kept)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from neardup_solr.errors import NeardupError
+from neardup_solr.errors import PinnedUnicodeError
 
 PINNED_UNICODE_VERSION = "18.0.0"
 _TABLE_FILE = Path(__file__).with_name(f"unicode-{PINNED_UNICODE_VERSION}.txt")
@@ -36,10 +36,6 @@ _TABLE_FILE = Path(__file__).with_name(f"unicode-{PINNED_UNICODE_VERSION}.txt")
 def interpreter_unicode_version() -> str:
     """The Unicode version of this Python's ``unicodedata``: what normaliser versions 1 and 2 sign with."""
     return unicodedata.unidata_version
-
-
-class PinnedUnicodeError(NeardupError, ImportError):
-    """The pinned Unicode data is missing or of another version (a broken or hand-edited install)."""
 
 
 class PinnedUnicode:
