@@ -26,13 +26,21 @@ class UserCore:
         self.url = f"{self.base_url}/{name}"
 
     @classmethod
-    def create(cls, local_solr, prefix: str = "user_articles") -> "UserCore":
-        """A fresh core (its own instance directory, a copy of the configset) on ``local_solr`` (a LocalSolr)."""
+    def create(cls, local_solr, prefix: str = "user_articles", *, classic: bool = False) -> "UserCore":
+        """A fresh core (its own instance directory, a copy of the configset) on ``local_solr`` (a LocalSolr).
+        ``classic``: the same schema as a classic schema.xml, which the Schema API cannot change."""
         name = f"{prefix}_{next(_names)}"
         instance = Path(local_solr.data_dir) / name
         if instance.exists():
             shutil.rmtree(instance)
         shutil.copytree(USER_CONFIGSET / "conf", instance / "conf")
+        if classic:
+            conf = instance / "conf"
+            (conf / "managed-schema.xml").rename(conf / "schema.xml")
+            config = (conf / "solrconfig.xml").read_text()
+            start, end = config.index("<schemaFactory"), config.index("</schemaFactory>") + len("</schemaFactory>")
+            (conf / "solrconfig.xml").write_text(config[:start] + '<schemaFactory class="ClassicIndexSchemaFactory"/>'
+                                                 + config[end:])
         base = local_solr.base_url
         resp = requests.get(f"{base}/admin/cores", params={"action": "CREATE", "name": name, "instanceDir": name,
                                                            "wt": "json"}, timeout=120)

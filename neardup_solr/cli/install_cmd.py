@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from neardup_solr.cli.index_cmd import _with_normalizer
 from neardup_solr.validation import Limit
 from neardup_solr.cli.common import (
     INDEX_SETTINGS_FLAGS,
@@ -26,7 +27,8 @@ def cmd_install(args: argparse.Namespace) -> int:
     from neardup_solr.solr.schema_install import check_atomic_updates, install
 
     client = open_client(args)
-    plan = install(client, args.text_field, index_settings_from_args(args), dry_run=args.dry_run)
+    settings = _with_normalizer(index_settings_from_args(args), args)
+    plan = install(client, args.text_field, settings, dry_run=args.dry_run)
     print(plan.format())
     check = check_atomic_updates(client)
     if not check.ok:
@@ -91,6 +93,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-field", required=True, help="your field that holds the text (stored, single-valued)")
     p.add_argument("--dry-run", action="store_true", help="print what would be added; change nothing")
     add_index_settings_options(p)
+    p.add_argument("--normalizer-version", type=int, choices=[1, 2], default=None,
+                   help="text normaliser (default 2, as index's)")
+    p.add_argument("--fold-diacritics", action="store_true", help="normaliser option: cafe = café")
+    p.add_argument("--fold-digits", action="store_true", help="normaliser option: every run of digits is the same token")
     add_solr_options(p)
     p.set_defaults(func=cmd_install, param_flags=dict(INDEX_SETTINGS_FLAGS, rows="--rows-per-band"))
 

@@ -287,7 +287,8 @@ def uninstall(client: SolrClient, *, batch_size: int = 500) -> UninstallSummary:
                              "prepared; nothing was changed ('neardup-solr delete' removes documents from it)")
     ours = [name for name in ALL_OUR_FIELDS if name in fields and fields[name].get("type", "").startswith("neardup_")]
     if not ours:
-        raise InstallRefused(f"{client.url} has no near-duplicate fields to remove; nothing was changed")
+        raise InstallRefused(f"{client.url} has no near-duplicate fields yet, so nothing to uninstall ('neardup-solr "
+                             "install' adds them); nothing was changed")
     cleaned = clear_our_fields(client, [f for f in ours if f not in ("dataset", INSTALLED_SETTINGS_FIELD)],
                                batch_size=batch_size)
     meta = client.count("{!term f=dataset}" + META_DATASET) if "dataset" in ours else 0
