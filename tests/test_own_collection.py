@@ -360,3 +360,44 @@ def test_sync_signs_what_other_clients_post_to_our_own_collection(solr, corpus):
     summary = Syncer(solr).run_once()
     assert summary.added == 1
     assert "posted-by-curl" in [d.id for d in searcher.find_near_dups(source_id)]
+
+
+def test_serve_sync_signs_what_others_post_and_the_service_finds_it(user_core, corpus, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.netutil import free_port
+
+    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:20])]
+    user_core.post_json(docs)
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    port = free_port()
+    env = dict(os.environ, NEARDUP_SERVICE_JOBS_DIR=str(tmp_path / "jobs"))
+    proc = subprocess.Popen([sys.executable, "-m", "neardup_solr.cli", "serve", "--port", str(port), "--solr-url",
+                             user_core.url, "--sync", "--sync-interval", "0.3"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    service = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            try:
+                if requests.get(f"{service}/ready", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "the service did not become ready"
+            time.sleep(0.3)
+        source_id, text = corpus[5]
+        posted = time.monotonic()
+        user_core.post_json([user_doc("zz-posted", text + " Posted by the pipeline.", 99)])
+        while True:
+            found = requests.get(f"{service}/v1/documents/{source_id}/near-dups", timeout=30).json()
+            if "zz-posted" in json.dumps(found):
+                break
+            assert time.monotonic() - posted < 15, found
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

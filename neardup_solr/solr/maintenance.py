@@ -39,9 +39,9 @@ def require_neardup_schema(client: SolrClient, *, installed_ok: bool = False) ->
         if installed_ok:
             return
         raise ForeignCollectionError(
-            f"{client.url} is your own collection with near-duplicate fields added by install: this would delete "
-            "your documents, so nothing was changed. To remove what install added, run 'neardup-solr uninstall'; "
-            "delete your documents with your own tools")
+            f"{client.url} is your own collection with near-duplicate fields added by install: its documents are "
+            "your pipeline's to write and delete, so nothing was changed. Sign what it writes with 'neardup-solr "
+            "sync'; remove what install added with 'neardup-solr uninstall'")
     if "minhash_sig" not in fields:
         raise ForeignCollectionError(
             f"{client.url} is not a neardup-solr core or collection and has no near-duplicate fields yet. Nothing "
