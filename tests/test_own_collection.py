@@ -189,6 +189,11 @@ def test_backfill_names_the_fields_atomic_updates_would_lose(user_core):
 def test_same_pairs_as_index_after_install_backfill_and_sync(user_core, solr, corpus, tmp_path):
     """The issue's "done when" on a core: posted by others, installed, backfilled, synced while more is posted,
     replaced, edited and deleted; then the same report pairs and lookups as `index` gives for the same data."""
+    same_pairs_scenario(user_core, solr, corpus, tmp_path)
+
+
+def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tuple[str, str]], tmp_path: Path) -> None:
+    """(Also run on a local SolrCloud by tests/test_cloud_own_collection.py.)"""
     rng = random.Random(37)
     first, later = corpus[:200], corpus[200:]
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(first)]

@@ -254,7 +254,10 @@ def install(client: SolrClient, text_field: str, settings: IndexSettings | None 
 def _schema_request(client: SolrClient, commands: dict, what: str) -> None:
     """One Schema API request (Solr applies its commands together or not at all)."""
     try:
-        resp = client.request("POST", "schema", params={"wt": "json"}, json_body=commands)
+        # On a SolrCloud, wait until every replica has the new schema: an update sent to one that has not would
+        # meet an unknown field.
+        resp = client.request("POST", "schema", params={"wt": "json", "updateTimeoutSecs": 60}, json_body=commands,
+                              timeout=max(client.timeout, 90))
     except SolrRequestError as exc:
         raise InstallRefused(f"Solr refused to {what} {client.url}: {exc}") from None
     errors = resp.json().get("error") or resp.json().get("errors")

@@ -1,0 +1,43 @@
+"""Near-duplicate detection on a user's own collection on a local SolrCloud (issue 37, "on a core and on the local
+SolrCloud"): a user's collection of 2 shards x 2 replicas made from tests/data/user_configset, filled by plain
+JSON, pysolr and CSV, then install, backfill and sync --follow while more is posted, replaced, edited and
+deleted; the same report pairs and lookups as the same data indexed by ``index`` into a neardup collection of the
+same shape on the same cluster (the scenario of tests/test_own_collection.py).
+
+The module starts its own cluster (ZooKeeper and 2 nodes), whatever ``NEARDUP_TEST_BACKEND`` says.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from neardup_solr.solr.backends.cloud import LocalSolrCloud
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.cluster import create_collection
+from tests.test_own_collection import corpus, same_pairs_scenario  # noqa: F401 (corpus: a fixture)
+from tests.usercoll import USER_CONFIGSET, UserCore
+
+pytestmark = [pytest.mark.solr, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    cluster = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-owncloud-")), nodes=2,
+                             shards=2, replicas=2)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):  # noqa: F811
+    node = cloud.node_urls[0]
+    create_collection(node, "user_articles", 2, 2, configset="user_articles", conf_dir=USER_CONFIGSET / "conf")
+    user = UserCore(tmp_path, node, "user_articles")
+    neardup = SolrClient(cloud.collection_url)
+    neardup.delete_all()
+    same_pairs_scenario(user, neardup, corpus, tmp_path)
