@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 # Fields of a built document that are not ours to write into a user's document: the id, the text (theirs), and
 # what only records read from a file carry.
 _NOT_WRITTEN = frozenset({"id", "content", "dataset", "fields_json", "content_fwords"})
+# Update requests in flight at once (index's default workers).
+_WRITERS = 2
 
 
 @dataclass
@@ -119,13 +123,21 @@ def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence
     """One pass: read what ``filters`` match, sign it, write our fields; returns how many updates were sent.
     ``select`` keeps only some of a page's documents (sync: those whose text changed)."""
     sent = 0
-    for page in read_pages(client, filters, "id,content,_version_,md5_hash", page_size=batch_size):
-        chosen = select(page) if select is not None else page
-        updates = sign_page(builder, chosen, summary) if chosen else []
-        send_updates(client, updates)
-        sent += len(updates)
-        if on_page is not None:
-            on_page(len(page))
+    in_flight: deque[Future] = deque()
+    # Solr applies one batch while the next page is read and signed: the two overlap, as index's workers do.
+    with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
+        for page in read_pages(client, filters, "id,content,_version_,md5_hash", page_size=batch_size):
+            chosen = select(page) if select is not None else page
+            updates = sign_page(builder, chosen, summary) if chosen else []
+            if updates:
+                in_flight.append(writers.submit(send_updates, client, updates))
+                sent += len(updates)
+            while len(in_flight) >= _WRITERS:
+                in_flight.popleft().result()
+            if on_page is not None:
+                on_page(len(page))
+        while in_flight:
+            in_flight.popleft().result()
     client.commit()
     summary.passes += 1
     return sent
