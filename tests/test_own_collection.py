@@ -100,8 +100,12 @@ def pairs_of(path: Path) -> list[str]:
 def test_every_command_on_a_collection_without_our_fields_names_install(user_core, tmp_path):
     user_core.post_json([user_doc("a1", "the quick brown fox jumps over the lazy dog", 1)])
     before = user_core.docs()
+    records = tmp_path / "records.txt"
+    records.write_text("r1 the quick brown fox jumps over the lazy dog again\n")
     commands = [["report", "--out", str(tmp_path / "p.tsv")], ["near-dups", "a1"], ["backfill"], ["sync"],
-                ["delete", "--dataset", "x"], ["optimize"], ["uninstall"]]
+                ["delete", "--dataset", "x"], ["optimize"], ["uninstall"], ["settings"],
+                ["join", str(records), "--threshold", "0.5", "--out", str(tmp_path / "j.tsv")],
+                ["verify", str(records)], ["index", str(records)]]
     for command in commands:
         code, _, err = run_cli(*command, "--solr-url", user_core.url)
         lines = error_lines(err)
