@@ -173,6 +173,13 @@ def test_install_refuses_a_taken_name_a_classic_schema_and_an_old_solr(user_core
     finally:
         classic.drop()
 
+    keyed_by_url = UserCore.create(local_solr, prefix="user_by_url", unique_key="url")
+    try:
+        code, _, err = run_cli("install", "--solr-url", keyed_by_url.url, "--text-field", "body", "--dry-run")
+        assert code == 2 and "unique key" in err and "'url'" in err
+    finally:
+        keyed_by_url.drop()
+
     # A Solr before 8.2 cannot skip a conflicting document: the version check, fed an old version.
     monkeypatch.setattr(schema_install, "solr_version", lambda client: (8, 1, 1))
     with pytest.raises(InstallRefused, match=r"Solr 8\.1\.1; .* Solr 8\.2 or later"):
@@ -180,13 +187,14 @@ def test_install_refuses_a_taken_name_a_classic_schema_and_an_old_solr(user_core
 
 
 def test_backfill_names_the_fields_atomic_updates_would_lose(user_core):
-    requests.post(f"{user_core.url}/schema", timeout=60, json={"add-field": {
-        "name": "summary_only_indexed", "type": "text_general", "stored": False, "docValues": False}}
+    requests.post(f"{user_core.url}/schema", timeout=60, json={
+        "add-field": {"name": "summary_only_indexed", "type": "text_general", "stored": False, "docValues": False},
+        "add-dynamic-field": {"name": "*_idx", "type": "text_general", "stored": False, "docValues": False}}
     ).raise_for_status()
     user_core.post_json([user_doc("a1", "the quick brown fox jumps over the lazy dog", 1)])
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
     code, _, err = run_cli("backfill", "--solr-url", user_core.url)
-    assert code == 2 and "summary_only_indexed" in error_lines(err)[0] and "stored or docValues" in err
+    assert code == 2 and "summary_only_indexed, *_idx" in error_lines(err)[0] and "stored or docValues" in err
     assert SolrClient(user_core.url).count("*:*", [SEEN]) == 0
 
 

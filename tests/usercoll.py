@@ -26,14 +26,20 @@ class UserCore:
         self.url = f"{self.base_url}/{name}"
 
     @classmethod
-    def create(cls, local_solr, prefix: str = "user_articles", *, classic: bool = False) -> "UserCore":
+    def create(cls, local_solr, prefix: str = "user_articles", *, classic: bool = False,
+               unique_key: str = "id") -> "UserCore":
         """A fresh core (its own instance directory, a copy of the configset) on ``local_solr`` (a LocalSolr).
-        ``classic``: the same schema as a classic schema.xml, which the Schema API cannot change."""
+        ``classic``: the same schema as a classic schema.xml, which the Schema API cannot change; ``unique_key``:
+        another field of the schema as the unique key."""
         name = f"{prefix}_{next(_names)}"
         instance = Path(local_solr.data_dir) / name
         if instance.exists():
             shutil.rmtree(instance)
         shutil.copytree(USER_CONFIGSET / "conf", instance / "conf")
+        if unique_key != "id":
+            schema = instance / "conf" / "managed-schema.xml"
+            schema.write_text(schema.read_text().replace("<uniqueKey>id</uniqueKey>",
+                                                         f"<uniqueKey>{unique_key}</uniqueKey>"))
         if classic:
             conf = instance / "conf"
             (conf / "managed-schema.xml").rename(conf / "schema.xml")

@@ -154,6 +154,12 @@ def plan_install(client: SolrClient, text_field: str, settings: IndexSettings | 
         raise InstallRefused(
             f"{client.url} is a neardup collection already (made from our configset): index into it with "
             "'neardup-solr index'; documents other clients post there are signed by 'neardup-solr sync'")
+    unique_key = client.get_json("schema/uniquekey").get("uniqueKey")
+    if unique_key != "id":
+        raise InstallRefused(
+            f"the unique key of {client.url} is {unique_key!r}; near-duplicate detection names documents by a unique "
+            "key called 'id': keep near duplicates in a collection of their own ('neardup-solr index'), with your "
+            "key as the id")
     factory = schema_factory(client)
     if "Managed" not in factory:
         raise InstallRefused(
@@ -338,6 +344,9 @@ def check_atomic_updates(client: SolrClient) -> AtomicUpdateCheck:
                   if name not in ALL_OUR_FIELDS and name not in _OWN_CONFIGSET_FIELDS and name != "_version_"
                   and name not in copy_targets and not name.startswith("_")
                   and not spec.get("stored") and not spec.get("docValues"))
+    dynamic = client.get_json("schema/dynamicfields", {"showDefaults": "true"}).get("dynamicFields", [])
+    lost += sorted(spec["name"] for spec in dynamic
+                   if spec.get("name") not in copy_targets and not spec.get("stored") and not spec.get("docValues"))
     if lost:
         check.problems.append(f"field(s) {', '.join(lost)} are neither stored nor docValues (an atomic update "
                               "would drop their values): make them stored or docValues and re-index, or make them "
