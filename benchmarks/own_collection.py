@@ -15,8 +15,9 @@ configset. For each N:
    sign once and write once;
 4. ``sync --follow`` (interval ``--interval``) while single documents are posted by plain HTTP, each a near copy of
    an indexed one: the lag from the post to the moment a lookup of its source finds it (p50/p99);
-5. ``sync --follow`` idle for ``--idle-seconds``, with digests (the default) and with ``--changed-field
-   published``: Solr's CPU seconds per second against its CPU per second while the pipeline posted (step 1).
+5. ``sync --follow`` idle for ``--idle-seconds``: as shipped (documents chosen by ``_version_``), with
+   ``--changed-field published``, and with ``--full-scan`` (every text compared on every pass): Solr's CPU seconds
+   per second against its CPU per second while the pipeline posted (step 1).
 
 Writes ``benchmarks/results/<date>-own-collection-<machine>.json`` and ``.md`` (``--out-dir``, ``--machine``).
 """
@@ -147,10 +148,11 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
         stop.set()
         follower.join()
 
-        # 5. Idle cost: digests, then the changed field.
+        # 5. Idle cost: as shipped (versions), the changed field, every text on every pass.
         idle = {}
-        for name, changed in (("digests", None), ("changed_field", "published")):
-            syncer = Syncer(client, changed_field=changed)
+        for name, changed, full in (("versions", None, False), ("changed_field", "published", False),
+                                    ("full_scan", None, True)):
+            syncer = Syncer(client, changed_field=changed, full_scan=full)
             syncer.run_once()
             stop = threading.Event()
             passes: list = []
@@ -178,15 +180,15 @@ def markdown(report: dict) -> str:
     lines = ["# Near-duplicate detection on a user's own collection", "",
              f"Machine: {report['machine']}; Solr {report['solr_heap']} heap; sync interval {report['interval']} s.",
              "", "| docs | user's posting docs/s | backfill docs/s | index docs/s | backfill / index | index growth "
-             "(backfill / own collection) | sync lag p50 / p99 ms | idle Solr CPU, digests / changed field |",
+             "(backfill / own collection) | sync lag p50 / p99 ms | idle Solr CPU: versions / changed field / full scan |",
              "|---|---|---|---|---|---|---|---|"]
     for r in report["results"]:
         idle = r["sync_idle"]
         lines.append(f"| {r['docs']:,} | {r['user_posting']['docs_per_s']:,} | {r['backfill']['docs_per_s']:,} | "
                      f"{r['index']['docs_per_s']:,} | {r['backfill_vs_index_rate']} | "
                      f"{r['growth_vs_own_collection']} | {r['sync_lag'].get('p50_ms')} / {r['sync_lag'].get('p99_ms')} | "
-                     f"{idle['digests']['share_of_posting_cpu']} / {idle['changed_field']['share_of_posting_cpu']} "
-                     "of posting |")
+                     f"{idle['versions']['share_of_posting_cpu']} / {idle['changed_field']['share_of_posting_cpu']} / "
+                     f"{idle['full_scan']['share_of_posting_cpu']} of posting |")
     lines += ["", "Idle cost: Solr's CPU seconds per second while `sync --follow` found nothing to do, as a share of "
               "its CPU per second while the user's pipeline posted the corpus.", "",
               "```json", json.dumps(report["results"], indent=2), "```", ""]

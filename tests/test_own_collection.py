@@ -347,6 +347,29 @@ def test_backfill_racing_concurrent_updates_loses_none(user_core, corpus):
     assert sync_summary.checked >= len(docs)
 
 
+def test_sync_compares_only_documents_whose_version_moved_on(user_core, corpus):
+    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])]
+    user_core.post_json(docs)
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    syncer = Syncer(SolrClient(user_core.url), version_margin_s=0)
+    first = syncer.run_once()
+    assert (first.added, first.edited) == (len(docs), 0)
+    syncer.run_once()  # reads once more what the first pass wrote (its versions moved on)
+    assert syncer.run_once().checked == 0  # idle: nothing read
+    edited = docs[4]["id"]
+    user_core.atomic_set(edited, body="A text edited in place by the pipeline, with no date of its own.")
+    user_core.atomic_set(docs[5]["id"], views=1000)  # another field: the signature stays right
+    summary = syncer.run_once()
+    assert (summary.added, summary.edited, summary.checked) == (0, 1, 2)
+    found = user_core.docs("id,md5_hash,views")
+    assert found[edited]["md5_hash"] == md5_hex(IndexSettings().normalizer().normalize(
+        "A text edited in place by the pipeline, with no date of its own."))
+    assert found[docs[5]["id"]]["views"] == 1000
+    full = Syncer(SolrClient(user_core.url), full_scan=True)
+    full.run_once()
+    assert full.run_once().checked == len(docs)
+
+
 def test_sync_with_a_changed_field_reads_only_what_changed(user_core, corpus):
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])]
     user_core.post_json(docs)

@@ -30,6 +30,6 @@ def test_tiny_run_writes_backfill_rate_growth_lag_and_idle_cost(tmp_path):
     assert result["backfill"]["docs_per_s"] > 0 and result["index"]["docs_per_s"] > 0
     assert result["backfill"]["index_growth_bytes"] > 0
     assert result["sync_lag"]["n"] == 3 and 0 < result["sync_lag"]["p50_ms"] < 60_000
-    for mode in ("digests", "changed_field"):
+    for mode in ("versions", "changed_field", "full_scan"):
         assert result["sync_idle"][mode]["passes"] >= 1 and result["sync_idle"][mode]["solr_cpu_per_s"] >= 0
     assert json_path.with_suffix(".md").read_text().startswith("# Near-duplicate detection on a user's own")

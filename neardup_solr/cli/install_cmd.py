@@ -64,7 +64,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from neardup_solr.engine.sync import Syncer
 
     syncer = Syncer(open_client(args), changed_field=args.changed_field, batch_size=args.batch_size,
-                    digests=True if args.digests else None)
+                    full_scan=args.full_scan)
 
     def show(summary) -> None:
         if args.json:
@@ -127,17 +127,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sync", help="sign what other clients added, replaced or edited since",
                        description="Sign the documents that have no fields of ours (added or replaced whole by "
                                    "another client) and those whose text changed in place (the digest of the "
-                                   "text signed against the current text; with --changed-field only documents "
-                                   "whose date field moved on are compared). Deleted documents take their "
-                                   "signatures with them. --follow repeats it every --interval seconds.")
+                                   "text signed against the current text, for the documents whose _version_ "
+                                   "moved on since the previous pass; with --changed-field, those whose date "
+                                   "field did). Deleted documents take their signatures with them. --follow "
+                                   "repeats it every --interval seconds.")
     p.add_argument("--follow", action="store_true", help="keep syncing until interrupted")
     p.add_argument("--interval", type=number("--interval", Limit("float", 0.05, 86_400, unit="seconds")), default=1.0,
                    help="seconds between passes with --follow (default 1)")
     p.add_argument("--changed-field", default=None,
                    help="your date field set on every change: only documents changed since the last pass are "
                         "compared (the first pass compares all)")
-    p.add_argument("--digests", action="store_true",
-                   help="with --changed-field, still compare every signed text on every pass")
+    p.add_argument("--full-scan", action="store_true",
+                   help="compare every signed document's text on every pass, not only the documents updated since "
+                        "the previous one")
     p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
                    help="documents per request (default 500)")
     p.add_argument("--json", action="store_true", help="print each pass's summary as JSON")

@@ -138,7 +138,8 @@ def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence
                 on_page(len(page))
         while in_flight:
             in_flight.popleft().result()
-    client.commit()
+    if sent:  # an idle sync pass sends nothing and opens no searcher
+        client.commit()
     summary.passes += 1
     return sent
 

@@ -6,13 +6,15 @@ What another writer can do to a document, and how a pass finds it:
   fields, so it is found by their absence (the same pass as ``backfill``);
 - **text edited in place** (an atomic update of the user's text field): our fields stay, stale. Found by the
   digest of the text it was signed from (``md5_hash``, the MD5 of the normalised text) compared with the
-  current text's; a pass reads every signed document's text for it. With ``changed_field`` (a date the user's
-  pipeline sets on each change, e.g. ``last_modified``), only documents changed since the last pass are read;
+  current text's. The first pass compares every signed document; later ones only those whose ``_version_`` (the
+  update log's version, which every update of a document raises) is above the highest version seen when the
+  previous pass began, so an idle pass reads nothing. With ``changed_field`` (a date the user's pipeline sets on
+  each change, e.g. ``last_modified``), that date chooses instead;
 - **deleted**: its fields of ours go with it; nothing to do.
 
 Every write is an atomic update at the version read (:mod:`neardup_solr.solr.atomic`), so sync never overwrites a
 newer version of a user's document. ``follow`` repeats the pass every ``interval`` seconds; an idle pass costs
-one count query (and, with digests, one cursor over the texts).
+a count query and two small queries that find nothing (``full_scan`` reads every text on every pass instead).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 # With changed_field, a pass reads what changed since this long before the previous pass began.
 _CLOCK_MARGIN_S = 30
+# Versions are milliseconds shifted left by 20 bits, from the clock of each shard's leader.
+_VERSION_MS_SHIFT = 20
 
 
 @dataclass
@@ -57,11 +61,12 @@ class SyncSummary:
 
 class Syncer:
     """Sync passes over one collection (see the module docstring). ``changed_field``: the user's date field set on
-    every change; ``digests``: compare every signed text with its digest (the default when no changed_field is
-    given)."""
+    every change, which chooses the documents to compare instead of their versions; ``full_scan``: compare every
+    signed document's text on every pass; ``version_margin_s``: how much further back than the previous pass's
+    start a pass looks by version, for shard leaders whose clocks differ a little."""
 
-    def __init__(self, client: SolrClient, *, changed_field: str | None = None, digests: bool | None = None,
-                 batch_size: int = 500):
+    def __init__(self, client: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
+                 batch_size: int = 500, version_margin_s: float = 5.0):
         self.client = client
         self.settings = settings_of(client)
         require_atomic_updates(client)
@@ -73,38 +78,52 @@ class Syncer:
                 raise InvalidParameterError("changed_field", "a date field of the collection that the writers set "
                                             "on every change", changed_field, f"{client.url} has no such date field")
         self.changed_field = changed_field
-        self.digests = (changed_field is None) if digests is None else digests
+        self.full_scan = full_scan
+        self.version_margin = int(check_float("version_margin_s", version_margin_s, Limit("float", 0, 86_400))
+                                  * 1000) << _VERSION_MS_SHIFT
         self.batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
         self.builder = DocumentBuilder(self.settings)
         self._since: str | None = None
+        self._since_version: int | None = None
 
     def run_once(self) -> SyncSummary:
         """One pass: sign what has no fields of ours, then what changed in place."""
         started = time.monotonic()
         # Read before the pass: a change made while the pass runs is seen by the next one.
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        version = self._highest_version()
         summary = SyncSummary(started_at=now)
         work = BackfillSummary()
         if count_unseen(self.client):
             signing_pass(self.client, self.builder, [UNSEEN], work, batch_size=self.batch_size)
             summary.added = work.signed
-        if self.digests or self.changed_field:
-            filters = [SEEN]
-            if self.changed_field and self._since is not None:
-                # The field name was checked against the schema; the date is ours. Documents changed a little
-                # before the last pass began are read again (clocks differ); the digest keeps them from being
-                # signed twice.
-                filters.append(f"{self.changed_field}:[{self._since}-{_CLOCK_MARGIN_S}SECONDS TO *]")
-            edited = BackfillSummary()
-            signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
-                         select=self._changed(summary))
-            summary.edited = edited.signed
-            summary.refused = work.refused + edited.refused
-        self._since = now
+        filters = [SEEN]
+        if self.full_scan:
+            pass  # every signed document, every pass
+        elif self.changed_field and self._since is not None:
+            # The field name was checked against the schema; the date is ours. Documents changed a little
+            # before the last pass began are read again (clocks differ); the digest keeps them from being
+            # signed twice.
+            filters.append(f"{self.changed_field}:[{self._since}-{_CLOCK_MARGIN_S}SECONDS TO *]")
+        elif self._since_version is not None:
+            filters.append(f"_version_:{{{self._since_version - self.version_margin} TO *]")
+        edited = BackfillSummary()
+        signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
+                     select=self._changed(summary))
+        summary.edited = edited.signed
+        summary.refused = work.refused + edited.refused
+        self._since, self._since_version = now, version
         summary.seconds = round(time.monotonic() - started, 3)
         if summary.added or summary.edited:
             log.info("%s: %s", self.client.url, summary.format())
         return summary
+
+    def _highest_version(self) -> int | None:
+        """The highest ``_version_`` the collection shows now (None when it is empty)."""
+        docs = self.client.select([("q", "*:*"), ("rows", 1), ("sort", "_version_ desc"), ("fl", "_version_")]
+                                  )["response"]["docs"]
+        value = docs[0].get("_version_") if docs else None
+        return int(value) if isinstance(value, int) else None
 
     def _changed(self, summary: SyncSummary) -> Callable[[list[dict]], list[dict]]:
         normalize = self.builder.shingler.normalizer.normalize
@@ -128,7 +147,7 @@ class Syncer:
             stop.wait(interval)
 
 
-def sync(client: SolrClient, *, changed_field: str | None = None, digests: bool | None = None,
+def sync(client: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
          batch_size: int = 500) -> SyncSummary:
     """One sync pass over ``client``'s collection (see :class:`Syncer`)."""
-    return Syncer(client, changed_field=changed_field, digests=digests, batch_size=batch_size).run_once()
+    return Syncer(client, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size).run_once()
