@@ -16,8 +16,10 @@ import pytest
 
 from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.documents import SETTINGS_DOC_ID
 from neardup_solr.solr.cluster import create_collection
-from tests.test_own_collection import corpus, same_pairs_scenario  # noqa: F401 (corpus: a fixture)
+from tests.test_own_collection import (  # noqa: F401 (corpus: a fixture)
+    USER_FIELDS, corpus, only_user_fields, run_cli, same_pairs_scenario)
 from tests.usercoll import USER_CONFIGSET, UserCore
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
@@ -38,6 +40,17 @@ def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):
     node = cloud.node_urls[0]
     create_collection(node, "user_articles", 2, 2, configset="user_articles", conf_dir=USER_CONFIGSET / "conf")
     user = UserCore(tmp_path, node, "user_articles")
+    schema_before = user.schema()
     neardup = SolrClient(cloud.collection_url)
     neardup.delete_all()
     same_pairs_scenario(user, neardup, corpus, tmp_path)
+
+    # uninstall leaves the schema as it was, on every replica, and the documents with the user's fields only.
+    users_fields = only_user_fields(user.docs())
+    users_fields.pop(SETTINGS_DOC_ID)
+    code, _, err = run_cli("uninstall", "--solr-url", user.url)
+    assert code == 0, err
+    assert user.schema() == schema_before
+    after = user.docs()
+    assert only_user_fields(after) == users_fields
+    assert all(set(doc) <= set(USER_FIELDS) | {"_version_"} for doc in after.values())
