@@ -181,6 +181,15 @@ def test_install_refuses_a_taken_name_a_classic_schema_and_an_old_solr(user_core
         keyed_by_url.drop()
 
     # A Solr before 8.2 cannot skip a conflicting document: the version check, fed an old version.
+    # Our settings document has none of the user's fields: a schema that requires one in every document is refused.
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"delete-field": {"name": "md5_hash"}}
+                  ).raise_for_status()
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"replace-field": {
+        "name": "title", "type": "text_general", "indexed": True, "stored": True, "required": True}}
+    ).raise_for_status()
+    code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body")
+    assert code == 2 and "requires field(s) title" in err and "default" in err
+
     monkeypatch.setattr(schema_install, "solr_version", lambda client: (8, 1, 1))
     with pytest.raises(InstallRefused, match=r"Solr 8\.1\.1; .* Solr 8\.2 or later"):
         schema_install.install(SolrClient(user_core.url), "body", dry_run=True)
@@ -196,6 +205,23 @@ def test_backfill_names_the_fields_atomic_updates_would_lose(user_core):
     code, _, err = run_cli("backfill", "--solr-url", user_core.url)
     assert code == 2 and "summary_only_indexed, *_idx" in error_lines(err)[0] and "stored or docValues" in err
     assert SolrClient(user_core.url).count("*:*", [SEEN]) == 0
+
+
+def test_a_document_solr_refuses_is_named_and_the_rest_of_its_batch_is_signed(user_core, corpus):
+    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:40])]
+    docs[7]["rank_s"] = "high"
+    user_core.post_json(docs)
+    # The user's schema changed after the document was posted: rank_s became a number, so re-indexing the document
+    # (which an atomic update does) now fails.
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"add-field": {
+        "name": "rank_s", "type": "pint", "indexed": True, "stored": True}}).raise_for_status()
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    code, _, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
+    assert code == 4, err
+    (line,) = error_lines(err)
+    assert "1 document(s) are still unsigned, 1 of them refused by Solr" in line and repr(docs[7]["id"]) in line
+    found = user_core.docs("id,md5_hash")
+    assert [i for i, d in found.items() if not d.get("md5_hash") and i != SETTINGS_DOC_ID] == [docs[7]["id"]]
 
 
 def test_same_pairs_as_index_after_install_backfill_and_sync(user_core, solr, corpus, tmp_path):

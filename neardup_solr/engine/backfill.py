@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from neardup_solr.errors import ForeignCollectionError, IndexIncomplete
+from neardup_solr.errors import ForeignCollectionError, IndexIncomplete, SolrRequestError, SolrServerError
 from neardup_solr.solr.atomic import NOT_META, NOT_META_PARAMS, SEEN, UNSEEN, read_pages, send_updates, set_update
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, md5_hex, read_index_settings
@@ -40,10 +40,15 @@ class Verification:
 
     unsigned: int
     examples: list[str]
+    solr_refused: list[tuple[str, str]] = field(default_factory=list)
 
     def format(self) -> str:
         if not self.unsigned:
             return "every document is signed"
+        if self.solr_refused:
+            shown = "; ".join(f"{i!r}: {why}" for i, why in self.solr_refused[:3])
+            return (f"{self.unsigned} document(s) are still unsigned, {len(self.solr_refused)} of them refused by "
+                    f"Solr ({shown}): fix those documents in your collection, then run backfill (or sync) again")
         return (f"{self.unsigned} document(s) are still unsigned (changed by another writer on every pass?), e.g. "
                 f"{', '.join(map(repr, self.examples))}: run backfill (or sync) again")
 
@@ -61,6 +66,9 @@ class BackfillSummary:
     conflicts: int = 0
     seconds: float = 0.0
     refusals: list[tuple[str, str]] = field(default_factory=list)
+    # Documents whose update Solr refused (HTTP 400: the document no longer fits the schema, say), with Solr's
+    # reason; they stay unsigned, the rest of their batch is written.
+    solr_refused: dict[str, str] = field(default_factory=dict)
     verification: Verification | None = None
     interrupted: str | None = None
 
@@ -76,6 +84,9 @@ class BackfillSummary:
         if self.refused:
             shown = "; ".join(f"{i!r}: {why}" for i, why in self.refusals[:3])
             text += f", {self.refused} with nothing to sign ({shown})"
+        if self.solr_refused:
+            shown = "; ".join(f"{i!r}: {why}" for i, why in list(self.solr_refused.items())[:3])
+            text += f", {len(self.solr_refused)} refused by Solr ({shown})"
         if self.verification is not None:
             text += f"; {self.verification.format()}"
         return text
@@ -130,18 +141,54 @@ def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence
             chosen = select(page) if select is not None else page
             updates = sign_page(builder, chosen, summary) if chosen else []
             if updates:
-                in_flight.append(writers.submit(send_updates, client, updates))
+                in_flight.append(writers.submit(send_each, client, updates))
                 sent += len(updates)
             while len(in_flight) >= _WRITERS:
-                in_flight.popleft().result()
+                _count_refused(in_flight.popleft().result(), summary)
             if on_page is not None:
                 on_page(len(page))
         while in_flight:
-            in_flight.popleft().result()
+            _count_refused(in_flight.popleft().result(), summary)
     if sent:  # an idle sync pass sends nothing and opens no searcher
         client.commit()
     summary.passes += 1
     return sent
+
+
+def send_each(client: SolrClient, updates: list[dict]) -> list[tuple[str, str]]:
+    """Send a batch of updates; when Solr refuses the batch (a document it cannot re-index: HTTP 400, or the 500
+    some such documents give), halve it until the documents it refuses are found, and send the rest. Returns the
+    refused ones: (id, Solr's reason). One bad document never sinks a batch; a batch whose every document fails
+    is Solr's failure, not theirs, and raises."""
+    try:
+        send_updates(client, updates)
+        return []
+    except (SolrRequestError, SolrServerError) as exc:
+        first = exc
+    refused = _refused_within(client, updates, first)
+    if len(updates) > 1 and len(refused) == len(updates):
+        raise first
+    for doc_id, reason in refused:
+        log.warning("Solr refused the update of document %r: %s", doc_id, reason)
+    return refused
+
+
+def _refused_within(client: SolrClient, updates: list[dict], error: Exception) -> list[tuple[str, str]]:
+    if len(updates) == 1:
+        return [(str(updates[0]["id"]), str(error))]
+    refused = []
+    for half in (updates[:len(updates) // 2], updates[len(updates) // 2:]):
+        try:
+            send_updates(client, half)
+        except (SolrRequestError, SolrServerError) as exc:
+            refused += _refused_within(client, half, exc)
+    return refused
+
+
+def _count_refused(refused: list[tuple[str, str]], summary: BackfillSummary) -> None:
+    for doc_id, reason in refused:
+        summary.signed = max(0, summary.signed - 1)  # counted when it was signed, in this pass
+        summary.solr_refused[doc_id] = reason
 
 
 def count_unseen(client: SolrClient) -> int:
@@ -167,10 +214,11 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     try:
         for number in range(max_passes):
             before = summary.signed + summary.refused
+            refused_before = set(summary.solr_refused)
             signing_pass(client, builder, [UNSEEN], summary, batch_size=batch_size, on_page=bar.update)
             left = count_unseen(client)
-            if left == 0:
-                break
+            if left == 0 or (number and left <= len(summary.solr_refused) and set(summary.solr_refused) == refused_before):
+                break  # signed, or only what Solr refuses again is left
             # What this pass wrote but Solr skipped (a newer version), and what was added meanwhile: the next
             # pass reads them again.
             summary.conflicts += max(0, min(left, summary.signed + summary.refused - before))
@@ -184,7 +232,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     if verify:
         left = count_unseen(client)
         examples = [d["id"] for d in next(read_pages(client, [UNSEEN], "id", page_size=5), [])] if left else []
-        summary.verification = Verification(left, examples)
+        summary.verification = Verification(left, examples, list(summary.solr_refused.items()))
         if left:
             raise IndexIncomplete(summary)
     log.info("backfill of %s: %s", client.url, summary.format())

@@ -51,12 +51,15 @@ class SyncSummary:
     edited: int = 0
     checked: int = 0
     refused: int = 0
+    solr_refused: int = 0
     seconds: float = 0.0
     started_at: str = ""
 
     def format(self) -> str:
         return (f"sync: {self.added} new or replaced, {self.edited} edited in place (of {self.checked} checked)"
-                + (f", {self.refused} with nothing to sign" if self.refused else "") + f" in {self.seconds:.2f} s")
+                + (f", {self.refused} with nothing to sign" if self.refused else "")
+                + (f", {self.solr_refused} refused by Solr (see the log)" if self.solr_refused else "")
+                + f" in {self.seconds:.2f} s")
 
 
 class Syncer:
@@ -112,6 +115,7 @@ class Syncer:
                      select=self._changed(summary))
         summary.edited = edited.signed
         summary.refused = work.refused + edited.refused
+        summary.solr_refused = len(work.solr_refused) + len(edited.solr_refused)
         self._since, self._since_version = now, version
         summary.seconds = round(time.monotonic() - started, 3)
         if summary.added or summary.edited:

@@ -187,6 +187,13 @@ def plan_install(client: SolrClient, text_field: str, settings: IndexSettings | 
         raise InstallRefused(
             f"field {text_field!r} of {client.url} is multi-valued; near-duplicate detection reads one text a "
             "document: give a single-valued stored field with the whole text as --text-field")
+    required = sorted(name for name, spec in fields.items()
+                      if spec.get("required") and name != "id" and spec.get("default") is None)
+    if required:
+        raise InstallRefused(
+            f"the schema of {client.url} requires field(s) {', '.join(required)} in every document, and the settings "
+            "document near-duplicate detection keeps in the collection has none of yours: give them a default (or "
+            "make them optional), or keep near duplicates in a collection of their own ('neardup-solr index')")
     types = client.schema_field_types()
     plan = InstallPlan(client.url, text_field, settings)
     wanted = dict(_BASE_FIELDS)
