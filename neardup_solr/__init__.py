@@ -8,7 +8,8 @@
 
 import logging
 
-from neardup_solr.solr.documents import IndexSettings, SettingsRepair, read_index_settings, repair_index_settings
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.settings_store import SettingsRepair, read_index_settings, repair_index_settings
 from neardup_solr.errors import (
     OUTCOMES,
     ClientClosedError,
@@ -63,8 +64,8 @@ from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_
 
 from neardup_solr.options import JoinOptions, LookupOptions, ThresholdOptions
 from neardup_solr.engine.find import PairsResult, find_cross_pairs, find_pairs
+from neardup_solr.version import __version__
 
-__version__ = "0.1.0"
 
 # A library stays silent unless the application configures logging: without this handler Python's last-resort
 # handler printed our warnings (Solr retries, rejected records) to stderr. The CLI configures logging itself.

@@ -65,7 +65,7 @@ class StoredSettingsError(NeardupError, ValueError):
     """The settings document stored in the collection is invalid or unreadable (written by an older version
     that did not check it), or a repair could not find settings that match the indexed documents.
 
-    :func:`~neardup_solr.solr.documents.repair_index_settings` (``neardup-solr settings --repair``) replaces an
+    :func:`~neardup_solr.solr.settings_store.repair_index_settings` (``neardup-solr settings --repair``) replaces an
     invalid document after checking the indexed documents against the settings it writes. ``url`` is the
     collection's, ``problem`` what is wrong; the message says what to do in Python terms, and the command line
     says it with its own commands."""

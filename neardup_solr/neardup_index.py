@@ -29,18 +29,24 @@ than stored as something that would be read back differently.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any, Sequence
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, IndexSettings, ensure_index_settings
-from neardup_solr.errors import DocumentNotFoundError, InvalidParameterError, InvalidTextError, ParameterTypeError
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.solr.settings_store import ensure_index_settings
+from neardup_solr.errors import (
+    DocumentExistsError,
+    DocumentNotFoundError,
+    InvalidParameterError,
+    InvalidTextError,
+    ParameterTypeError,
+)
+from neardup_solr.solr.claims import create_only, soft_commit
 from neardup_solr.solr.maintenance import require_neardup_schema
-from neardup_solr.errors import SolrRequestError
+from neardup_solr.solr.queries import documents_of, filter_params, not_id
 from neardup_solr.engine.online import (
     CheckResult,
-    DocumentExistsError,
     Match,
     check_and_add,
     delete_documents,
@@ -127,7 +133,7 @@ class NearDupIndex:
     # ---------------------------------------------------------------- datasketch's verbs
     def insert(self, key: str, text: str | None = None, *, tokens: Sequence[str] | None = None) -> None:
         """Add a document under ``key`` (a text, or ``tokens``). Like datasketch, an existing key is an error:
-        :class:`~neardup_solr.engine.online.DocumentExistsError` (a ``ValueError``); ``remove`` it first."""
+        :class:`~neardup_solr.errors.DocumentExistsError` (a ``ValueError``); ``remove`` it first."""
         key = _user_key(key)
         body = self._text(text, tokens)
         self._ensure_settings()
@@ -136,18 +142,11 @@ class NearDupIndex:
         except InvalidTextError as exc:
             raise InvalidParameterError("text" if tokens is None else "tokens", "a text with words", body,
                                         str(exc)) from None
-        doc = {**self.searcher.builder.build_prepared(key, body, query.processed, query.signature, self.dataset,
-                                                      band_keys_row=self.searcher.band_keys_of(query)),
-               "_version_": -1}  # create only: never overwrite another document
-        try:
-            visibility: tuple[str, object] = ("commitWithin", self.commit_within_ms) if self.commit_within_ms else ("softCommit", "true")
-            self.client.request("POST", "update", params=[("wt", "json"), visibility],
-                                data=json.dumps([doc], ensure_ascii=False).encode("utf-8"),
-                                headers={"Content-Type": "application/json"})
-        except SolrRequestError as exc:
-            if exc.status == 409:
-                raise DocumentExistsError(f"the key {key!r} is already in the index; remove it first", key) from None
-            raise
+        doc = self.searcher.builder.build_prepared(key, body, query.processed, query.signature, self.dataset,
+                                                   band_keys_row=self.searcher.band_keys_of(query))
+        if not create_only(self.client, doc, commit_within_ms=self.commit_within_ms or None):
+            # create only: never overwrite another document
+            raise DocumentExistsError(f"the key {key!r} is already in the index; remove it first", key)
         if self.commit_within_ms:
             remember_add(self.client, doc, query, self.commit_within_ms)
 
@@ -185,7 +184,7 @@ class NearDupIndex:
     def flush(self) -> None:
         """Make every insert visible to ``query`` now (a soft commit) instead of within ``commit_within_ms``."""
         sent_at = time.monotonic()
-        self.client.get_json("update", {"softCommit": "true"})
+        soft_commit(self.client)
         recent_adds(self.client).drop_added_before(sent_at)
 
     def __contains__(self, key: object) -> bool:
@@ -200,12 +199,7 @@ class NearDupIndex:
         """How many documents the index holds (this data set's, when one is set). Soft-commits first, so that
         inserts not yet visible are counted."""
         self.flush()
-        filters = ["-{!term f=dataset v=$nd.meta}", "-{!term f=id v=$nd.settings}"]
-        params: list[tuple[str, object]] = [("nd.meta", META_DATASET), ("nd.settings", SETTINGS_DOC_ID)]
-        if self.dataset is not None:
-            filters.append("{!term f=dataset v=$nd.ds}")
-            params.append(("nd.ds", self.dataset))
-        return self.client.count(filters=filters, params=params)
+        return self.client.count(params=filter_params([*documents_of(self.dataset), not_id(SETTINGS_DOC_ID)]))
 
     def __repr__(self) -> str:
         return f"NearDupIndex({self.client.url!r}, threshold={self.threshold!r}, dataset={self.dataset!r})"

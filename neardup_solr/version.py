@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from importlib import metadata
 
+# The source tree's version: what ``package_version`` reports when the package was never installed, and the
+# package root's ``__version__``. Keep it equal to pyproject.toml's.
+__version__ = "0.1.0"
+
 
 def package_version() -> str:
-    """The version pip installed (the distribution's metadata); ``neardup_solr.__version__`` when the package
+    """The version pip installed (the distribution's metadata); ``__version__`` (above) when the package
     runs from a source tree that was never installed."""
     try:
         return metadata.version("neardup-solr")
     except metadata.PackageNotFoundError:
-        from neardup_solr import __version__
-
         return __version__
 
 

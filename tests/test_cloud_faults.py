@@ -26,7 +26,8 @@ from neardup_solr.solr.documents import ensure_index_settings
 from neardup_solr.solr.backends.local import probe_update
 from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.cluster import admin_call, cluster_status, create_collection
-from neardup_solr.solr.indexer import Indexer, IndexingInterrupted
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.errors import IndexingInterrupted
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.solr.verify import verify_file

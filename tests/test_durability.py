@@ -21,7 +21,8 @@ from netutil import free_port
 
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.errors import ForeignCollectionError
-from neardup_solr.solr.indexer import IndexIncomplete, Indexer, IndexingInterrupted
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.errors import IndexIncomplete, IndexingInterrupted
 from neardup_solr.solr.maintenance import clear
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.solr.verify import verify_file

@@ -9,7 +9,8 @@ from neardup_solr.pairs.evaluate import evaluate, read_pairs
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.engine.report import report_near_dups
 from neardup_solr.io.restaurants import gold_pairs_path, prepare_default
-from neardup_solr.solr.searcher import WRITEUP_RANKING, DocumentNotFoundError, Searcher
+from neardup_solr.solr.searcher import WRITEUP_RANKING, Searcher
+from neardup_solr.errors import DocumentNotFoundError
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.solr.client import SolrClient
 

@@ -14,7 +14,8 @@ import pytest
 from indexcheck import equals_clean_run
 from netutil import free_port
 
-from neardup_solr.solr.indexer import Indexer, IndexingInterrupted
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.errors import IndexingInterrupted
 from neardup_solr.engine.report import report_near_dups
 from neardup_solr.io.restaurants import prepare_default
 from neardup_solr.solr.searcher import Searcher

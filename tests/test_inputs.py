@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup_solr.io.inputs import InputFormatError
+from neardup_solr.errors import InputFormatError
 from neardup_solr.io.readers import Record, RecordReader
 
 try:  # the optional extras (parquet, zstd) that scripts/setup.sh installs; only their tests need them

@@ -19,7 +19,7 @@ from neardup_solr import (
     SolrClient,
     estimate_jaccard,
 )
-from neardup_solr.engine.online import DocumentExistsError
+from neardup_solr.errors import DocumentExistsError
 from neardup_solr.text import normalize
 
 pytestmark = pytest.mark.solr

@@ -12,14 +12,8 @@ import pytest
 
 from neardup_solr import IndexSettings, Indexer, InvalidParameterError, InvalidTextError, ParameterTypeError
 from neardup_solr.solr.documents import META_DATASET
-from neardup_solr.engine.online import (
-    CLAIM_LEASE_SECONDS,
-    DocumentExistsError,
-    check_and_add,
-    claim_id,
-    delete_dataset,
-    delete_documents,
-)
+from neardup_solr.engine.online import CLAIM_LEASE_SECONDS, check_and_add, claim_id, delete_dataset, delete_documents
+from neardup_solr.errors import DocumentExistsError
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr.client import SolrClient
 

@@ -8,7 +8,9 @@ import json
 from neardup_solr.engine.backfill import written_fields
 from neardup_solr.solr.atomic import set_update
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import INSTALLED_SETTINGS_FIELD, SETTINGS_DOC_ID, DocumentBuilder, IndexSettings
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD
 from neardup_solr.solr.schema_install import ALL_OUR_FIELDS, installed_settings_document
 
 

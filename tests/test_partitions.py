@@ -29,7 +29,8 @@ from neardup_solr.engine.collection import dedupe_collection
 from neardup_solr.errors import IndexIncomplete, SolrUnavailableError
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.solr.documents import IndexSettings
-from neardup_solr.solr.indexer import Indexer, IndexingInterrupted
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.errors import IndexingInterrupted
 from neardup_solr.solr.verify import verify_file
 
 WHY_NOT = netlab.usable()

@@ -14,7 +14,8 @@ import pytest
 
 from neardup_solr import IndexSettings, Indexer, NearDupIndex
 from neardup_solr.solr.documents import META_DATASET
-from neardup_solr.engine.online import DocumentExistsError, check_and_add, claim_id, delete_documents
+from neardup_solr.engine.online import check_and_add, claim_id, delete_documents
+from neardup_solr.errors import DocumentExistsError
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, RecentAdds, recent_adds
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr.client import SolrClient

@@ -25,7 +25,8 @@ from neardup_solr.solr.documents import IndexSettings
 from neardup_solr.errors import SolrUnavailableError
 from neardup_solr.pairs.groups import group_pairs, write_groups_jsonl
 from neardup_solr.solr.indexer import Indexer
-from neardup_solr.io.outputs import OutputInUseError, ResumableOutput, RunStopped, check_output_path, write_atomically
+from neardup_solr.io.outputs import ResumableOutput, check_output_path, write_atomically
+from neardup_solr.errors import OutputInUseError, RunStopped
 from neardup_solr.engine.report import report_near_dups
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr import client as solr_client

@@ -2,7 +2,7 @@
 form Solr 9 gives them (the first ended a partition test in CI: a node cut off mid-forward)."""
 import pytest
 
-from neardup_solr.solr.client import _server_failure, _transient_state
+from neardup_solr.solr.failures import server_failure, solr_error_text, transient_state
 
 
 @pytest.mark.parametrize("status, message, says", [
@@ -16,7 +16,7 @@ from neardup_solr.solr.client import _server_failure, _transient_state
     (502, "Bad Gateway", "HTTP 502"),
 ])
 def test_a_cluster_in_motion_is_waited_out(status, message, says):
-    state = _transient_state(status, message)
+    state = transient_state(status, message)
     assert state is not None and says in state
 
 
@@ -27,8 +27,8 @@ def test_a_cluster_in_motion_is_waited_out(status, message, says):
     ("org.apache.solr.common.SolrException: unknown field 'nope'", "server"),
 ])
 def test_a_failed_solr_is_reported_at_once_with_what_to_do(message, kind):
-    assert _transient_state(500, message) is None
-    found, advice = _server_failure(message)
+    assert transient_state(500, message) is None
+    found, advice = server_failure(message)
     assert found == kind and "--resume" in advice
 
 
@@ -38,16 +38,14 @@ def test_a_generic_solr_error_is_named_by_its_root_cause():
 
     import requests
 
-    from neardup_solr.solr.client import _solr_error_text
-
     trace = ("org.apache.solr.common.SolrException: Error opening new searcher\n\tat org.apache.solr.core...\n"
              "Caused by: org.apache.lucene.store.AlreadyClosedException: this IndexWriter is closed\n\tat ...\n"
              "Caused by: java.io.IOException: No space left on device\n\tat java.base/sun.nio.ch...\n")
     resp = requests.Response()
     resp.status_code = 500
     resp._content = json.dumps({"error": {"msg": "Error opening new searcher", "trace": trace, "code": 500}}).encode()
-    message = _solr_error_text(resp)
+    message = solr_error_text(resp)
     assert message == "Error opening new searcher (caused by java.io.IOException: No space left on device)"
-    assert _transient_state(500, message) is None and _server_failure(message)[0] == "disk_full"
+    assert transient_state(500, message) is None and server_failure(message)[0] == "disk_full"
     resp._content = json.dumps({"error": {"msg": "unknown field 'x'", "code": 400}}).encode()
-    assert _solr_error_text(resp) == "unknown field 'x'"
+    assert solr_error_text(resp) == "unknown field 'x'"

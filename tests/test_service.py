@@ -550,7 +550,7 @@ def test_cli_delete(solr, capsys):
     with pytest.raises(SystemExit) as exc:
         run_cli(delete_cmd, ["delete", "--dataset", "a\tb"])
     assert exc.value.code == 2
-    from neardup_solr.cli.common import UsageError
+    from neardup_solr.errors import UsageError
 
     with pytest.raises(UsageError):
         run_cli(delete_cmd, ["delete", "1", "--dataset", "x", "--solr-url", solr.url])

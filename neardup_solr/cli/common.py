@@ -18,20 +18,12 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 # The exit codes are defined beside errors.OUTCOMES (what each error means, shared with the HTTP service);
 # the commands import them from here.
-from neardup_solr.errors import (  # noqa: F401
-    EXIT_INCOMPLETE,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_UNAVAILABLE,
-    EXIT_USAGE,
-    UsageError,
-)
+from neardup_solr.errors import EXIT_USAGE, UsageError
 from neardup_solr.options import WRITEUP_LOOKUP, LookupOptions
 from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
 
 if TYPE_CHECKING:
-    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.signing.settings import IndexSettings
     from neardup_solr.solr.searcher import Searcher
     from neardup_solr.solr.client import SolrClient
 
@@ -112,7 +104,7 @@ def number(flag: str, limit: str | Limit) -> Callable[[str], Any]:
 
 def label(flag: str) -> Callable[[str], str]:
     """The type for a name flag such as --dataset: no control characters, not a reserved name."""
-    from neardup_solr.solr.documents import META_DATASET
+    from neardup_solr.signing.settings import META_DATASET
     from neardup_solr.errors import InvalidParameterError
 
     def parse(raw: str) -> str:
@@ -299,7 +291,7 @@ def add_index_settings_options(p: argparse.ArgumentParser) -> None:
 
 
 def _fields(raw: str) -> tuple[str, ...]:
-    from neardup_solr.solr.documents import TOKEN_FIELDS
+    from neardup_solr.signing.settings import TOKEN_FIELDS
 
     names = tuple(f.strip() for f in raw.split(",") if f.strip())
     unknown = [n for n in names if n not in TOKEN_FIELDS]
@@ -316,7 +308,7 @@ INDEX_SETTINGS_FLAGS = {"ngram": "--ngram", "unit": "--unit", "num_hashes": "--n
 
 def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None":
     """IndexSettings from the flags that were given (defaults for the others), or None when none was."""
-    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.signing.settings import IndexSettings
 
     if all(getattr(args, dest) is None for dest in INDEX_SETTINGS_FLAGS):
         return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from neardup_solr.cli.common import UsageError, add_solr_options, label, open_client
+from neardup_solr.cli.common import add_solr_options, label, open_client
+from neardup_solr.errors import UsageError
 
 
 def cmd_delete(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from neardup_solr.solr import settings
-from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings
+from neardup_solr.signing.settings import WRITE_UP_TOKEN_FIELDS, IndexSettings
 from neardup_solr.pairs.evaluate import EvaluationResult, evaluate, read_pairs
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.engine.report import report_near_dups

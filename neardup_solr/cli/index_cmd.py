@@ -10,10 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neardup_solr.cli.common import (
-    EXIT_INCOMPLETE,
-    EXIT_REJECTED,
-    EXIT_UNAVAILABLE,
-    UsageError,
     add_index_settings_options,
     add_solr_options,
     index_settings_from_args,
@@ -23,9 +19,10 @@ from neardup_solr.cli.common import (
     add_min_replicas_option,
     open_client,
 )
+from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, EXIT_UNAVAILABLE, UsageError
 
 if TYPE_CHECKING:
-    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.signing.settings import IndexSettings
     from neardup_solr.solr.indexer import IndexSummary
 
 
@@ -58,7 +55,8 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index one file; exit 1 when records were rejected, 3 when Solr stopped the run, 4 when incomplete."""
-    from neardup_solr.solr.indexer import IndexIncomplete, Indexer, IndexingInterrupted
+    from neardup_solr.solr.indexer import Indexer
+    from neardup_solr.errors import IndexIncomplete, IndexingInterrupted
     from neardup_solr.solr.maintenance import clear, merge_advice
     from neardup_solr.io.outputs import check_output_path
 
@@ -112,7 +110,7 @@ def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace)
     """The settings with the normaliser flags that were given (None still means: the collection's own)."""
     import dataclasses
 
-    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.signing.settings import IndexSettings
 
     chosen = {name: value for name, value in (("normalizer_version", args.normalizer_version),
                                               ("fold_diacritics", args.fold_diacritics or None),

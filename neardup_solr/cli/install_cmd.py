@@ -127,8 +127,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sync", help="sign what other clients added, replaced or edited since",
                        description="Sign the documents that have no fields of ours (added or replaced whole by "
                                    "another client) and those whose text changed in place (the digest of the "
-                                   "text signed against the current text, for the documents whose _version_ "
-                                   "moved on since the previous pass; with --changed-field, those whose date "
+                                   "text signed against the current text, for the documents whose version (Solr's "
+                                   "update log) moved on since the previous pass; with --changed-field, those whose date "
                                    "field did). Deleted documents take their signatures with them. --follow "
                                    "repeats it every --interval seconds.")
     p.add_argument("--follow", action="store_true", help="keep syncing until interrupted")

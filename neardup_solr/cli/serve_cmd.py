@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from neardup_solr.cli.common import add_min_replicas_option, UsageError, add_solr_options, number
+from neardup_solr.cli.common import add_min_replicas_option, add_solr_options, number
+from neardup_solr.errors import UsageError
 from neardup_solr.validation import Limit
 
 

@@ -10,7 +10,8 @@ import shlex
 from pathlib import Path
 
 from neardup_solr.solr import settings
-from neardup_solr.cli.common import UsageError, number, refuse_unless
+from neardup_solr.cli.common import number, refuse_unless
+from neardup_solr.errors import UsageError
 
 _CLOUD_DEFAULTS = {"nodes": 2, "shards": 2, "replicas": 1}
 

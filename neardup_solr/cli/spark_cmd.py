@@ -10,17 +10,8 @@ from pathlib import Path
 
 from neardup_solr.options import DEFAULT_SPLIT_BUCKET
 from neardup_solr.validation import Limit
-from neardup_solr.cli.common import (
-    NEVER_SPLIT,
-    split_bucket_arg,
-    EXIT_INCOMPLETE,
-    EXIT_REJECTED,
-    UsageError,
-    add_solr_options,
-    label,
-    number,
-    open_client,
-)
+from neardup_solr.cli.common import NEVER_SPLIT, split_bucket_arg, add_solr_options, label, number, open_client
+from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError
 
 
 def _session(args: argparse.Namespace):
@@ -30,7 +21,7 @@ def _session(args: argparse.Namespace):
 
 
 def _settings(args: argparse.Namespace):
-    from neardup_solr.solr.documents import IndexSettings
+    from neardup_solr.signing.settings import IndexSettings
 
     given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes}
     return IndexSettings(**{k: v for k, v in given.items() if v is not None})

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from neardup_solr.cli.common import UsageError, number, refuse_unless
+from neardup_solr.cli.common import number, refuse_unless
+from neardup_solr.errors import UsageError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

@@ -19,9 +19,22 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from neardup_solr.errors import ForeignCollectionError, IndexIncomplete, SolrRequestError, SolrServerError
-from neardup_solr.solr.atomic import NOT_META, NOT_META_PARAMS, SEEN, UNSEEN, read_pages, send_updates, set_update
+from neardup_solr.solr.atomic import (
+    SEEN,
+    SIGNING_FIELDS,
+    UNSEEN,
+    count_matching,
+    read_pages,
+    send_updates,
+    set_update,
+    version_of,
+)
+from neardup_solr.solr.queries import Filter
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, md5_hex, read_index_settings
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.signing.tokens import md5_hex
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.schema_install import require_atomic_updates
 from neardup_solr.validation import check_int
 
@@ -113,7 +126,7 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
     is marked as seen (its digest, no signature), so later passes do not read it again until its text changes."""
     items = [(d["id"], d.get("content") if isinstance(d.get("content"), str) else "") for d in docs]
     built = builder.build(items)
-    version = {d["id"]: d.get("_version_") for d in docs}
+    version = {d["id"]: version_of(d) for d in docs}
     updates = [set_update(doc["id"], version[doc["id"]], written_fields(doc)) for doc in built.documents]
     normalize = builder.shingler.normalizer.normalize
     for index, reason in built.rejected:
@@ -128,7 +141,7 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
     return updates
 
 
-def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence[str], summary: BackfillSummary, *,
+def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence[Filter], summary: BackfillSummary, *,
                  batch_size: int = 500, on_page: Callable[[int], None] | None = None,
                  select: Callable[[list[dict]], list[dict]] | None = None) -> int:
     """One pass: read what ``filters`` match, sign it, write our fields; returns how many updates were sent.
@@ -137,7 +150,7 @@ def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence
     in_flight: deque[Future] = deque()
     # Solr applies one batch while the next page is read and signed: the two overlap, as index's workers do.
     with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
-        for page in read_pages(client, filters, "id,content,_version_,md5_hash", page_size=batch_size):
+        for page in read_pages(client, filters, SIGNING_FIELDS, page_size=batch_size):
             chosen = select(page) if select is not None else page
             updates = sign_page(builder, chosen, summary) if chosen else []
             if updates:
@@ -193,7 +206,7 @@ def _count_refused(refused: list[tuple[str, str]], summary: BackfillSummary) -> 
 
 def count_unseen(client: SolrClient) -> int:
     """Documents without our fields (never signed, or replaced whole since)."""
-    return client.count("*:*", [NOT_META, UNSEEN], NOT_META_PARAMS)
+    return count_matching(client, [UNSEEN])
 
 
 def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10, progress: bool = False,
@@ -241,7 +254,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
 
 def signed_count(client: SolrClient) -> int:
     """Documents with our digest (signed, or seen with nothing to sign)."""
-    return client.count("*:*", [NOT_META, SEEN], NOT_META_PARAMS)
+    return count_matching(client, [SEEN])
 
 
 class _NoBar:

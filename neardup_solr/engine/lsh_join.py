@@ -25,11 +25,12 @@ import numpy as np
 
 from neardup_solr.pairs.allpairs import TOLERANCE, token_sets
 from neardup_solr.pairs.bloom import BloomFilter
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.signing.settings import SETTINGS_DOC_ID
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
+from neardup_solr.solr.queries import documents_of, filter_params, select_params, terms_query
 from neardup_solr.solr.searcher import Searcher, cursor_docs
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one as greedy_one_to_one
@@ -82,10 +83,7 @@ def build_band_bloom(searcher: Searcher, dataset: str | None = None,
 
     settings = searcher.settings
     params = settings.lsh_params()
-    filters = [f"-dataset:{META_DATASET}"]
-    if dataset is not None:
-        filters.append("{!term f=dataset}" + dataset)
-    count = searcher.client.count("*:*", filters)
+    count = searcher.client.count(params=filter_params(documents_of(dataset)))
     # A record is queried when any of its b keys hits, so each key gets rate 1 - (1 - p)^(1/b) ~ p/b: then a
     # record without a partner is queried with probability fp_rate (measured: sized per key at 1%, 16 bands
     # let 15% of hopeless records through). It costs 1.44 * log2(b) bits a key more.
@@ -179,14 +177,9 @@ def _candidates(searcher: Searcher, hashes: np.ndarray, tokens: Sequence[str], t
                 dataset: str | None) -> tuple[list[tuple[str, float]], int]:
     """Indexed documents sharing a band with the record, verified: (id, Jaccard >= threshold), best first;
     and how many candidates there were."""
-    params: list[tuple[str, object]] = [
-        # Band tokens are "<band>_<hex>": never a comma, so the terms parser's separator is safe.
-        ("q", "{!terms f=content_lsh v=$nd.bands}"), ("nd.bands", ",".join(tokens)),
-        ("fq", "-{!term f=dataset v=$nd.meta}"), ("nd.meta", META_DATASET),
-        ("sort", "id asc"), ("fl", "id,content"),
-    ]
-    if dataset is not None:
-        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    # Band tokens are "<band>_<hex>": never a comma, so the terms parser's separator is safe.
+    params = select_params(documents_of(dataset), query=terms_query("content_lsh", tokens, "nd.bands"),
+                           sort="id asc", fields="id,content")
     docs = [d for d in cursor_docs(searcher.client, params, 500) if d["id"] != SETTINGS_DOC_ID]
     if not docs:
         return [], 0

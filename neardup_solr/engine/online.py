@@ -18,11 +18,12 @@ Why two identical texts sent at the same moment are never both added
     with its owner as an exact duplicate, without adding anything.
 
     The document itself is then added with ``_version_ = -1`` too: an id that already exists is never
-    overwritten by a check (:class:`DocumentExistsError`), even when two different texts race for one id. On a
-    single core the claim and the document go in one update request, claim first: the core applies them in order
-    and stops at the first refusal, so a refused claim never lets its document through (after any failure a
-    real-time get says what is there, and this call's claim is removed). On SolrCloud they are two requests,
-    because the two ids may belong to different shards, which apply their parts independently.
+    overwritten by a check (:class:`~neardup_solr.errors.DocumentExistsError`), even when two different texts
+    race for one id. On a single core the claim and the document go in one update request, claim first: the
+    core applies them in order and stops at the first refusal, so a refused claim never lets its document
+    through (after any failure a real-time get says what is there, and this call's claim is removed). On
+    SolrCloud they are two requests, because the two ids may belong to different shards, which apply their
+    parts independently.
 
     How the add becomes visible: with ``commit_within_ms`` None it is soft-committed, and every process's next
     lookup sees it. With a number (what ``NearDupIndex`` and the service use) it is sent with that
@@ -47,52 +48,56 @@ Limits (near but not identical texts)
     ``lsh_threshold`` share a band less often and may still race. A service meant to be strict about near
     duplicates should therefore run with one worker process (the default of ``neardup-solr serve``).
 
+The claims and create-only adds are written by :mod:`neardup_solr.solr.claims`, which
+:meth:`~neardup_solr.NearDupIndex.insert` shares.
+
 Deleting: :func:`delete_documents` (by ids) and :func:`delete_dataset` are what ``DELETE /v1/documents`` and
 ``neardup-solr delete`` call.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from neardup_solr.errors import DocumentExistsError  # noqa: F401 (defined in errors, importable here too)
-from neardup_solr.solr.documents import (
-    META_DATASET,
-    RESERVED_IDS,
-    IndexSettings,
-    ensure_index_settings,
-    read_index_settings,
-)
-from neardup_solr.errors import InvalidParameterError, NeardupError, SolrRequestError
+from neardup_solr.signing.settings import META_DATASET, RESERVED_IDS, IndexSettings
+from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
+from neardup_solr.errors import InvalidParameterError, NeardupError
 from neardup_solr.solr.maintenance import clear, require_neardup_schema
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.solr.searcher import Query, Searcher
 from neardup_solr.pairs.similar_pairs import id_sort_key
+from neardup_solr.solr.claims import (
+    CLAIM_LEASE_SECONDS,
+    CLAIM_PREFIX,
+    claim,
+    claim_and_create,
+    claim_holder,
+    claim_id,
+    create_only,
+    delete_now,
+    exists_error,
+    holds_our_text,
+    release,
+)
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
-from neardup_solr.solr.verify import FROM_LEADERS
 from neardup_solr.validation import check_bool, check_float, check_id, check_int, check_label, check_text
 
 log = logging.getLogger(__name__)
 
-CLAIM_PREFIX = "__neardup_claim__:"
-# Longer than any claim-to-add takes (one soft-committed add of one document), so a live owner is never robbed.
-CLAIM_LEASE_SECONDS = 30.0
 _STRIPES = 4096
 _stripe_locks = [threading.Lock() for _ in range(_STRIPES)]
 
 __all__ = [
-    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "Match", "CheckResult", "DocumentExistsError", "DeleteResult",
+    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "Match", "CheckResult", "DeleteResult",
     "check_and_add", "find_similar", "describe", "delete_documents", "delete_dataset", "is_reserved_id",
     "claim_id", "sort_matches",
 ]
@@ -263,147 +268,19 @@ def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending:
 # ----------------------------------------------------------------------------------------------- claims
 
 
-def claim_id(md5_hash: str) -> str:
-    """The id of the claim document of a normalised text's MD5."""
-    return CLAIM_PREFIX + md5_hash
-
-
-def _post_update(client: SolrClient, body: Any, *, commit_within_ms: int | None = None,
-                 soft_commit: bool = False) -> None:
-    params: list[tuple[str, object]] = [("wt", "json")]
-    if soft_commit:
-        params += [("softCommit", "true")]
-    elif commit_within_ms is not None:
-        params += [("commitWithin", commit_within_ms)]
-    client.request("POST", "update", params=params, data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-                   headers={"Content-Type": "application/json"})
-
-
-def _create(client: SolrClient, doc: dict, version: int, *, commit_within_ms: int | None = None,
-            soft_commit: bool = False) -> bool:
-    """Add ``doc`` only if its version is still ``version`` (-1: only if it does not exist). False on 409."""
-    try:
-        _post_update(client, [{**doc, "_version_": version}], commit_within_ms=commit_within_ms,
-                     soft_commit=soft_commit)
-        return True
-    except SolrRequestError as exc:
-        if exc.status == 409:
-            return False
-        raise
-
-
-def _claim_holder(client: SolrClient, md5_hash: str) -> str | None:
-    """Who holds the claim on a text now, read from the shard leader's real-time view (None: no claim)."""
-    found = client.get_by_ids([claim_id(md5_hash)], "id,content", params=[FROM_LEADERS])
-    return (str(_claim_info(found[0]).get("owner", "")) or None) if found else None
-
-
-def _claim_info(claim: dict) -> dict:
-    """What a claim document says (owner, md5, claimed_at, nonce); empty for a claim whose content is unreadable."""
-    try:
-        info = json.loads(claim.get("content") or "{}")
-    except ValueError:
-        return {}
-    return info if isinstance(info, dict) else {}
-
-
-def _release(client: SolrClient, cid: str) -> None:
-    """Remove a claim this call made and could not honour; a failure only leaves a claim that goes stale."""
-    try:
-        _post_update(client, {"delete": {"id": cid}})
-    except NeardupError as exc:
-        log.warning("could not remove claim %s (it expires after %.0f s): %s", cid, CLAIM_LEASE_SECONDS, exc)
-
-
-def _claim_document(md5_hash: str, doc_id: str, ttl: str | None) -> dict[str, Any]:
-    """The claim of a text for ``doc_id``; ``nonce`` tells this very claim apart from an older one of the same id."""
-    owner = {"owner": doc_id, "md5": md5_hash, "claimed_at": time.time(), "nonce": uuid.uuid4().hex}
-    return {"id": claim_id(md5_hash), "dataset": META_DATASET, "content": json.dumps(owner),
-            **({"ttl": ttl} if ttl is not None else {})}
-
-
-def _claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: dict, ttl: str | None,
-                      commit_within_ms: int | None) -> bool | None:
-    """On a single core, claim the text and add ``document`` in one update request; True when both were added,
-    None when the claim was taken (the caller then finds out by whom, through :func:`_claim`).
-
-    A single core applies the documents of one request in order and stops at the first one that fails, so when
-    the claim is refused (409) the document after it is never written. Whatever went wrong, a real-time get says
-    whether this request's claim is there, and it is removed if so. On SolrCloud the two documents may live on
-    different shards, which are written independently: there the caller sends them one after the other."""
-    claim = _claim_document(md5_hash, doc_id, ttl)
-    try:
-        _post_update(client, [{**claim, "_version_": -1}, {**document, "_version_": -1}],
-                     commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
-        return True
-    except BaseException as exc:
-        refused = isinstance(exc, SolrRequestError) and exc.status == 409
-        try:
-            seen = {d["id"]: d for d in client.get_by_ids([claim["id"], doc_id], "id,content,md5_hash")}
-        except NeardupError:
-            raise exc from None  # Solr is away: a claim written anyway goes stale after the lease
-        ours = seen.get(claim["id"], {}).get("content") == claim["content"]
-        if ours and not refused and seen.get(doc_id, {}).get("md5_hash") == document.get("md5_hash"):
-            log.info("the add of %r failed to answer (%s) but both documents are in: it took effect", doc_id, exc)
-            return True
-        if ours:
-            _release(client, claim["id"])
-        if refused:
-            if ours:
-                raise _exists(client, doc_id) from None
-            return None
-        raise
-
-
-def _holds_our_text(client: SolrClient, document: dict) -> bool:
-    """After a create answered "exists" (409): whether the document there is this very add. A create whose answer
-    was lost (a link cut after Solr took it) is sent again by the client's retry, and the second attempt finds
-    the first; we hold the claim on this text, so the same id with the same text is ours, not another's."""
-    found = client.get_by_ids([document["id"]], "id,md5_hash")
-    return bool(found) and found[0].get("md5_hash") == document.get("md5_hash")
-
-
-def _exists(client: SolrClient, doc_id: str) -> "DocumentExistsError":
-    return DocumentExistsError(
-        f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites it: delete "
-        "it first, or choose another id", doc_id)
-
-
 def _claim(client: SolrClient, md5_hash: str, doc_id: str,
            ttl: str | None = None) -> tuple[bool, Match | None, bool]:
-    """Claim the text for ``doc_id``. Returns (won, owner, same_id): when lost, ``owner`` is the document (or the
-    pending add) that holds the claim, and ``same_id`` says it is ``doc_id`` itself. A claim made with ``ttl``
-    expires with the document it was made for."""
-    cid = claim_id(md5_hash)
-    for _ in range(8):
-        now = time.time()
-        doc = _claim_document(md5_hash, doc_id, ttl)
-        if _create(client, doc, -1):
-            return True, None, False
-        seen = client.get_by_ids([cid], "id,content,_version_")
-        if not seen:
-            continue  # released between our attempt and our read: try again
-        info = _claim_info(seen[0])
-        owner = str(info.get("owner", ""))
-        owner_docs = client.get_by_ids([owner], "id,content,md5_hash,dataset") if owner else []
-        if owner_docs and owner_docs[0].get("md5_hash") == md5_hash:
-            d = owner_docs[0]
-            return False, Match(owner, 1.0, 0, True, d.get("dataset"), d.get("content", "")), owner == doc_id
-        if owner == doc_id:
-            # Our own claim, our document not there yet: an earlier attempt of this call whose answer was lost
-            # (a retried create meets its own 409), or a concurrent check of the same record. Adding the same
-            # id and text again is idempotent, so it is ours to go on with, never a duplicate of itself.
-            return True, None, False
-        age = now - float(info.get("claimed_at", 0) or 0)
-        if owner and age < CLAIM_LEASE_SECONDS:
-            # The owner's add is under way (or failed moments ago): report it rather than race it.
-            return False, Match(owner, 1.0, 0, True, pending=True), owner == doc_id
-        # Stale: the owner was deleted, or changed text, or never arrived. Take it over if nobody else does first.
-        if _create(client, doc, int(seen[0]["_version_"])):
-            log.info("took over the stale claim %s of %r for %r", cid, owner, doc_id)
-            return True, None, False
-    raise NeardupError(f"could not claim the text for {doc_id!r}: its claim kept changing under concurrent checks; "
-                       "try again")
+    """Claim the text for ``doc_id`` (:func:`neardup_solr.solr.claims.claim`). Returns (won, owner, same_id):
+    when lost, ``owner`` is the document (or the pending add) that holds the claim, and ``same_id`` says it is
+    ``doc_id`` itself."""
+    outcome = claim(client, md5_hash, doc_id, ttl)
+    if outcome.won or outcome.owner is None:
+        return True, None, False
+    d = outcome.owner_document
+    if d is None:
+        return False, Match(outcome.owner, 1.0, 0, True, pending=True), outcome.owner == doc_id
+    return (False, Match(outcome.owner, 1.0, 0, True, d.get("dataset"), d.get("content", "")),
+            outcome.owner == doc_id)
 
 
 class _StripeLocks:
@@ -457,7 +334,8 @@ def check_and_add(
     makes the added document and its claim expire that long after they are added. Raises
     :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
     bad arguments, :class:`~neardup_solr.errors.InvalidTextError` for a text without words,
-    :class:`DocumentExistsError` when ``doc_id`` holds another document, and the client's Solr errors.
+    :class:`~neardup_solr.errors.DocumentExistsError` when ``doc_id`` holds another document, and the client's
+    Solr errors.
     ``searcher``, a :class:`Searcher` on ``client`` kept between calls, saves reading the settings and building
     the signer at every call (what :class:`~neardup_solr.NearDupIndex` does).
 
@@ -505,7 +383,7 @@ def check_and_add(
             document["ttl"] = ttl
         added = None
         if client.is_single_core():
-            added = _claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
+            added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
         if added is None:
             won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
             if not won:
@@ -513,20 +391,20 @@ def check_and_add(
                     return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
                 return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
             try:
-                if not _create(client, document, -1, commit_within_ms=commit_within_ms,
-                               soft_commit=commit_within_ms is None) and not _holds_our_text(client, document):
-                    raise _exists(client, doc_id)
+                if (not create_only(client, document, commit_within_ms=commit_within_ms)
+                        and not holds_our_text(client, document)):
+                    raise exists_error(client, doc_id)
             except BaseException:
-                _release(client, claim_id(query.md5_hash))
+                release(client, claim_id(query.md5_hash))
                 raise
-            holder = _claim_holder(client, query.md5_hash)
+            holder = claim_holder(client, query.md5_hash)
             if holder is not None and holder != doc_id:
                 # Our add took longer than the claim's lease (retries through a partition) and another check took
                 # the claim over meanwhile, finding no document of ours yet: the claim holder keeps the text.
                 log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is "
                             "removed again", doc_id, holder, doc_id)
                 try:
-                    _post_update(client, {"delete": {"id": doc_id}}, soft_commit=True)
+                    delete_now(client, doc_id)
                 except NeardupError as exc:
                     log.warning("could not remove %r (%s): its text is now indexed twice", doc_id, exc)
                 return CheckResult(doc_id, False, DUPLICATE, threshold, [Match(holder, 1.0, 0, True, pending=True)])

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.io.outputs import ResumableOutput, digest_of
-from neardup_solr.solr.atomic import SIGNED
+from neardup_solr.solr.atomic import SIGNED, UNSIGNED, count_matching
 from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.validation import tsv_id
@@ -64,14 +64,13 @@ def iter_documents(searcher: Searcher, page_size: int = 1000, *, dataset: str | 
         ("nd.meta", META_DATASET),
         # Signed documents only: one another client posted (to a collection of ours, or of the user's before sync
         # saw it) has no tokens to be found by, so it is left out of both sides of every pair, and counted.
-        ("fq", SIGNED),
+        ("fq", SIGNED.query),
         ("sort", "id asc"),
         ("fl", fields),
     ]
     if dataset is not None:
         params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
-    unsigned = searcher.client.count("*:*", ["-{!term f=dataset v=$nd.meta}", "-" + SIGNED],
-                                     [("nd.meta", META_DATASET)])
+    unsigned = count_matching(searcher.client, [UNSIGNED])
     if unsigned:
         log.warning("%d document(s) of %s have no signature yet and are left out (posted by another client: "
                     "'neardup-solr sync' signs them)", unsigned, searcher.client.url)

@@ -28,9 +28,10 @@ from typing import Callable
 
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.engine.backfill import BackfillSummary, count_unseen, settings_of, signing_pass
-from neardup_solr.solr.atomic import SEEN, UNSEEN
+from neardup_solr.solr.atomic import SEEN, UNSEEN, dated_since, highest_version, updated_since
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import DocumentBuilder, md5_hex
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.tokens import md5_hex
 from neardup_solr.solr.schema_install import require_atomic_updates
 from neardup_solr.validation import Limit, check_float, check_int
 
@@ -38,8 +39,6 @@ log = logging.getLogger(__name__)
 
 # With changed_field, a pass reads what changed since this long before the previous pass began.
 _CLOCK_MARGIN_S = 30
-# Versions are milliseconds shifted left by 20 bits, from the clock of each shard's leader.
-_VERSION_MS_SHIFT = 20
 
 
 @dataclass
@@ -82,8 +81,7 @@ class Syncer:
                                             "on every change", changed_field, f"{client.url} has no such date field")
         self.changed_field = changed_field
         self.full_scan = full_scan
-        self.version_margin = int(check_float("version_margin_s", version_margin_s, Limit("float", 0, 86_400))
-                                  * 1000) << _VERSION_MS_SHIFT
+        self.version_margin_s = check_float("version_margin_s", version_margin_s, Limit("float", 0, 86_400))
         self.batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
         self.builder = DocumentBuilder(self.settings)
         self._since: str | None = None
@@ -94,7 +92,7 @@ class Syncer:
         started = time.monotonic()
         # Read before the pass: a change made while the pass runs is seen by the next one.
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        version = self._highest_version()
+        version = highest_version(self.client)
         summary = SyncSummary(started_at=now)
         work = BackfillSummary()
         if count_unseen(self.client):
@@ -107,9 +105,9 @@ class Syncer:
             # The field name was checked against the schema; the date is ours. Documents changed a little
             # before the last pass began are read again (clocks differ); the digest keeps them from being
             # signed twice.
-            filters.append(f"{self.changed_field}:[{self._since}-{_CLOCK_MARGIN_S}SECONDS TO *]")
+            filters.append(dated_since(self.changed_field, self._since, _CLOCK_MARGIN_S))
         elif self._since_version is not None:
-            filters.append(f"_version_:{{{self._since_version - self.version_margin} TO *]")
+            filters.append(updated_since(self._since_version, self.version_margin_s))
         edited = BackfillSummary()
         signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
                      select=self._changed(summary))
@@ -121,13 +119,6 @@ class Syncer:
         if summary.added or summary.edited:
             log.info("%s: %s", self.client.url, summary.format())
         return summary
-
-    def _highest_version(self) -> int | None:
-        """The highest ``_version_`` the collection shows now (None when it is empty)."""
-        docs = self.client.select([("q", "*:*"), ("rows", 1), ("sort", "_version_ desc"), ("fl", "_version_")]
-                                  )["response"]["docs"]
-        value = docs[0].get("_version_") if docs else None
-        return int(value) if isinstance(value, int) else None
 
     def _changed(self, summary: SyncSummary) -> Callable[[list[dict]], list[dict]]:
         normalize = self.builder.shingler.normalizer.normalize

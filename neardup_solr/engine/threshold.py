@@ -30,14 +30,15 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.signing.settings import SETTINGS_DOC_ID
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import iter_documents, ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
-from neardup_solr.solr.searcher import Searcher, StoredDocument, cursor_docs, quoted_term
+from neardup_solr.solr.queries import USER_DOCUMENTS, documents_of, filter_params, not_id, overlap_params
+from neardup_solr.solr.searcher import Searcher, StoredDocument, cursor_docs
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key, one_to_one, pair_lines
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int
 from neardup_solr.solr.idf import IdfWeights
@@ -236,36 +237,18 @@ class ThresholdFinder:
             return []
         field = self.token_field
         prefix = self._prefix(tokens, bound)
-        params: list[tuple[str, object]]
+        # Long texts with a prefix skip the overlap bound over every token: parsing and weighing thousands of
+        # clauses costs Solr as much per call as the old method, and their rare prefix tokens bring few
+        # candidates, each verified exactly below (the only test the results depend on). Short texts (records)
+        # share common tokens with many documents; the bound, as an uncached post filter, is scored only for
+        # what the prefix found. Plain Jaccard keeps a size filter instead: J >= t needs |B| >= |A & B| >= t * |A|.
         with_overlap = prefix is None or len(tokens) <= OVERLAP_FILTER_MAX_TOKENS
-        overlap_query = (" ".join(quoted_term(t) if b == 1.0 else f"{quoted_term(t)}^{b:.9g}" for t, b in tokens)
-                         if with_overlap else "")
-        if prefix is None:
-            params = [("q", overlap_query), ("fq", f"{{!frange l={bound:.9g}}}query($q)"), ("sort", "score desc,id asc")]
-        else:
-            # Documents holding a prefix token: a constant-score terms query over the rarest posting lists.
-            params = [("q", f"{{!terms f={field} v=$nd.prefix}}"), ("nd.prefix", ",".join(prefix)),
-                      ("sort", "id asc")]
-            if with_overlap:
-                # Short texts (records) share common tokens with many documents; the overlap bound over every
-                # token, as an uncached post filter (cost >= 100), is scored only for what the prefix found.
-                params += [("nd.overlap", overlap_query),
-                           ("fq", f"{{!frange l={bound:.9g} cache=false cost=200}}query($nd.overlap)")]
-            # Long texts skip it: parsing and weighing thousands of clauses costs Solr as much per call as the
-            # old method, and their rare prefix tokens bring few candidates, each verified exactly below (the
-            # only test the results depend on). Plain Jaccard keeps a size filter: J >= t needs
-            # |B| >= |A & B| >= t * |A|.
-            elif self.similarity == "jaccard":
-                params.append(("fq", f"num_shingles:[{int(bound)} TO *]"))
-        params += [
-            ("defType", "lucene"), ("df", field), ("q.op", "OR"),
-            ("fq", f"-dataset:{META_DATASET}"),
-            ("fl", "id,content,md5_hash,fields_json"),
-        ]
-        if dataset is not None:
-            params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+        filters = documents_of(dataset)
         if exclude_id is not None:  # not worth sending back: its own content, often the longest candidate
-            params += [("fq", "-{!term f=id v=$nd.self}"), ("nd.self", exclude_id)]
+            filters.append(not_id(exclude_id))
+        params = [*overlap_params(field, tokens, bound, prefix=prefix, with_overlap=with_overlap,
+                                  min_size=int(bound) if self.similarity == "jaccard" else None),
+                  *filter_params(filters), ("fl", "id,content,md5_hash,fields_json")]
         low_key = id_sort_key(only_greater_than) if only_greater_than is not None else None
         candidates = []
         for doc in cursor_docs(self.client, params, self.page_size):
@@ -302,7 +285,7 @@ def threshold_pairs(
     document (what IDF similarity always does). Both return the same pairs with the same similarities.
 
     With ``out`` the pairs are also written there (complete or not at all), and ``resume=True`` continues a run
-    that stopped with :class:`~neardup_solr.io.outputs.RunStopped`; see :func:`neardup_solr.engine.report.report_near_dups`.
+    that stopped with :class:`~neardup_solr.errors.RunStopped`; see :func:`neardup_solr.engine.report.report_near_dups`.
     """
     strategy = check_choice("strategy", strategy, STRATEGIES)
     if strategy == "client" and finder.similarity != "jaccard":
@@ -341,7 +324,7 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
         meta: list[tuple[str, str, str | None, dict | None]] = []
         parts = []
         batch: list[StoredDocument] = []
-        total = finder.client.count(filters=[f"-dataset:{META_DATASET}"]) if progress else None
+        total = finder.client.count(params=filter_params([USER_DOCUMENTS])) if progress else None
         bar = _tqdm(progress, desc="reading texts", total=total, unit=" docs")
 
         def flush() -> None:
@@ -432,7 +415,7 @@ def join_pairs(
     items = [(r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None) for r in records]
     with ResumableOutput(out, job="join", resume=resume, unit="records") as output:
         params = {**_finder_params(finder), "indexed_dataset": indexed_dataset, "one_to_one": one_to_one,
-                  "indexed_documents": finder.client.count(filters=[f"-dataset:{META_DATASET}"]),
+                  "indexed_documents": finder.client.count(params=filter_params([USER_DOCUMENTS])),
                   "records": digest_of(items)}
         pairs = [SimilarPair(*r) for r in output.begin(params, total=len(items))]
         todo = items[output.done:]

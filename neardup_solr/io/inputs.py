@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from neardup_solr.errors import InputFormatError  # noqa: F401 (defined in errors, importable here too)
+from neardup_solr.errors import InputFormatError
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"

@@ -35,8 +35,13 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from neardup_solr.errors import OutputInUseError, RunStopped  # noqa: F401 (defined in errors, importable here too)
-from neardup_solr.errors import InvalidParameterError, ParameterTypeError, SolrUnavailableError
+from neardup_solr.errors import (
+    InvalidParameterError,
+    OutputInUseError,
+    ParameterTypeError,
+    RunStopped,
+    SolrUnavailableError,
+)
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Union
 
-from neardup_solr.errors import InvalidParameterError, InvalidRecordError, ParameterTypeError
+from neardup_solr.errors import InputFormatError, InvalidParameterError, InvalidRecordError, ParameterTypeError
 from neardup_solr.io.inputs import (
     STDIN_NAME,
-    InputFormatError,
     decompression_errors,
     inspect_input,
     is_stdin,
@@ -91,7 +90,7 @@ def guess_format(path: str | Path) -> str:
 
 def input_format(path: str | Path, fmt: str | None = None) -> str:
     """The format ``path`` (or ``-``) is read in: ``fmt`` when given, else the name's, else Parquet when the
-    content is Parquet. Raises FileNotFoundError, or :class:`~neardup_solr.io.inputs.InputFormatError` when the
+    content is Parquet. Raises FileNotFoundError, or :class:`~neardup_solr.errors.InputFormatError` when the
     input is binary data the tool does not read, or when ``fmt`` contradicts the content (Parquet read as text
     or text as Parquet); reads at most its first 8 KiB."""
     info = inspect_input(path)

@@ -14,27 +14,42 @@ import logging
 from typing import Iterable, Iterator, Sequence
 
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, filter_params, select_params
 
 log = logging.getLogger(__name__)
 
 # Every write of ours sets md5_hash (the digest of the normalised text signed), also for a text with no words, so
 # a document without it has never been seen by us: new, or replaced whole by another client since.
-UNSEEN = "-md5_hash:[* TO *]"
-SEEN = "md5_hash:[* TO *]"
+UNSEEN = Filter("-md5_hash:[* TO *]")
+SEEN = Filter("md5_hash:[* TO *]")
 # A document with a signature: what lookups and reports read (num_shingles is 0 for a text with nothing to sign).
-SIGNED = "num_shingles:[1 TO *]"
-NOT_META = "-{!term f=dataset v=$nd.meta}"
-NOT_META_PARAMS = [("nd.meta", META_DATASET)]
+SIGNED = Filter("num_shingles:[1 TO *]")
+UNSIGNED = Filter("-num_shingles:[1 TO *]")
+# Versions (Solr's _version_) are milliseconds shifted left by 20 bits, from the clock of each shard's leader.
+_VERSION_MS_SHIFT = 20
 
 
-def read_pages(client: SolrClient, filters: Sequence[str], fields: str, *, page_size: int = 500,
-               params: Sequence[tuple[str, object]] = ()) -> Iterator[list[dict]]:
-    """The documents matching ``filters`` (never our own: settings and claims), a cursor page at a time in id
-    order; ``fields`` as fl ("content" is the text, whatever field holds it)."""
-    query: list[tuple[str, object]] = [("q", "*:*"), ("fq", NOT_META), *NOT_META_PARAMS, *params,
-                                       *[("fq", f) for f in filters], ("sort", "id asc"), ("fl", fields),
-                                       ("rows", page_size)]
+# What a signing pass reads of each document: the text (as "content", whatever field holds it), the version to
+# update at, and the digest of the text signed last.
+SIGNING_FIELDS = "id,content,_version_,md5_hash"
+
+
+def version_of(doc: dict) -> int | None:
+    """The version a document was read at (None when Solr did not return one)."""
+    value = doc.get("_version_")
+    return int(value) if isinstance(value, int) else None
+
+
+def count_matching(client: SolrClient, filters: Sequence[Filter]) -> int:
+    """How many of the user's documents (never our own: settings, claims) match ``filters``."""
+    return client.count(params=filter_params([USER_DOCUMENTS, *filters]))
+
+
+def read_pages(client: SolrClient, filters: Sequence[Filter], fields: str, *,
+               page_size: int = 500) -> Iterator[list[dict]]:
+    """The user's documents matching ``filters`` (never our own), a cursor page at a time in id order; ``fields``
+    as fl ("content" is the text, whatever field holds it, and "_version_" the version to update at)."""
+    query = select_params([USER_DOCUMENTS, *filters], fields=fields, sort="id asc", rows=page_size)
     cursor = "*"
     while True:
         data = client.select(query + [("cursorMark", cursor)])
@@ -45,6 +60,26 @@ def read_pages(client: SolrClient, filters: Sequence[str], fields: str, *, page_
         if next_cursor == cursor or not docs:
             return
         cursor = next_cursor
+
+
+def highest_version(client: SolrClient) -> int | None:
+    """The highest ``_version_`` the collection shows now (None when it is empty): every update of a document
+    raises its version, so the documents above it later are those updated since."""
+    docs = client.select(select_params(sort="_version_ desc", fields="_version_", rows=1))["response"]["docs"]
+    value = docs[0].get("_version_") if docs else None
+    return int(value) if isinstance(value, int) else None
+
+
+def updated_since(version: int, margin_s: float) -> Filter:
+    """Documents updated after ``version`` was current, less ``margin_s`` seconds for shard leaders whose clocks
+    differ a little."""
+    return Filter(f"_version_:{{{version - (int(margin_s * 1000) << _VERSION_MS_SHIFT)} TO *]")
+
+
+def dated_since(date_field: str, since_utc: str, margin_s: int) -> Filter:
+    """Documents whose ``date_field`` (a field name the schema has: the caller checked it) is at most
+    ``margin_s`` seconds before ``since_utc`` (an ISO instant of ours, never user text)."""
+    return Filter(f"{date_field}:[{since_utc}-{int(margin_s)}SECONDS TO *]")
 
 
 def set_update(doc_id: str, version: int | None, values: dict) -> dict:
@@ -77,10 +112,10 @@ def clear_our_fields(client: SolrClient, fields: Iterable[str], *, batch_size: i
     for _ in range(max_passes):
         sent = 0
         for page in read_pages(client, [SEEN], "id,_version_", page_size=batch_size):
-            send_updates(client, [set_update(d["id"], d.get("_version_"), dict.fromkeys(fields)) for d in page])
+            send_updates(client, [set_update(d["id"], version_of(d), dict.fromkeys(fields)) for d in page])
             sent += len(page)
         client.commit()
-        left = client.count("*:*", [SEEN])
+        left = count_matching(client, [SEEN])
         cleared += sent - left
         if left == 0:
             break

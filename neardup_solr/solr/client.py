@@ -13,6 +13,9 @@ exhausted heap, closed index writer) and the way out; a 4xx raises
 :class:`~neardup_solr.errors.SolrRequestError` (the request itself is at fault).
 Credentials (HTTP basic auth) come from arguments, ``SOLR_USERNAME``/``SOLR_PASSWORD``, or a config file, and
 never appear in messages or logs.
+
+Which answers are worth waiting out is :mod:`neardup_solr.solr.failures`' rule; the nodes of a SolrCloud and the
+move to another one when a node stops answering are :mod:`neardup_solr.solr.failover`'s.
 """
 
 from __future__ import annotations
@@ -22,9 +25,6 @@ import json
 import logging
 import os
 import random
-import socket
-import re
-import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -33,6 +33,17 @@ from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 import requests
 
 from neardup_solr.solr import settings
+from neardup_solr.solr.failover import NodeFailover
+from neardup_solr.solr.failures import (
+    FORWARD_FAILED,
+    LEADER_UNREACHABLE,
+    server_error,
+    shard_without_replica,
+    short_reason,
+    solr_error_text,
+    timeout_error,
+    transient_state,
+)
 from neardup_solr.solr.transport import DirectTransport
 from neardup_solr.errors import (
     ClientClosedError,
@@ -42,7 +53,6 @@ from neardup_solr.errors import (
     ReplicationShortfallError,
     SolrCoreNotFoundError,
     SolrRequestError,
-    SolrServerError,
     SolrTimeoutError,
     SolrUnavailableError,
 )
@@ -50,7 +60,6 @@ from neardup_solr.validation import Limit, check_float, check_int, env_float, en
 
 log = logging.getLogger(__name__)
 
-_RETRY_STATUS = {502, 503, 504}
 DEFAULT_CONFIG_FILE = Path.home() / ".config" / "neardup-solr" / "config.ini"
 
 
@@ -158,7 +167,7 @@ def _core_urls(raw: str, param: str) -> list[str]:
     return given
 
 
-class SolrClient:
+class SolrClient(NodeFailover):
     """One Solr core, or one collection of a SolrCloud.
 
     ``url`` is the core or collection URL, e.g. ``http://127.0.0.1:8983/solr/neardup``, or several URLs of the
@@ -217,14 +226,7 @@ class SolrClient:
         # Messages name what the user gave; requests go to the node in use.
         self.url = ", ".join(redact_url(u) for u in given) if len(given) > 1 else redact_url(given[0])
         self.collection = collections.pop()
-        self._scheme = urlsplit(given[0]).scheme
-        self._lock = threading.Lock()
-        self._nodes = bases           # every node known to serve the collection: the user's first, then learned
-        self._node = bases[0]         # the node requests go to now
-        self._cloud: bool | None = None   # None until the node has been asked (see _discover)
-        self._live: set[str] | None = None
-        self._shard_nodes: dict[str, list[str]] = {}
-        self._shard_leaders: dict[str, str] = {}
+        self._init_nodes(bases, urlsplit(given[0]).scheme)
         self._closed = False
         self.retry = retry or RetryPolicy()
         self.session = requests.Session()
@@ -246,7 +248,6 @@ class SolrClient:
         # is read once per node instead (_environment) and passed explicitly, with the same precedence.
         self.session.trust_env = False
         self._environments: dict[str, dict[str, Any]] = {}
-        self._switches_said: set[tuple[str, str]] = set()  # node switches already warned of (see _fail_over)
         # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
         self._direct = DirectTransport(self.session)
         # The stored field with the text: "content" in our own collections; in a user's collection prepared by
@@ -289,149 +290,6 @@ class SolrClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def is_cloud(self) -> bool | None:
-        """True on a SolrCloud, False on a single core, None until the client has asked (at :meth:`check`)."""
-        return self._cloud
-
-    def is_single_core(self) -> bool:
-        """True when this is known to be a single core, not a SolrCloud collection; asks the node once while
-        that is unknown (a node that cannot be asked counts as a cloud: the answer callers take as the safe one)."""
-        if self._cloud is None:
-            self._discover()
-        return self._cloud is False
-
-    @property
-    def node_url(self) -> str:
-        """The node (``http://host:port/solr``) requests go to now."""
-        return self._node
-
-    @property
-    def nodes(self) -> list[str]:
-        """Every node known to serve the collection: the user's, then the cluster's live nodes."""
-        with self._lock:
-            return list(self._nodes)
-
-    @property
-    def _what(self) -> str:
-        if self._cloud:
-            return f"collection {self.collection!r}"
-        return f"core {self.collection!r}"
-
-    # ------------------------------------------------------------------ the cluster
-    def _discover(self, nodes: list[str] | None = None) -> bool:
-        """Ask a node (the one in use, or the first of ``nodes`` that answers) whether it is a SolrCloud, and if
-        so which nodes are live and which nodes host each shard. Returns True when some node answered.
-
-        A single node answers 400 ("not running in SolrCloud mode"): from then on the client never asks again."""
-        for node in nodes or [self._node]:
-            try:
-                resp = self.session.get(f"{node}/admin/collections", timeout=min(self.timeout, 10),
-                                        params={"action": "CLUSTERSTATUS", "collection": self.collection,
-                                                "wt": "json"}, **self._environment(node))
-            except (requests.ConnectionError, requests.Timeout):
-                continue
-            if resp.status_code == 200:
-                try:
-                    cluster = resp.json().get("cluster", {})
-                except ValueError:
-                    continue
-                self._learn(cluster)
-                return True
-            if resp.status_code in (400, 404) and self._cloud is None:
-                # Not a SolrCloud (400 "not running in SolrCloud mode"; 404 where the Collections API is
-                # missing): a single core, as before.
-                self._cloud = False
-                return True
-            if resp.status_code in (401, 403):
-                return False
-        return False
-
-    def _learn(self, cluster: dict) -> None:
-        live = {self._node_url(name) for name in cluster.get("live_nodes", [])}
-        coll = cluster.get("collections", {}).get(self.collection, {})
-        shard_nodes = {
-            shard: sorted({rep.get("node_name", "") for rep in body.get("replicas", {}).values()})
-            for shard, body in coll.get("shards", {}).items()
-        }
-        leaders = {
-            shard: rep.get("node_name", "")
-            for shard, body in coll.get("shards", {}).items()
-            for rep in body.get("replicas", {}).values() if str(rep.get("leader", "")).lower() == "true"
-        }
-        hosting = {self._node_url(n) for nodes in shard_nodes.values() for n in nodes}
-        with self._lock:
-            was_cloud = self._cloud
-            self._cloud = True
-            self._live = live
-            self._shard_nodes = shard_nodes
-            self._shard_leaders = leaders
-            # Any live node routes /solr/<collection>/... to the right cores; the collection's own nodes first.
-            for node in sorted(live, key=lambda n: (n not in hosting, n)):
-                if node not in self._nodes:
-                    self._nodes.append(node)
-        if not was_cloud:
-            log.info("%s is a SolrCloud collection with %d shard(s); live nodes: %s", self.url, len(shard_nodes),
-                     ", ".join(sorted(live)) or "none")
-
-    def _node_url(self, node_name: str) -> str:
-        """``http://127.0.0.1:8984/solr`` from ZooKeeper's node name ``127.0.0.1:8984_solr``."""
-        host, _, context = node_name.partition("_")
-        return f"{self._scheme}://{host}/{unquote(context)}".rstrip("/")
-
-    def _fail_over(self, failed: str, reason: str, tried: set[str]) -> str | None:
-        """After ``failed`` stopped answering: the node to try next, or None when no other one is left.
-
-        On a cluster (or an unknown one, given several URLs) the live nodes are read again from another node
-        first, so that a dead node is skipped rather than waited for."""
-        tried.add(failed)
-        with self._lock:
-            if self._node != failed and self._node not in tried:
-                return self._node  # another thread has already moved on
-            others = [n for n in self._nodes if n not in tried]
-        if not others or self._cloud is False:
-            return None
-        self._discover(others)
-        with self._lock:
-            live = self._live
-            candidates = [n for n in self._nodes if n not in tried and (live is None or n in live)]
-            if not candidates:
-                return None
-            self._node = candidates[0]
-        # Said once per switch until a request succeeds again: while every node is down, the retry rounds
-        # cycle through them, and the same warning every round buried the one line that says what is wrong.
-        switch = (failed, candidates[0])
-        level = logging.DEBUG if switch in self._switches_said else logging.WARNING
-        self._switches_said.add(switch)
-        log.log(level, "Solr node %s is not answering (%s); sending the requests for %s to node %s instead",
-                failed, reason, self._what, candidates[0])
-        return candidates[0]
-
-    def shard_hosts(self, shard: str, refresh: bool = True) -> tuple[list[str], set[str] | None]:
-        """The node names hosting ``shard`` and the live nodes (None when unknown), read afresh if ``refresh``."""
-        if refresh and self._cloud:
-            self._discover([self._node] + [n for n in self.nodes if n != self._node])
-        with self._lock:
-            live = self._live
-            names = list(self._shard_nodes.get(shard, []))
-        live_names = None if live is None else {n for n in names if self._node_url(n) in live}
-        return names, live_names
-
-    def _unreachable_leaders(self) -> dict[str, str]:
-        """Shard -> leader node name, for the shards whose leader (as ZooKeeper has it) takes no connection."""
-        if self._cloud:
-            self._discover([self._node] + [n for n in self.nodes if n != self._node])
-        with self._lock:
-            leaders = dict(self._shard_leaders)
-        down = {}
-        for shard, name in sorted(leaders.items()):
-            parts = urlsplit(self._node_url(name))
-            try:
-                socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
-            except OSError:
-                down[shard] = name
-        return down
-
     # ------------------------------------------------------------------ transport
     def request(
         self,
@@ -463,7 +321,7 @@ class SolrClient:
                 resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
                                   headers=headers, timeout=timeout or self.timeout, stream=stream)
             except (requests.ConnectionError, requests.Timeout) as exc:
-                reason = _short_reason(exc)
+                reason = short_reason(exc)
                 timed_out = isinstance(exc, requests.Timeout)
                 if len(self._nodes) > 1 or self._cloud:
                     other = self._fail_over(node, reason, tried)
@@ -490,17 +348,17 @@ class SolrClient:
                 elif resp.status_code == 404:
                     raise self._not_found(node, path, resp)
                 else:
-                    solr_message = _solr_error_text(resp)
+                    solr_message = solr_error_text(resp)
                     if resp.status_code < 500:
                         raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: "
                                                f"{solr_message}", status=resp.status_code)
-                    state = _transient_state(resp.status_code, solr_message)
+                    state = transient_state(resp.status_code, solr_message)
                     if state is None:
-                        raise self._server_error(resp.status_code, solr_message)
+                        raise server_error(self.url, resp.status_code, solr_message)
                     reason = state
-                    shard_state = _shard_without_replica(solr_message)
+                    shard_state = shard_without_replica(solr_message)
                     if shard_state is None and solr_message.startswith(FORWARD_FAILED):
-                        shard_state = _LEADER_UNREACHABLE
+                        shard_state = LEADER_UNREACHABLE
             # Every node known has been tried in this round: wait before the next round, from the start.
             tried.clear()
             waited = time.monotonic() - started
@@ -512,12 +370,12 @@ class SolrClient:
                         f"replicas asked (min_replicas) after {waited:.0f} s of retries: a replica is down or "
                         "recovering. Those documents are not counted as indexed; once the replicas are back, run "
                         "the same command with --resume (resume=True in Python).", shortfall, self.min_replicas)
-                if shard_state is _LEADER_UNREACHABLE:
+                if shard_state is LEADER_UNREACHABLE:
                     raise SolrUnavailableError(self._leader_message(reason, attempt + 1, waited))
                 if shard_state is not None:
                     raise SolrUnavailableError(self._shard_message(str(shard_state), reason, attempt + 1, waited))
                 if timed_out:
-                    raise self._timeout_error(timeout or self.timeout, attempt + 1, waited)
+                    raise timeout_error(self.url, timeout or self.timeout, attempt + 1, waited)
                 raise SolrUnavailableError(self._unavailable_message(reason, attempt + 1, waited))
             log.warning("Solr at %s: %s; waiting for it (%.0f of at most %.0f s so far), next try in %.1f s",
                         self.url, reason, waited, self.retry.max_wait, wait)
@@ -567,117 +425,6 @@ class SolrClient:
                     found["auth"] = netrc
             self._environments[node] = found
         return found
-
-    def _server_error(self, status: int, solr_message: str) -> SolrServerError:
-        kind, advice = _server_failure(solr_message)
-        return SolrServerError(
-            f"Solr at {self.url} failed on its side (HTTP {status}: {solr_message}). {advice}",
-            status=status, kind=kind,
-        )
-
-    def _timeout_error(self, timeout: float, attempts: int, seconds: float) -> SolrTimeoutError:
-        """Solr took longer than the timeout: not the same as Solr being down, so not "start it"."""
-        what = (f"timed out: Solr at {self.url} did not answer within {timeout:g} s per request ({attempts} "
-                f"attempt(s) over {seconds:.1f} s). If Solr is busy or the request is large, give it more time "
-                "with a larger timeout")
-        tail = "; if it never answers, check its log and that the URL names the right host and port."
-        return SolrTimeoutError(f"{what} (SolrClient(timeout=SECONDS)){tail}", timeout,
-                                cli_message=f"{what} (--timeout SECONDS){tail}")
-
-    def _not_found(self, node: str, path: str, resp: requests.Response) -> Exception:
-        """A 404: the core or collection is missing (one line naming it, never Jetty's HTML page), or the core
-        is there and only this path is unknown (a short Solr message)."""
-        if not path.startswith("admin/ping"):
-            try:
-                ping = self.session.get(f"{node}/{self.collection}/admin/ping", params={"wt": "json"},
-                                        **self._environment(node),
-                                        timeout=min(self.timeout, 10))
-                core_missing = ping.status_code == 404
-            except (requests.ConnectionError, requests.Timeout):
-                core_missing = False
-        else:
-            core_missing = True
-        if core_missing:
-            return self._core_missing_error()
-        return SolrRequestError(f"Solr at {self.url} answered HTTP 404 for {path}: {_solr_error_text(resp)}",
-                                status=404)
-
-    def _core_missing_error(self) -> SolrCoreNotFoundError:
-        if self._cloud is None:
-            self._discover()
-        name, node = self.collection, self._node
-        if self._cloud:
-            return SolrCoreNotFoundError(
-                f"SolrCloud is running at {node}, but it has no collection {name!r} (HTTP 404): create it with "
-                f"'neardup-solr solr create-collection {name} --solr-url {node}', or set SOLR_URL to an "
-                "existing collection"
-            )
-        hint = (
-            "'neardup-solr solr start' creates it on the local Solr"
-            if settings.solr_url_is_local() and name == settings.CORE_NAME
-            else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
-        )
-        return SolrCoreNotFoundError(f"Solr is running at {node}, but it has no core {name!r} (HTTP 404): {hint}.")
-
-    def _unavailable_message(self, reason: str, attempts: int, seconds: float) -> str:
-        if self._cloud:
-            return (
-                f"Solr is not answering at {self.url}, nor at any other live node of collection "
-                f"{self.collection!r} ({reason}; {attempts} attempt(s) over {seconds:.1f} s; nodes tried: "
-                f"{', '.join(self.nodes)}). Start the cluster's nodes again"
-                + (" ('neardup-solr solr start --cloud' with the cluster's --data-dir)"
-                   if settings.solr_url_is_local() else "")
-                + ", or set SOLR_URL to the collection's URL on a node that is up (several URLs may be given, "
-                "separated by commas)."
-            )
-        hint = (
-            "Start the local one with 'neardup-solr solr start'"
-            if settings.solr_url_is_local()
-            else "Check that the Solr named by SOLR_URL is up"
-        )
-        return (
-            f"Solr is not answering at {self.url} ({reason}; {attempts} attempt(s) over {seconds:.1f} s). "
-            f"{hint}, or set SOLR_URL to your Solr core's URL."
-        )
-
-    def _leader_message(self, reason: str, attempts: int, seconds: float) -> str:
-        """One line for updates the node in use could not forward to another shard's leader."""
-        down = self._unreachable_leaders()
-        if down:
-            shards = ", ".join(f"shard {shard}'s leader on node {name}" for shard, name in down.items())
-            nodes = sorted(set(down.values()))
-            what = f"{shards} does not answer"
-            fix = f"start node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)} again"
-        else:
-            what = "a shard's leader does not answer the node in use"
-            fix = "check that every node of the cluster is up"
-        if settings.solr_url_is_local():
-            fix += " ('neardup-solr solr start --cloud' with the cluster's --data-dir starts the nodes that are down)"
-        return (
-            f"collection {self.collection!r} cannot take updates: {what}, and no other replica has taken the lead. "
-            f"Waited {seconds:.1f} s ({attempts} attempt(s) at {self.url}; last answer: {reason}). "
-            f"{fix[0].upper()}{fix[1:]}, or wait until ZooKeeper has moved the lead to another replica."
-        )
-
-    def _shard_message(self, shard: str, reason: str, attempts: int, seconds: float) -> str:
-        """One line for a shard that has no live replica: which shard, on which node, what to do."""
-        names, live = self.shard_hosts(shard)
-        down = [n for n in names if live is None or n not in live]
-        if len(names) == 1:
-            where = f"its only replica is on node {names[0]}, which is " + ("down" if down else "not active yet")
-        elif names:
-            where = f"its replicas are on nodes {', '.join(names)}" + (f", and {', '.join(down)} down" if down else "")
-        else:
-            where = "no node of the cluster serves it"
-        fix = (f"start node{'s' if len(down) > 1 else ''} {', '.join(down)} again" if down
-               else "start the Solr node that hosts it again")
-        if settings.solr_url_is_local():
-            fix += " ('neardup-solr solr start --cloud' with the cluster's --data-dir starts the nodes that are down)"
-        return (
-            f"shard {shard} of collection {self.collection!r} has no live replica: {where}. Waited {seconds:.1f} s "
-            f"({attempts} attempt(s) at {self.url}; last answer: {reason}). Its documents can be neither indexed "
-            f"nor searched until it is back: {fix}."
-        )
 
     def get_json(self, path: str, params: dict | list | None = None, *, timeout: float | None = None,
                  retry: bool = True) -> dict:
@@ -834,152 +581,3 @@ def _with_json(params: dict | list | None) -> list:
 def _escape_get_id(doc_id: str) -> str:
     # /get splits the ids parameter on commas; Solr's StrUtils.splitSmart honours backslash escapes.
     return str(doc_id).replace("\\", "\\\\").replace(",", "\\,")
-
-
-def _short_reason(exc: Exception) -> str:
-    text = str(exc)
-    if "Connection refused" in text:
-        return "connection refused"
-    if isinstance(exc, requests.Timeout):
-        return "timed out"
-    return type(exc).__name__
-
-
-def _solr_error_text(resp: requests.Response) -> str:
-    """Solr's own message (its JSON error, else the first line of the body), kept short.
-
-    On a SolrCloud a document that belongs to another shard is refused by that shard's leader, and the node we
-    sent the batch to wraps the leader's answer: "Async exception during distributed update: Error from server
-    at <leader>: null ... Remote error message: <the real reason>" (the "null" is the HTTP/2 reason phrase,
-    which does not exist). The real reason is what the user needs, so it is taken out of the wrapper."""
-    trace = ""
-    try:
-        error = resp.json().get("error", {})
-        trace = str(error.get("trace") or "")
-        msg = error.get("msg") or trace.strip().split("\n", 1)[0]
-    except (ValueError, AttributeError):
-        msg = None
-    if not msg:
-        msg = resp.text.strip().splitlines()[0] if resp.text.strip() else resp.reason
-    msg = _distributed_reason(msg) or msg
-    cause = _root_cause(trace)
-    if cause and cause.lower() not in msg.lower():
-        # "Error opening new searcher" says nothing; its cause ("No space left on device") says what to do.
-        msg = f"{msg} (caused by {cause})"
-    # "No registered leader ... slice: shard2 saw state=DocCollection(...)={" is followed by the whole
-    # collection state as JSON: the shard is the news, the state is noise.
-    msg = msg.split(" saw state=", 1)[0]
-    return msg[:500]
-
-
-def _root_cause(trace: str) -> str:
-    """The innermost "Caused by:" of a Java stack trace, shortened; empty when there is none."""
-    causes = [line.strip()[len("Caused by:"):].strip() for line in trace.splitlines()
-              if line.strip().startswith("Caused by:")]
-    return causes[-1][:200] if causes else ""
-
-
-_ASYNC_PREFIX = re.compile(r"^\s*(?:\d+ )?Async exceptions? during distributed update:\s*", re.IGNORECASE)
-_REMOTE_MESSAGE = re.compile(r"Remote error message: *(.*)")
-_REMOTE_SERVER = re.compile(r"Error from server at (\S+?):(?: |$)", re.MULTILINE)
-# What a forwarding node says when the other node did not answer at all (it died, or its socket was cut).
-_FORWARD_FAILURES = ("connectexception", "connection refused", "connection reset", "socketexception",
-                     "timeoutexception", "timed out", "eofexception", "closedchannelexception", "broken pipe",
-                     "closed", "no route to host", "ioexception")
-FORWARD_FAILED = "forwarding to another shard's leader failed"
-_LEADER_UNREACHABLE = object()
-
-
-def _distributed_reason(msg: str) -> str | None:
-    """The reasons inside Solr's "Async exception(s) during distributed update" wrapper, or None for any other
-    message. One reason per failed sub-request, each with the node that gave it."""
-    head = _ASYNC_PREFIX.match(msg)
-    if not head:
-        return None
-    body = msg[head.end():]
-    reasons: list[str] = []
-    # Each sub-error starts on its own line: "Error from server at URL: ..." (the remote node answered) or a
-    # Java exception (it did not); the remote's own message follows on a "Remote error message:" line.
-    entries = re.split(r"\n(?=Error from server at |[\w$]+(?:\.[\w$]+)+: )", body.strip())
-    for entry in entries:
-        server = _REMOTE_SERVER.search(entry)
-        remote = _REMOTE_MESSAGE.search(entry)
-        if remote and remote.group(1).strip():
-            where = f" (refused by another shard's leader, at {server.group(1)})" if server else ""
-            reason = remote.group(1).strip() + where
-        elif server:
-            reason = (f"another shard's leader, at {server.group(1)}, refused it without giving a reason "
-                      f"({entry.strip().splitlines()[0]})")
-        else:
-            first = entry.strip().splitlines()[0] if entry.strip() else "no detail"
-            reason = f"{FORWARD_FAILED}: {first}"
-        if reason not in reasons:
-            reasons.append(reason)
-    return "; ".join(reasons) if reasons else None
-
-
-# Solr answers these while it is coming back, not because anything is broken: a core still loading (503), an
-# update log still being replayed after a crash (the update handler's log is not open yet, so every update
-# fails with a NullPointerException naming lookupLog), a shard whose leader is being elected.
-_RECOVERING_MARKERS = (
-    ("lookuplog", "Solr is recovering: it is replaying its update log after a restart"),
-    ("no registered leader", "a shard of the collection is electing its leader"),
-    ("is not the leader", "a shard of the collection is changing its leader"),
-    ("core is loading", "Solr is loading the core"),
-    ("solrcore is loading", "Solr is loading the core"),
-    ("recovering", "the replica is recovering"),
-    # Solr's node-to-node update stream gives up on a peer that took no data for its stall time (20 s in Solr
-    # 9): that peer is cut off or dead, which the cluster notices and routes around; the request is whole or
-    # absent, and a retry of a create is checked by the caller (check_and_add reads back a 409).
-    ("task queue processing has stalled", "a node stopped answering the node forwarding its update"),
-)
-_NO_REPLICA = (
-    re.compile(r"no (?:active )?servers hosting shard:? *([\w.-]+)", re.IGNORECASE),
-    re.compile(r"no registered leader was found.*?slice: *([\w.-]+)", re.IGNORECASE | re.DOTALL),
-)
-
-
-def _shard_without_replica(message: str) -> str | None:
-    """The shard a "no servers hosting shard" / "no registered leader" answer names, if any."""
-    for pattern in _NO_REPLICA:
-        found = pattern.search(message)
-        if found:
-            return found.group(1)
-    return None
-
-
-def _transient_state(status: int, message: str) -> str | None:
-    """Why this 5xx answer is worth waiting out, or None when Solr has failed and waiting will not help."""
-    lowered = message.lower()
-    shard = _shard_without_replica(message)
-    if shard is not None and "no registered leader" not in lowered:
-        return f"shard {shard} has no live replica right now (HTTP {status})"
-    if shard is not None:
-        return f"shard {shard} has no leader right now (HTTP {status})"
-    if lowered.startswith(FORWARD_FAILED) and all(
-            any(word in part.lower() for word in _FORWARD_FAILURES) for part in message.split("; ")):
-        # The node we talk to could not reach another shard's leader: that node died or is dying. ZooKeeper
-        # notices within its session timeout and another replica takes the lead; until then, wait.
-        return (f"another shard's leader is not answering (its node may be down; a new leader is elected once "
-                f"ZooKeeper notices) (HTTP {status})")
-    for marker, state in _RECOVERING_MARKERS:
-        if marker in lowered:
-            return f"{state} (HTTP {status})"
-    if status in _RETRY_STATUS:
-        return f"HTTP {status}"
-    return None
-
-
-def _server_failure(message: str) -> tuple[str, str]:
-    """The kind of a server-side failure and what the user should do about it."""
-    lowered = message.lower()
-    if "no space left on device" in lowered or "disk full" in lowered:
-        return "disk_full", ("Solr's disk is full: free space on the file system of its data directory, restart "
-                             "Solr, then run the same command with --resume (resume=True in Python).")
-    if "outofmemoryerror" in lowered or "java heap space" in lowered:
-        return "out_of_memory", ("Solr ran out of memory: restart it with a larger heap "
-                                 "('neardup-solr solr start --heap 4g'), then run the same command with --resume (resume=True in Python).")
-    if "indexwriter is closed" in lowered or "alreadyclosedexception" in lowered:
-        return "writer_closed", ("Solr's index writer is closed after an earlier failure (a full disk or an "
-                                 "exhausted heap): restart Solr, then run the same command with --resume (resume=True in Python).")
-    return "server", "This is Solr's failure, not the record's: check Solr's log, then run the same command with --resume (resume=True in Python)."

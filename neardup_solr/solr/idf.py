@@ -16,12 +16,13 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Sequence
 
-from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.signing.settings import TOKEN_FIELDS
+from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
 from neardup_solr.solr.client import SolrClient
 
 log = logging.getLogger(__name__)
 
-WORDS_FIELD = "content_words"
+WORDS_FIELD = TOKEN_FIELDS["words"]
 # /terms requests sent at once when many tokens are read (the machines measured have 2 cores).
 TERMS_REQUESTS_IN_FLIGHT = 2
 
@@ -36,7 +37,7 @@ class IdfWeights:
         # A whole-collection run over shingles meets tens of millions of distinct tokens; the cache starts over
         # past this many (about 200 MB) rather than growing with the collection.
         self.max_cached = max_cached
-        self.num_docs = max(1, client.count(filters=[f"-dataset:{META_DATASET}"]))
+        self.num_docs = max(1, client.count(params=filter_params([USER_DOCUMENTS])))
         self._df: dict[str, int] = {}
 
     def document_frequencies(self, tokens: Iterable[str], batch: int | None = None) -> dict[str, int]:

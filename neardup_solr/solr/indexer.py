@@ -30,15 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
-from neardup_solr.errors import IndexingInterrupted, IndexIncomplete  # noqa: F401 (defined in errors, importable here too)
-from neardup_solr.solr.documents import (
-    META_DATASET,
-    DocumentBuilder,
-    IndexSettings,
-    ensure_index_settings,
-    read_index_settings,
-)
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import META_DATASET, IndexSettings
+from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
 from neardup_solr.errors import (
+    IndexIncomplete,
+    IndexingInterrupted,
+    InputFormatError,
     InvalidRecordError,
     ParameterTypeError,
     SolrRequestError,
@@ -46,7 +44,7 @@ from neardup_solr.errors import (
 )
 from neardup_solr.solr.maintenance import require_neardup_schema, require_token_fields
 from neardup_solr.io.outputs import check_output_path
-from neardup_solr.io.inputs import STDIN, STDIN_NAME, InputFormatError, is_stdin
+from neardup_solr.io.inputs import STDIN, STDIN_NAME, is_stdin
 from neardup_solr.io.readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl

@@ -11,7 +11,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from neardup_solr.solr.documents import INSTALLED_SETTINGS_FIELD, META_DATASET, IndexSettings
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.queries import ALL_DOCUMENTS, USER_DOCUMENTS, dataset_query, filter_params
+from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD
 from neardup_solr.errors import ForeignCollectionError, NeardupError
 from neardup_solr.solr.recent import recent_adds
 from neardup_solr.solr.client import SolrClient
@@ -88,16 +90,12 @@ def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = 
         raise ValueError("clear either one data set or everything, not both")
     require_neardup_schema(client)
     if everything:
-        query = "*:*"
-        count = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
-    elif dataset is not None:
-        # The value inline after the term parser's local params: taken literally (no query syntax is parsed),
-        # and it reaches every shard. A $param reference would not: SolrCloud forwards a delete-by-query to the
-        # other shard leaders without the request's parameters, so only the receiving node's shard was cleared.
-        query = "{!term f=dataset}" + dataset
-        count = client.count(query)
+        query = ALL_DOCUMENTS
+        count = client.count(params=filter_params([USER_DOCUMENTS]))
     else:
-        query = "*:* -dataset:[* TO *]"
+        # A query that needs no $param (dataset_query): SolrCloud forwards a delete-by-query to the other shard
+        # leaders without the request's parameters, so a reference would clear only the receiving node's shard.
+        query = dataset_query(dataset)
         count = client.count(query)
     client.delete_by_query(query)
     recent = recent_adds(client)  # adds of this process that Solr's searcher may not show yet

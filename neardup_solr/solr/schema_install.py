@@ -22,13 +22,9 @@ from dataclasses import dataclass, field
 from neardup_solr.errors import ForeignCollectionError, SolrRequestError
 from neardup_solr.solr.atomic import clear_our_fields
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import (
-    INSTALLED_SETTINGS_FIELD,
-    META_DATASET,
-    SETTINGS_DOC_ID,
-    IndexSettings,
-    read_index_settings,
-)
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.solr.queries import dataset_query
+from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD, read_index_settings
 
 log = logging.getLogger(__name__)
 
@@ -307,9 +303,9 @@ def uninstall(client: SolrClient, *, batch_size: int = 500) -> UninstallSummary:
                              "install' adds them); nothing was changed")
     cleaned = clear_our_fields(client, [f for f in ours if f not in ("dataset", INSTALLED_SETTINGS_FIELD)],
                                batch_size=batch_size)
-    meta = client.count("{!term f=dataset}" + META_DATASET) if "dataset" in ours else 0
+    meta = client.count(dataset_query(META_DATASET)) if "dataset" in ours else 0
     if "dataset" in ours:
-        client.delete_by_query("{!term f=dataset}" + META_DATASET)
+        client.delete_by_query(dataset_query(META_DATASET))
     client.delete_ids([SETTINGS_DOC_ID])
     client.commit()
     types_used_by_others = {f.get("type") for name, f in fields.items() if name not in ours}

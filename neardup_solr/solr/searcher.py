@@ -26,20 +26,16 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from neardup_solr.solr.documents import (
-    SETTINGS_DOC_ID,
-    DocumentBuilder,
-    IndexSettings,
-    md5_hex,
-    read_index_settings,
-    signature_tokens,
-    text_token,
-)
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.signing.tokens import md5_hex, signature_tokens, text_token
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.errors import DocumentNotFoundError, InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.pairs.groups import id_key
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.queries import filter_params, not_in_dataset, quoted_term
 from neardup_solr.text import ProcessedText
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_str, check_text
 from neardup_solr.options import COLLECTION_THRESHOLD, MODES, WRITEUP_LOOKUP, MinJaccard
@@ -61,7 +57,7 @@ WRITEUP_RANKING: dict[str, Any] = {k: v for k, v in WRITEUP_LOOKUP.searcher_kwar
 # close to Binomial(k, J), and a pair at exactly the threshold falls below 3 standard deviations ~0.13% of the time.
 _MINHASH_MARGIN_Z = 3.0
 
-__all__ = ["Searcher", "NearDuplicate", "StoredDocument", "DocumentNotFoundError", "MODES", "id_sort_key",
+__all__ = ["Searcher", "NearDuplicate", "StoredDocument", "MODES", "id_sort_key",
            "cursor_docs", "COLLECTION_THRESHOLD", "WRITEUP_RANKING", "Query"]
 
 
@@ -375,7 +371,7 @@ class Searcher:
         if first_word_filter and query.processed.words:
             params += [("fq", "{!term f=first_word v=$nd.fw}"), ("nd.fw", text_token(query.processed.words[0]))]
         if other_datasets_than is not None:
-            params += [("fq", "-{!term f=dataset v=$nd.ds}"), ("nd.ds", other_datasets_than)]
+            params += filter_params([not_in_dataset(other_datasets_than)])
         return params
 
     def search(
@@ -465,7 +461,7 @@ class Searcher:
         if first_word_filter and query.processed.words:
             params += [("fq", "{!term f=first_word v=$nd.fw}"), ("nd.fw", text_token(query.processed.words[0]))]
         if other_datasets_than is not None:
-            params += [("fq", "-{!term f=dataset v=$nd.ds}"), ("nd.ds", other_datasets_than)]
+            params += filter_params([not_in_dataset(other_datasets_than)])
         return params
 
     def _every_band_candidate(self, query: Query, options: _Options) -> Iterator[dict]:
@@ -545,8 +541,3 @@ def cursor_docs(client: SolrClient, params: Sequence[tuple[str, object]], page_s
         if len(docs) < page_size or next_cursor == cursor:
             return
         cursor = next_cursor
-
-
-def quoted_term(token: str) -> str:
-    """A token as a quoted term of the standard query parser; inside quotes only \\ and " are special."""
-    return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -18,7 +18,9 @@ from neardup_solr.errors import SolrUnavailableError
 from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.candidates import CollectionStats, shingle_sets
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, decode_signatures
+from neardup_solr.signing.settings import SETTINGS_DOC_ID
+from neardup_solr.signing.tokens import decode_signatures
+from neardup_solr.solr.queries import documents_of, select_params
 from neardup_solr.text import Shingler
 
 log = logging.getLogger(__name__)
@@ -47,16 +49,7 @@ def signature_pages(
     stats = stats if stats is not None else CollectionStats()
     # base64 of 4 * num_hashes bytes; anything else was written with other settings or is damaged.
     expected_chars = 4 * math.ceil(4 * num_hashes / 3)
-    params: list[tuple[str, object]] = [
-        ("q", "*:*"),
-        ("fq", "-{!term f=dataset v=$nd.meta}"),
-        ("nd.meta", META_DATASET),
-        ("sort", "id asc"),
-        ("rows", page_size),
-        ("fl", "id,minhash_sig"),
-    ]
-    if dataset is not None:
-        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    params = select_params(documents_of(dataset), sort="id asc", rows=page_size, fields="id,minhash_sig")
     if local:
         params.append(("distrib", "false"))
     cursor = "*"
@@ -270,11 +263,4 @@ def fetch_shingle_sets(
     keyed = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
     return keyed, sizes, found
 
-
-
-def dataset_filters(dataset: str | None) -> list[str]:
-    filters = [f"-dataset:{META_DATASET}"]
-    if dataset is not None:
-        filters.append("{!term f=dataset}" + dataset)
-    return filters
 

@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID, DocumentBuilder, read_index_settings
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import SETTINGS_DOC_ID
+from neardup_solr.solr.queries import FROM_LEADERS, USER_DOCUMENTS, select_params
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.io.readers import Record, RecordReader
 from neardup_solr.solr.client import SolrClient
 
@@ -136,26 +139,15 @@ class VerifyResult:
         return f"checked {self.checked} documents: " + "; ".join(parts)
 
 
-# The proof reads each shard's leader, the copy updates go through: just after a partition heals, a replica that
-# was cut off can answer a query for a moment before it says it is recovering, and it lacks what the leader
-# acknowledged meanwhile. A standalone core ignores the parameter.
-FROM_LEADERS = ("shards.preference", "replica.leader:true")
 
 
 def _index_rows(client: SolrClient, fields: tuple[str, ...]) -> Iterator[dict]:
     """Every document of the collection (settings document excluded) in id order, a page at a time."""
     cursor = "*"
     while True:
-        data = client.select([
-            ("q", "*:*"),
-            ("fq", "-{!term f=dataset v=$nd.meta}"),
-            ("nd.meta", META_DATASET),
-            ("sort", "id asc"),
-            ("rows", _PAGE_ROWS),
-            ("cursorMark", cursor),
-            ("fl", ",".join(fields)),
-            FROM_LEADERS,
-        ])
+        # The proof reads each shard's leader (FROM_LEADERS).
+        data = client.select([*select_params([USER_DOCUMENTS], sort="id asc", rows=_PAGE_ROWS, fields=",".join(fields)),
+                              ("cursorMark", cursor), FROM_LEADERS])
         for doc in data["response"]["docs"]:
             if doc["id"] != SETTINGS_DOC_ID:
                 yield doc

@@ -1,7 +1,7 @@
 """Batch dedup and similarity joins on Apache Spark, with the signatures the Solr indexer gives.
 
 Solr is the online side (a lookup per new text); Spark is the batch side (a whole corpus, or two of them, at
-once). Both sign with the same :class:`~neardup_solr.solr.documents.DocumentBuilder`, so a pair found in Spark
+once). Both sign with the same :class:`~neardup_solr.signing.builder.DocumentBuilder`, so a pair found in Spark
 and a lookup in Solr never disagree, and :func:`neardup_solr.spark.solr.write_to_solr` can load a
 Spark-signed corpus into Solr. ``dedup(..., similarity="idf")`` and ``join(..., similarity="idf")`` find the
 pairs of ``--similarity idf --method lsh`` (:mod:`neardup_solr.spark.weighted`). Needs the ``spark`` extra
@@ -17,10 +17,10 @@ staging_dir="/tmp/stage")`` returns the result and the read (its rejected record
 """
 
 from neardup_solr.spark.jobs import SparkJobStats, SparkPairs, band_params, dedup, dedup_file, join
-from neardup_solr.spark.session import SparkUnavailableError, require_java, require_pyspark, spark_session
+from neardup_solr.spark.session import require_java, require_pyspark, spark_session
 from neardup_solr.spark.signing import document_builder, sign, signature_bytes
 
 __all__ = [
-    "SparkJobStats", "SparkPairs", "SparkUnavailableError", "band_params", "dedup", "dedup_file", "document_builder", "join",
+    "SparkJobStats", "SparkPairs", "band_params", "dedup", "dedup_file", "document_builder", "join",
     "require_java", "require_pyspark", "sign", "signature_bytes", "spark_session",
 ]

@@ -21,6 +21,7 @@ from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import FORMATS, RecordReader
 from neardup_solr.io.outputs import write_atomically
 from neardup_solr.pairs.similar_pairs import pairs_file_header
+from neardup_solr.spark.ordering import id_order_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -208,8 +209,6 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
     streams the parts, in order, behind the header into ``out``, which appears complete or not at all."""
     from pyspark.sql import functions as F
 
-    from neardup_solr.spark.jobs import id_order_keys
-
     def lines(frames):  # pandas DataFrames of a partition, in order: one TSV line per pair
         import pandas as pd
 
@@ -236,8 +235,6 @@ def write_keep_list_from_executors(ids: "DataFrame", dropped: Iterable[str], out
     into ``out`` as :func:`write_pairs_from_executors` does: the driver holds the dropped ids (they follow the
     near duplicates), never every id. Returns the number of ids written."""
     from pyspark.sql import functions as F
-
-    from neardup_solr.spark.jobs import id_order_keys
 
     def lines(frames):
         import pandas as pd

@@ -58,7 +58,7 @@ from neardup_solr.pairs.candidates import (
     estimate_margin,
     min_matches,
 )
-from neardup_solr.solr.documents import IndexSettings
+from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs.lsh import LSHParams
 from neardup_solr.pairs.similar_pairs import id_sort_key
@@ -66,6 +66,7 @@ from neardup_solr.pairs.similar_pairs import SimilarPair
 from neardup_solr.validation import check_choice
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, weighted_band_params
 from neardup_solr.spark.io import READ_ON
+from neardup_solr.spark.ordering import id_before
 from neardup_solr.spark.signing import sign
 
 if TYPE_CHECKING:
@@ -260,7 +261,7 @@ def _dedup_signed(signed: "DataFrame", rejected: "DataFrame", settings: IndexSet
                                        excluded=excluded)
         key = "row"
     pairs = _verified(candidates, signed, signed, t, settings, snapshot, stats, key=key)
-    first = _id_before(F.col("a"), F.col("b"))
+    first = id_before(F.col("a"), F.col("b"))
     pairs = pairs.select(F.when(first, F.col("a")).otherwise(F.col("b")).alias("id"),
                          F.when(first, F.col("b")).otherwise(F.col("a")).alias("neighbor_id"),
                          "similarity").cache()
@@ -666,25 +667,3 @@ def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", th
     floor = threshold - 1e-12
     return (estimated.select("a", "b", measure.cast("double").alias("similarity"))
             .filter(F.col("similarity") >= F.lit(floor)))
-
-
-def id_order_keys(column: "Column") -> list["Column"]:
-    """Sort keys that order ids as :func:`~neardup_solr.pairs.groups.id_key` (``id_sort_key``) does: ASCII digit
-    strings by value (any length: by their length without leading zeros, then their digits), before any other
-    string, and the id itself last. Spark compares strings by their UTF-8 bytes, which is Python's code point
-    order. ``orderBy(*id_order_keys(col))`` sorts as ``report`` does; :func:`_id_before` compares two ids."""
-    from pyspark.sql import functions as F
-
-    digits = column.rlike("^[0-9]+$")
-    number = F.regexp_replace(column, "^0+", "")
-    return [F.when(digits, F.lit(0)).otherwise(F.lit(1)),
-            F.when(digits, F.length(number)).otherwise(F.lit(0)),
-            F.when(digits, number).otherwise(F.lit("")),
-            column]
-
-
-def _id_before(a: "Column", b: "Column") -> "Column":
-    """``id_sort_key(a) < id_sort_key(b)`` as a Spark expression (structs compare field by field)."""
-    from pyspark.sql import functions as F
-
-    return F.struct(*id_order_keys(a)) < F.struct(*id_order_keys(b))

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from neardup_solr.pairs.lsh import LSHParams
-    from neardup_solr.solr.documents import DocumentBuilder, IndexSettings
+    from neardup_solr.signing.builder import DocumentBuilder
+    from neardup_solr.signing.settings import IndexSettings
 
 RANGE_BYTES = 32 * 2**20
 SUMMARY_SCHEMA = "chunk long, local long, reason string, record_id string, lines long"

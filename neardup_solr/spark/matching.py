@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one
+from neardup_solr.spark.ordering import id_order_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,8 +34,6 @@ def one_to_one_pairs(pairs: "DataFrame", *, finish_on_driver: int = FINISH_ON_DR
     by the executors in rounds; the same pairs as :func:`~neardup_solr.pairs.similar_pairs.one_to_one`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-
-    from neardup_solr.spark.jobs import id_order_keys
 
     spark = pairs.sparkSession
     order = [F.col("similarity").desc(), *id_order_keys(F.col("id")), *id_order_keys(F.col("neighbor_id"))]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neardup_solr.errors import SparkUnavailableError  # noqa: F401 (defined in errors, importable here too)
+from neardup_solr.errors import SparkUnavailableError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

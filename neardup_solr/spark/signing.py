@@ -2,7 +2,7 @@
 MinHash batch path on each Arrow batch of ``(id, text)`` records.
 
 Nothing here re-implements text processing: :func:`document_builder` builds the indexer's
-:class:`~neardup_solr.solr.documents.DocumentBuilder` from an :class:`~neardup_solr.solr.documents.IndexSettings`, and the
+:class:`~neardup_solr.signing.builder.DocumentBuilder` from an :class:`~neardup_solr.signing.settings.IndexSettings`, and the
 UDF calls its shingler (``batch_hashes``, the vectorised path the indexer's lean build uses), its MinHash and
 :func:`~neardup_solr.pairs.lsh.band_keys`. A signature computed here is therefore the indexer's, value for value
 (``tests/test_spark.py`` compares them with the ``minhash_sig`` Solr holds).
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from neardup_solr.errors import InvalidTextError
-from neardup_solr.solr.documents import DocumentBuilder, IndexSettings, record_problem
+from neardup_solr.signing.builder import DocumentBuilder, record_problem
+from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.lsh import LSHParams, band_keys
 from neardup_solr.text import normalize

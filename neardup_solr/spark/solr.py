@@ -6,7 +6,7 @@ Each executor builds its records' documents with the indexer's builder
 collection's token fields and the band keys of the collection's own LSH settings) and checks that each
 document's ``minhash_sig`` is the signature the Spark job computed (a difference would be a bug, and stops
 the load), then sends them in batches of 500. The driver stores the settings first
-(:func:`~neardup_solr.solr.documents.ensure_index_settings`: a collection indexed with other settings is refused),
+(:func:`~neardup_solr.solr.settings_store.ensure_index_settings`: a collection indexed with other settings is refused),
 commits at the end and checks, as ``index`` does, that every id sent is in the index.
 
 An IDF run (``--similarity idf``) loads the same documents: its weighted signatures are not stored. Solr-side
@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 import numpy as np
 
-from neardup_solr.errors import SignatureDisagreementError  # noqa: F401 (defined in errors, importable here too)
-from neardup_solr.solr.documents import IndexSettings, encode_signature, ensure_index_settings
+from neardup_solr.errors import SignatureDisagreementError
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.signing.tokens import encode_signature
+from neardup_solr.solr.settings_store import ensure_index_settings
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.verify import VerifyResult, verify_ids
 from neardup_solr.spark.signing import document_builder

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 import pandas as pd  # at module level: pandas_udf resolves the UDF's type hints against this module
 
-from neardup_solr.solr.documents import IndexSettings, record_problem
+from neardup_solr.signing.builder import record_problem
+from neardup_solr.signing.settings import TOKEN_FIELDS, IndexSettings
 from neardup_solr.pairs.lsh import LSHParams, band_keys
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, signing_weights, weighted_signer
-from neardup_solr.solr.idf import WORDS_FIELD
 from neardup_solr.pairs.weighted import weighted_jaccard
 from neardup_solr.spark.signing import EMPTY_TEXT, document_builder
 
@@ -76,7 +76,7 @@ def frequencies(tokens: "DataFrame", *, scheme: str, num_hashes: int, seed: int)
     df = {r["token"]: int(r["n"]) for r in
           tokens.select(F.explode("tokens").alias("token")).groupBy("token").agg(F.count("*").alias("n"))
           .toLocalIterator()}
-    return IdfSnapshot(field=WORDS_FIELD, num_docs=max(num_docs, 1), df=df, scheme=scheme, num_hashes=num_hashes,
+    return IdfSnapshot(field=TOKEN_FIELDS["words"], num_docs=max(num_docs, 1), df=df, scheme=scheme, num_hashes=num_hashes,
                        seed=seed, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 

@@ -1,0 +1,161 @@
+"""How a collection is indexed: the token fields, the shingle and MinHash settings, and the names reserved for
+neardup-solr's own documents. Pure values and their checks; storing them in a collection is
+:mod:`neardup_solr.solr.settings_store`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from neardup_solr.errors import InvalidParameterError, ParameterTypeError
+from neardup_solr.pairs.lsh import LSHParams, recall_params
+from neardup_solr.text import LATEST_NORMALIZER_VERSION, Normalizer
+from neardup_solr.validation import check_choice, check_float, check_int
+
+# The id of the document that stores a collection's settings, and the data set of neardup-solr's own documents
+# (the settings, the online mode's claims): no record may use them.
+SETTINGS_DOC_ID = "__neardup_settings__"
+META_DATASET = "__meta__"
+RESERVED_IDS = frozenset({SETTINGS_DOC_ID})
+
+UNITS = ("word", "char")
+
+# Token field of each kind of token, in the schema (shingles: see SHINGLE_FIELDS, by IndexSettings.shingle_tokens).
+TOKEN_FIELDS = {"shingles": "content_ng", "minhash": "content_sg", "lsh": "content_lsh", "words": "content_words",
+                "grams": "content_grams"}
+# How shingles are spelled as tokens, and the field of each spelling. "hash": the hex of each distinct shingle's
+# 32-bit hash (the values the MinHash signature is computed from), all of a document's in one whitespace-separated
+# value of content_nh. "text": the shingle strings, one multi-valued content_ng value each, as collections indexed
+# before the "hash" form keep doing (stored settings without shingle_tokens read as "text"). The hash form costs
+# Solr about a third less per document (benchmarks/token_fields.py) and the client no shingle strings. Two
+# distinct shingles of one pair of documents share a 32-bit hash with probability about n1*n2/2**32 (1e-5 for
+# two 220-shingle texts): the overlap count is then one too high, the same error the MinHash signature and the
+# threshold mode's exact check already accept, since both work on these hashes.
+SHINGLE_FIELDS = {"hash": "content_nh", "text": "content_ng"}
+# The token fields an index gets unless told otherwise: what the default lookups (shingles), LSH lookups and
+# whole-collection reports (lsh) and IDF weighting (words) read. "minhash" (the write-up's mode=minhash, a
+# position-by-position OR-query that LSH bands answer with a fraction of the tokens) cost a quarter of Solr's
+# indexing CPU and is opt-in, like "grams" (only --idf-tokens grams reads it).
+DEFAULT_TOKEN_FIELDS = ("shingles", "lsh", "words")
+# Every mode of the write-ups: the defaults before minhash became opt-in (collections indexed then keep them:
+# their stored settings name their fields).
+WRITE_UP_TOKEN_FIELDS = ("shingles", "minhash", "lsh", "words")
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How a collection was indexed. Stored in the index itself, so searches always use the same settings.
+
+    ``ngram`` shingle size (1-1000) of ``unit`` ``"word"`` or ``"char"``; ``num_hashes`` MinHash values
+    (1-8192); ``seed`` of the masks (0 to 2**32-1); ``lsh_threshold`` the Jaccard similarity (0 < t <= 1) the
+    LSH bands are chosen for, unless ``bands`` and ``rows`` (per band) are given together with
+    ``bands * rows <= num_hashes``; ``fields`` the token fields to index (a tuple of names from
+    ``TOKEN_FIELDS``); ``sample_mod`` keeps the shingles whose hash is 0 modulo it (1 keeps all).
+    ``normalizer_version``, ``fold_diacritics`` and ``fold_digits`` choose the
+    :class:`~neardup_solr.text.Normalizer`; new collections get the latest version, and settings stored
+    before versions existed read as version 1, which such collections keep answering with.
+
+    Every value is checked here, so invalid settings never reach a collection: an integer is an int (not
+    128.0, not True) and a number is finite. A refused value raises
+    :class:`~neardup_solr.errors.InvalidParameterError` (or :class:`~neardup_solr.errors.ParameterTypeError`)
+    naming the parameter.
+    """
+
+    ngram: int = 3
+    unit: str = "word"
+    num_hashes: int = 128
+    seed: int = 42
+    lsh_threshold: float = 0.8
+    bands: int | None = None
+    rows: int | None = None
+    # Which token fields to index. Each costs indexing time (Solr's work grows with the number of distinct
+    # terms): "shingles" (content_ng: shingle mode, threshold mode), "minhash" (content_sg: MinHash mode),
+    # "lsh" (content_lsh: LSH lookups), "words" (content_words: IDF weighting), "grams" (content_grams: IDF
+    # weighting over words and their character 4-grams, for records with typos; not indexed by default). The
+    # signature itself (minhash_sig) is always stored; whole-collection dedup needs nothing else.
+    fields: tuple[str, ...] = DEFAULT_TOKEN_FIELDS
+    # Write-up 003's sampling: index only the shingles whose hash is 0 modulo sample_mod (1 = all of them). A
+    # smaller index, and similar documents still share about 1/sample_mod of their shingles.
+    sample_mod: int = 1
+    # The text normaliser (neardup_solr.text.Normalizer): its version and options. Stored settings without
+    # normalizer_version were written before version 2 existed: from_json reads them as version 1.
+    normalizer_version: int = LATEST_NORMALIZER_VERSION
+    fold_diacritics: bool = False
+    fold_digits: bool = False
+    # How shingles are indexed (SHINGLE_FIELDS): "hash" for new collections, "text" for those stored before.
+    shingle_tokens: str = "hash"
+
+    def __post_init__(self) -> None:
+        # Checked here, before a settings object can reach the index: a stored lsh_threshold of 1.5 or NaN, or
+        # a num_hashes of 128.0, used to make every later Searcher and Indexer fail on that collection.
+        set_ = object.__setattr__
+        set_(self, "ngram", check_int("ngram", self.ngram, "ngram"))
+        set_(self, "unit", check_choice("unit", self.unit, UNITS))
+        set_(self, "num_hashes", check_int("num_hashes", self.num_hashes, "num_hashes"))
+        set_(self, "seed", check_int("seed", self.seed, "seed"))
+        set_(self, "lsh_threshold", check_float("lsh_threshold", self.lsh_threshold, "lsh_threshold"))
+        set_(self, "bands", check_int("bands", self.bands, "bands", none_ok=True))
+        set_(self, "rows", check_int("rows", self.rows, "rows_per_band", none_ok=True))
+        set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
+        set_(self, "shingle_tokens", check_choice("shingle_tokens", self.shingle_tokens, tuple(SHINGLE_FIELDS)))
+        self.normalizer()  # checks the version and its options
+        if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
+            raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
+                                     f"choose from {', '.join(TOKEN_FIELDS)}")
+        set_(self, "fields", tuple(self.fields))
+        unknown = [f for f in self.fields if f not in TOKEN_FIELDS]
+        if unknown:
+            raise InvalidParameterError("fields", f"token field names from {', '.join(TOKEN_FIELDS)}", self.fields,
+                                        f"unknown: {', '.join(map(repr, unknown))}")
+        if len(set(self.fields)) != len(self.fields):
+            raise InvalidParameterError("fields", "token field names, each once", self.fields)
+        if (self.bands is None) != (self.rows is None):
+            raise InvalidParameterError("bands", "given together with rows, or neither (then they are chosen "
+                                        "for lsh_threshold)", self.bands, show_value=False)
+        if self.bands is not None and self.rows is not None and self.bands * self.rows > self.num_hashes:
+            raise InvalidParameterError(
+                "bands", f"such that bands * rows <= num_hashes ({self.num_hashes})", self.bands,
+                f"bands * rows = {self.bands * self.rows}; lower one of them or raise num_hashes")
+
+    def require(self, kind: str) -> None:
+        """Raise a clear error when a query needs a token field this collection was indexed without."""
+        if kind not in self.fields:
+            raise ValueError(
+                f"this collection was indexed without {kind!r} tokens ({self.token_field(kind)}); re-index with "
+                f"--fields including {kind} (IndexSettings(fields=...) in Python) to use this mode (indexed: "
+                f"{', '.join(self.fields) or 'none'})"
+            )
+
+    def token_field(self, kind: str) -> str:
+        """The schema field that holds ``kind`` tokens (a key of TOKEN_FIELDS) in a collection with these settings."""
+        if kind == "shingles":
+            return SHINGLE_FIELDS[self.shingle_tokens]
+        return TOKEN_FIELDS[kind]
+
+    def normalizer(self) -> Normalizer:
+        """The normaliser every text of this collection goes through (indexing, lookups, joins, verify)."""
+        return Normalizer(self.normalizer_version, self.fold_diacritics, self.fold_digits)
+
+    def lsh_params(self) -> LSHParams:
+        """The LSH bands and rows: the explicit ones, else those chosen for ``lsh_threshold`` (recall 0.95)."""
+        if self.bands is not None and self.rows is not None:
+            return LSHParams(self.bands, self.rows)
+        return recall_params(self.lsh_threshold, self.num_hashes)
+
+    def to_json(self) -> str:
+        """The settings as the JSON stored in the collection's settings document."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "IndexSettings":
+        """Settings from :meth:`to_json`'s JSON; raises InvalidParameterError (a ValueError) or
+        ParameterTypeError (a TypeError) for values it would not accept, ValueError for broken JSON."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        if isinstance(data.get("fields"), list):
+            data["fields"] = tuple(data["fields"])
+        data.setdefault("normalizer_version", 1)  # stored before normaliser versions existed
+        data.setdefault("shingle_tokens", "text")  # stored before shingles were indexed as hashes
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})

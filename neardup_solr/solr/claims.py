@@ -1,0 +1,201 @@
+"""Create-only writes and the claims on a text: the update bodies the online mode sends, in one place.
+
+A create-only add carries Solr's optimistic concurrency ``_version_ = -1`` ("only if no document has this id"):
+Solr decides it under the id's version lock on the shard leader, uncommitted documents included, and answers
+HTTP 409 when the id is taken. A claim is such a create of a small document whose id is derived from the MD5 of
+a normalised text (``__neardup_claim__:<md5>``): of any number of concurrent claims on one text exactly one is
+written. :func:`neardup_solr.engine.online.check_and_add` claims a text before it adds it;
+:meth:`neardup_solr.NearDupIndex.insert` adds create-only. See :mod:`neardup_solr.engine.online` for the
+protocol as a whole and its limits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from neardup_solr.errors import DocumentExistsError, NeardupError, SolrRequestError
+from neardup_solr.signing.settings import META_DATASET
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.queries import FROM_LEADERS
+
+log = logging.getLogger("neardup_solr.engine.online")  # the online mode's log, as before the move
+
+CLAIM_PREFIX = "__neardup_claim__:"
+# Longer than any claim-to-add takes (one soft-committed add of one document), so a live owner is never robbed.
+CLAIM_LEASE_SECONDS = 30.0
+# Takes of a claim that keeps changing under concurrent checks before giving up.
+CLAIM_ATTEMPTS = 8
+
+
+def claim_id(md5_hash: str) -> str:
+    """The id of the claim document of a normalised text's MD5."""
+    return CLAIM_PREFIX + md5_hash
+
+
+def post_update(client: SolrClient, body: Any, *, commit_within_ms: int | None = None,
+                soft_commit: bool = False) -> None:
+    """Send one JSON update body: soft-committed, or with ``commitWithin``, or left to the next commit."""
+    params: list[tuple[str, object]] = [("wt", "json")]
+    if soft_commit:
+        params += [("softCommit", "true")]
+    elif commit_within_ms is not None:
+        params += [("commitWithin", commit_within_ms)]
+    client.request("POST", "update", params=params, data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                   headers={"Content-Type": "application/json"})
+
+
+def create(client: SolrClient, doc: dict, version: int = -1, *, commit_within_ms: int | None = None,
+           soft_commit: bool = False) -> bool:
+    """Add ``doc`` only if its version is still ``version`` (-1: only if no document has its id). False when
+    Solr refused it for that (409)."""
+    try:
+        post_update(client, [{**doc, "_version_": version}], commit_within_ms=commit_within_ms,
+                    soft_commit=soft_commit)
+        return True
+    except SolrRequestError as exc:
+        if exc.status == 409:
+            return False
+        raise
+
+
+def create_only(client: SolrClient, doc: dict, *, commit_within_ms: int | None = None) -> bool:
+    """Add ``doc`` unless its id is taken (False then, nothing written). Visible at once (a soft commit) when
+    ``commit_within_ms`` is None, else within that many milliseconds."""
+    return create(client, doc, -1, commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
+
+
+def delete_now(client: SolrClient, doc_id: str) -> None:
+    """Delete one document, soft-committed."""
+    post_update(client, {"delete": {"id": doc_id}}, soft_commit=True)
+
+
+def soft_commit(client: SolrClient) -> None:
+    """Make every add sent so far visible to searches."""
+    client.get_json("update", {"softCommit": "true"})
+
+
+def claim_holder(client: SolrClient, md5_hash: str) -> str | None:
+    """Who holds the claim on a text now, read from the shard leader's real-time view (None: no claim)."""
+    found = client.get_by_ids([claim_id(md5_hash)], "id,content", params=[FROM_LEADERS])
+    return (str(claim_info(found[0]).get("owner", "")) or None) if found else None
+
+
+def claim_info(claim: dict) -> dict:
+    """What a claim document says (owner, md5, claimed_at, nonce); empty for a claim whose content is unreadable."""
+    try:
+        info = json.loads(claim.get("content") or "{}")
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def release(client: SolrClient, cid: str) -> None:
+    """Remove a claim this call made and could not honour; a failure only leaves a claim that goes stale."""
+    try:
+        post_update(client, {"delete": {"id": cid}})
+    except NeardupError as exc:
+        log.warning("could not remove claim %s (it expires after %.0f s): %s", cid, CLAIM_LEASE_SECONDS, exc)
+
+
+def claim_document(md5_hash: str, doc_id: str, ttl: str | None) -> dict[str, Any]:
+    """The claim of a text for ``doc_id``; ``nonce`` tells this very claim apart from an older one of the same id."""
+    owner = {"owner": doc_id, "md5": md5_hash, "claimed_at": time.time(), "nonce": uuid.uuid4().hex}
+    return {"id": claim_id(md5_hash), "dataset": META_DATASET, "content": json.dumps(owner),
+            **({"ttl": ttl} if ttl is not None else {})}
+
+
+def exists_error(client: SolrClient, doc_id: str) -> DocumentExistsError:
+    return DocumentExistsError(
+        f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites it: delete "
+        "it first, or choose another id", doc_id)
+
+
+def claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: dict, ttl: str | None,
+                     commit_within_ms: int | None) -> bool | None:
+    """On a single core, claim the text and add ``document`` in one update request; True when both were added,
+    None when the claim was taken (the caller then finds out by whom, through :func:`claim`).
+
+    A single core applies the documents of one request in order and stops at the first one that fails, so when
+    the claim is refused (409) the document after it is never written. Whatever went wrong, a real-time get says
+    whether this request's claim is there, and it is removed if so. On SolrCloud the two documents may live on
+    different shards, which are written independently: there the caller sends them one after the other."""
+    claim = claim_document(md5_hash, doc_id, ttl)
+    try:
+        post_update(client, [{**claim, "_version_": -1}, {**document, "_version_": -1}],
+                    commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
+        return True
+    except BaseException as exc:
+        refused = isinstance(exc, SolrRequestError) and exc.status == 409
+        try:
+            seen = {d["id"]: d for d in client.get_by_ids([claim["id"], doc_id], "id,content,md5_hash")}
+        except NeardupError:
+            raise exc from None  # Solr is away: a claim written anyway goes stale after the lease
+        ours = seen.get(claim["id"], {}).get("content") == claim["content"]
+        if ours and not refused and seen.get(doc_id, {}).get("md5_hash") == document.get("md5_hash"):
+            log.info("the add of %r failed to answer (%s) but both documents are in: it took effect", doc_id, exc)
+            return True
+        if ours:
+            release(client, claim["id"])
+        if refused:
+            if ours:
+                raise exists_error(client, doc_id) from None
+            return None
+        raise
+
+
+def holds_our_text(client: SolrClient, document: dict) -> bool:
+    """After a create answered "exists" (409): whether the document there is this very add. A create whose answer
+    was lost (a link cut after Solr took it) is sent again by the client's retry, and the second attempt finds
+    the first; we hold the claim on this text, so the same id with the same text is ours, not another's."""
+    found = client.get_by_ids([document["id"]], "id,md5_hash")
+    return bool(found) and found[0].get("md5_hash") == document.get("md5_hash")
+
+
+@dataclass
+class ClaimOutcome:
+    """What :func:`claim` found: ``won`` the claim, or lost it to ``owner`` (an id), whose document
+    ``owner_document`` holds the same text (None while its add is under way: ``pending``)."""
+
+    won: bool
+    owner: str | None = None
+    owner_document: dict | None = None
+    pending: bool = False
+
+
+def claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None) -> ClaimOutcome:
+    """Claim the text for ``doc_id``. When lost, the outcome names the document (or the pending add) that holds
+    the claim. A claim made with ``ttl`` expires with the document it was made for."""
+    cid = claim_id(md5_hash)
+    for _ in range(CLAIM_ATTEMPTS):
+        now = time.time()
+        doc = claim_document(md5_hash, doc_id, ttl)
+        if create(client, doc, -1):
+            return ClaimOutcome(True)
+        seen = client.get_by_ids([cid], "id,content,_version_")
+        if not seen:
+            continue  # released between our attempt and our read: try again
+        info = claim_info(seen[0])
+        owner = str(info.get("owner", ""))
+        owner_docs = client.get_by_ids([owner], "id,content,md5_hash,dataset") if owner else []
+        if owner_docs and owner_docs[0].get("md5_hash") == md5_hash:
+            return ClaimOutcome(False, owner, owner_docs[0])
+        if owner == doc_id:
+            # Our own claim, our document not there yet: an earlier attempt of this call whose answer was lost
+            # (a retried create meets its own 409), or a concurrent check of the same record. Adding the same
+            # id and text again is idempotent, so it is ours to go on with, never a duplicate of itself.
+            return ClaimOutcome(True)
+        age = now - float(info.get("claimed_at", 0) or 0)
+        if owner and age < CLAIM_LEASE_SECONDS:
+            # The owner's add is under way (or failed moments ago): report it rather than race it.
+            return ClaimOutcome(False, owner, None, pending=True)
+        # Stale: the owner was deleted, or changed text, or never arrived. Take it over if nobody else does first.
+        if create(client, doc, int(seen[0]["_version_"])):
+            log.info("took over the stale claim %s of %r for %r", cid, owner, doc_id)
+            return ClaimOutcome(True)
+    raise NeardupError(f"could not claim the text for {doc_id!r}: its claim kept changing under concurrent checks; "
+                       "try again")
