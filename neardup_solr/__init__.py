@@ -3,7 +3,7 @@
     >>> from neardup_solr import SolrClient, Indexer, Searcher
     >>> client = SolrClient()                      # $SOLR_URL, else the local launcher's core
     >>> Indexer(client).index_file("addresses.txt")
-    >>> Searcher(client).find_near_dups_by_shingles("3", max_distance=2)
+    >>> Searcher(client).find_near_dups_by_shingles("3", max_edit_distance=2)
 """
 
 import logging
@@ -62,8 +62,8 @@ from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold
 from neardup_solr.pairs.similar_pairs import one_to_one
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_pairs
 
-from neardup_solr.options import JoinOptions, LookupOptions, ThresholdOptions
-from neardup_solr.engine.find import PairsResult, find_cross_pairs, find_pairs
+from neardup_solr.options import WRITEUP_LOOKUP, JoinOptions, LookupOptions, LookupReportOptions, ThresholdOptions
+from neardup_solr.engine.find import PairsResult, ReportResult, find_cross_pairs, find_pairs, run_report
 from neardup_solr.version import __version__
 
 
@@ -88,5 +88,6 @@ __all__ = [
     "ThresholdFinder", "join_pairs", "one_to_one", "threshold_pairs",
     "CollectionSetupError", "DocumentExistsError", "OptionError", "SignatureDisagreementError",
     "SparkUnavailableError", "UsageError", "ReplicationShortfallError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
-    "LookupOptions", "ThresholdOptions", "JoinOptions", "find_pairs", "find_cross_pairs", "PairsResult",
+    "LookupOptions", "LookupReportOptions", "WRITEUP_LOOKUP", "ThresholdOptions", "JoinOptions", "find_pairs",
+    "find_cross_pairs", "PairsResult", "run_report", "ReportResult",
 ]

@@ -204,7 +204,8 @@ class DocumentExistsError(NeardupError, ValueError):
 
 
 class SignatureDisagreementError(NeardupError, RuntimeError):
-    """The indexer's builder signed a record differently from the Spark job (a bug in one of them)."""
+    """The indexer's builder signed a record differently from the Spark job (a bug in one of them), or a Spark
+    executor would sign with another Unicode version than the driver."""
 
 
 class SparkUnavailableError(NeardupError, RuntimeError):

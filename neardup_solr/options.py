@@ -4,7 +4,9 @@ Three kinds of request find near duplicates, and every front door speaks of them
 
 - :class:`LookupOptions`: the near duplicates of one document or text (``near-dups``, ``POST /v1/near-dups``,
   :meth:`Searcher.find_near_dups <neardup_solr.solr.searcher.Searcher.find_near_dups>`), and each lookup of a
-  lookup-mode report;
+  lookup-mode report (:class:`LookupReportOptions`: ``report``, ``POST /v1/reports`` without ``threshold``,
+  :func:`~neardup_solr.engine.report.report_near_dups`); a lookup may instead ask for every document at a
+  similarity (:class:`SimilarityLookup`) or holding a share of the shingles (:class:`ShareLookup`);
 - :class:`ThresholdOptions`: every pair of the collection at or above a similarity (``report --threshold``,
   ``POST /v1/reports`` with ``threshold``, :func:`neardup_solr.find_pairs`);
 - :class:`JoinOptions`: every pair between a file of records and the indexed data set (``join``,
@@ -13,7 +15,11 @@ Three kinds of request find near duplicates, and every front door speaks of them
 The command line's flags are these keys with dashes (``max_edit_distance`` is ``--max-edit-distance``), the
 service's JSON fields are these keys, and the Spark jobs take the same names. A default lives here only: the
 front doors leave an option they were not given as ``None`` and let these classes fill it, so a default changed
-here changes for all of them (``tests/test_options.py`` checks that no front door carries its own).
+here changes for all of them (``tests/test_options.py`` checks that no front door carries its own). The same
+goes for the rules between options (``num_hashes`` only in mode minhash, a method-lsh run does not resume, an
+IDF snapshot only with similarity idf and method lsh): they are checked here and nowhere else.
+:func:`lookup_from_given` and :func:`report_options_from_given` turn what a door was given into these objects,
+and the engine takes them as they are (:func:`neardup_solr.engine.find.run_report`).
 
 Pure: no Solr, no front door. The checks raise :class:`~neardup_solr.errors.InvalidParameterError` naming the
 key; a front door renders it with its own name for the key (a flag, a JSON field).
@@ -21,16 +27,27 @@ key; a front door renders it with its own name for the key (a flag, a JSON field
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import warnings
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Mapping, Union
 
-from neardup_solr.errors import InvalidParameterError
-from neardup_solr.validation import Limit, check_bool, check_choice, check_float, check_int, check_label
+from neardup_solr.errors import InvalidParameterError, OptionError, ParameterTypeError
+from neardup_solr.validation import (
+    Limit,
+    check_bool,
+    check_choice,
+    check_float,
+    check_id,
+    check_int,
+    check_label,
+    id_problem,
+)
 
 __all__ = [
     "MODES", "SIMILARITIES", "METHODS", "IDF_TOKENS", "COLLECTION_THRESHOLD", "MinJaccard",
-    "LookupOptions", "ThresholdOptions", "JoinOptions", "WRITEUP_LOOKUP", "DEFAULT_SPLIT_BUCKET",
-    "DEFAULT_BLOOM_FP_RATE", "not_applicable", "option_names",
+    "LookupOptions", "LookupReportOptions", "ThresholdOptions", "JoinOptions", "ReportOptions", "SimilarityLookup",
+    "ShareLookup", "AnyLookup", "WRITEUP_LOOKUP", "DEFAULT_SPLIT_BUCKET", "DEFAULT_BLOOM_FP_RATE", "NOT_GIVEN",
+    "not_applicable", "check_snapshot", "lookup_from_given", "report_options_from_given", "option_names",
 ]
 
 MODES = ("shingles", "minhash", "lsh")
@@ -51,14 +68,61 @@ DEFAULT_BLOOM_FP_RATE = 0.01
 def not_applicable(keys: list[str], why: str) -> InvalidParameterError:
     """The error for options given where they do not apply: refused, never ignored, because a request that
     silently drops an option answers another question than the one asked."""
-    return InvalidParameterError(keys[0], f"left out {why}", None, show_value=False)
+    return OptionError(list(keys), why)
+
+
+class _NotGiven:
+    """The default of a keyword that may also be given as None on purpose (``max_edit_distance=None``: no limit)."""
+
+    _instance: "_NotGiven | None" = None
+
+    def __new__(cls) -> "_NotGiven":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+    def __reduce__(self) -> str:
+        return "NOT_GIVEN"
+
+
+#: A keyword argument that was not given (typed ``Any`` so that it can stand as any parameter's default).
+NOT_GIVEN: Any = _NotGiven()
+
+# Python keywords kept under an older name: old name -> the key every door now uses.
+DEPRECATED_KEYWORDS = {"max_distance": "max_edit_distance"}
+
+
+def _renamed_keywords(keywords: Mapping[str, Any], stacklevel: int) -> dict[str, Any]:
+    """``keywords`` with the old names replaced by the new ones (a DeprecationWarning for each old one used)."""
+    renamed = dict(keywords)
+    for old, new in DEPRECATED_KEYWORDS.items():
+        if old not in renamed:
+            continue
+        value = renamed.pop(old)
+        if value is NOT_GIVEN:
+            continue
+        warnings.warn(f"{old}= is deprecated: use {new}= (the name of the command line's --"
+                      f"{new.replace('_', '-')} and of the service's JSON field)", DeprecationWarning,
+                      stacklevel=stacklevel + 1)
+        if renamed.get(new, NOT_GIVEN) is not NOT_GIVEN:
+            raise InvalidParameterError(old, f"left out when {new} is given (it is {new}'s old name)", value,
+                                        show_value=False)
+        renamed[new] = value
+    return renamed
 
 
 @dataclass(frozen=True)
 class LookupOptions:
     """One lookup. The defaults are the library's honest ones: every candidate at the collection's threshold,
     no edit-distance limit, no first-word filter, no row cap (:data:`WRITEUP_LOOKUP` is the write-up's ranking,
-    which reports keep)."""
+    which reports keep).
+
+    The command line (``near-dups``, ``report``), the service (``/v1/near-dups``, ``/v1/reports``) and the
+    Python API (:class:`~neardup_solr.solr.searcher.Searcher`, :func:`~neardup_solr.engine.report.report_near_dups`)
+    all build one of these, and its checks are the only ones: each door only says them in its own words."""
 
     mode: str = "shingles"
     max_edit_distance: int | None = None
@@ -69,7 +133,7 @@ class LookupOptions:
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
-        check_int("max_edit_distance", self.max_edit_distance, "max_edit_distance", none_ok=True)
+        check_int("max_edit_distance", self.max_edit_distance, _MAX_EDIT_DISTANCE, none_ok=True)
         if self.min_jaccard != COLLECTION_THRESHOLD:
             check_float("min_jaccard", self.min_jaccard, "min_jaccard", none_ok=True)
         check_int("rows", self.rows, "rows", none_ok=True)
@@ -81,25 +145,137 @@ class LookupOptions:
 
     @classmethod
     def from_given(cls, given: Mapping[str, Any], defaults: "LookupOptions | None" = None) -> "LookupOptions":
-        """The options given (None: not given), the others from ``defaults`` (these class defaults)."""
-        base = asdict(defaults if defaults is not None else cls())
+        """The options given by a front door (None: not given), the others from ``defaults`` (these class
+        defaults). Keys other than the options' are refused."""
+        base = _lookup_fields(defaults if defaults is not None else cls())
         unknown = sorted(set(given) - set(base))
         if unknown:
             raise InvalidParameterError(unknown[0], f"one of {', '.join(base)}", None, show_value=False)
         base.update({k: v for k, v in given.items() if v is not None})
         return cls(**base)
 
+    @classmethod
+    def from_keywords(cls, options: "LookupOptions | None", keywords: Mapping[str, Any],
+                      defaults: "LookupOptions | None" = None, *, stacklevel: int = 2) -> "LookupOptions":
+        """The options of a Python call: ``options`` as they are, or the keyword arguments that were given
+        (:data:`NOT_GIVEN`: not given; None is a value there) over ``defaults``. Both at once are refused: one
+        of the two would be ignored. ``max_distance`` is accepted for ``max_edit_distance`` (deprecated: the
+        warning names the caller ``stacklevel`` frames up, as :func:`warnings.warn` counts them from here)."""
+        given = {k: v for k, v in _renamed_keywords(keywords, stacklevel).items() if v is not NOT_GIVEN}
+        if options is not None:
+            if not isinstance(options, LookupOptions):
+                raise ParameterTypeError("options", "a LookupOptions", options)
+            if given:
+                raise not_applicable(sorted(given), "when options is given (give the lookup options one way)")
+            return options
+        base = _lookup_fields(defaults if defaults is not None else cls())
+        unknown = sorted(set(given) - set(base))
+        if unknown:
+            raise InvalidParameterError(unknown[0], f"one of {', '.join(base)}", None, show_value=False)
+        return cls(**{**base, **given})
+
+    @property
+    def lookup(self) -> "LookupOptions":
+        """The lookup options alone (a report's options hold more)."""
+        return LookupOptions(**_lookup_fields(self))
+
     def searcher_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of :meth:`Searcher.find_near_dups` and :func:`report_near_dups`, whose Python
-        name for the edit-distance limit is ``max_distance``."""
-        return {"mode": self.mode, "max_distance": self.max_edit_distance, "min_jaccard": self.min_jaccard,
-                "rows": self.rows, "first_word_filter": self.first_word_filter, "num_hashes": self.num_hashes}
+        """These options as the keyword arguments of :meth:`Searcher.find_near_dups
+        <neardup_solr.solr.searcher.Searcher.find_near_dups>` (``options=`` takes them as they are)."""
+        return _lookup_fields(self)
+
+
+def _lookup_fields(options: LookupOptions) -> dict[str, Any]:
+    return {f.name: getattr(options, f.name) for f in fields(LookupOptions)}
+
+
+# The edit-distance limit: its None is "no limit", spelled as each door spells nothing.
+_MAX_EDIT_DISTANCE = Limit("int", 0, 10**9, hint="leave it out (None in Python, null in JSON, 'none' on the "
+                                                  "command line) for no limit")
+
+
+@dataclass(frozen=True)
+class LookupReportOptions(LookupOptions):
+    """A lookup-mode report (``report`` without ``--threshold``, ``POST /v1/reports`` without ``threshold``):
+    one lookup per document with id in ``start_id``..``end_id`` (every document by default), ``workers``
+    lookups in flight (default 1). Its lookup defaults are the reference write-up's ranking, whose pairs file
+    this report is: only candidates with the query's first word, the 10 best-scoring candidates, word edit
+    distance <= 2, no Jaccard filter (:data:`WRITEUP_LOOKUP`)."""
+
+    max_edit_distance: int | None = 2
+    min_jaccard: MinJaccard = None
+    rows: int | None = 10
+    first_word_filter: bool = True
+    start_id: str | int | None = None
+    end_id: str | int | None = None
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("start_id", "end_id"):
+            value = getattr(self, name)
+            if value is not None and id_problem(value):
+                check_id(value, name)
+        if self.workers is not None:
+            check_int("workers", self.workers, "workers")
+
+    @property
+    def lookups_in_flight(self) -> int:
+        return self.workers if self.workers is not None else 1
 
 
 #: The reference write-up's ranking: only candidates with the query's first word, the 10 best-scoring
 #: candidates, word edit distance <= 2, no Jaccard filter. Lookup-mode reports use it by default (their pairs
 #: file is the write-up's report), in every mode.
-WRITEUP_LOOKUP = LookupOptions(max_edit_distance=2, min_jaccard=None, rows=10, first_word_filter=True)
+WRITEUP_LOOKUP = LookupReportOptions().lookup
+
+
+@dataclass(frozen=True)
+class SimilarityLookup:
+    """A lookup of every indexed document whose ``similarity`` (exact shingle Jaccard, or IDF-weighted word
+    Jaccard) with the text reaches ``threshold``: no row cap, no first-word filter, no edit-distance limit."""
+
+    threshold: float
+    similarity: str = "jaccard"
+
+    def __post_init__(self) -> None:
+        check_float("threshold", self.threshold, "threshold")
+        check_choice("similarity", self.similarity, SIMILARITIES)
+
+
+@dataclass(frozen=True)
+class ShareLookup:
+    """Write-up 003's lookup: every indexed document holding at least ``min_share`` of the text's shingles."""
+
+    min_share: float
+
+    def __post_init__(self) -> None:
+        check_float("min_share", self.min_share, "min_share")
+
+
+AnyLookup = Union[LookupOptions, SimilarityLookup, ShareLookup]
+
+
+def lookup_from_given(given: Mapping[str, Any], defaults: LookupOptions | None = None) -> AnyLookup:
+    """The lookup a front door was asked for (None: not given): ``threshold`` (with ``similarity``) asks for a
+    :class:`SimilarityLookup`, ``min_share`` for a :class:`ShareLookup`, else the lookup options over
+    ``defaults``. Options of another kind of lookup are refused, never ignored."""
+    given = {k: v for k, v in given.items() if v is not None}
+    search_given = [k for k in option_names(LookupOptions) if k in given]
+    if "threshold" in given:
+        if search_given or "min_share" in given:
+            raise not_applicable(search_given + (["min_share"] if "min_share" in given else []),
+                                 "with threshold, which returns every document at or above it (no row cap, no "
+                                 "first-word filter, no edit-distance limit)")
+        return SimilarityLookup(given["threshold"], given.get("similarity", SimilarityLookup.similarity))
+    if "similarity" in given:
+        raise not_applicable(["similarity"], "without threshold (it chooses the threshold lookup's similarity)")
+    if "min_share" in given:
+        if search_given:
+            raise not_applicable(search_given, "with min_share, which lists every document holding that share of "
+                                               "the text's shingles")
+        return ShareLookup(given["min_share"])
+    return LookupOptions.from_given({k: given[k] for k in search_given}, defaults)
 
 
 def _check_weights(weights: Mapping[str, float] | None) -> None:
@@ -146,6 +322,16 @@ class _PairOptions:
     def tokens(self) -> str:
         """The tokens similarity 'idf' weighs (``idf_tokens``, words unless told)."""
         return self.idf_tokens or "words"
+
+    def check_run(self, *, resume: bool = False, snapshot: bool = False) -> None:
+        """Refuse what a run of these options cannot do: ``resume`` a method-lsh run (one batch job, which
+        reruns), or sign with an IDF ``snapshot`` outside similarity 'idf' with method 'lsh' (the only run that
+        signs weighted signatures)."""
+        if resume and self.method == "lsh":
+            raise InvalidParameterError("resume", "False with method 'lsh'", resume,
+                                        "an lsh run is one batch job that does not resume: run it again")
+        if snapshot:
+            check_snapshot(self.similarity, self.method)
 
 
 @dataclass(frozen=True)
@@ -201,6 +387,47 @@ class JoinOptions(_PairOptions):
     @property
     def fp_rate(self) -> float:
         return self.bloom_fp_rate if self.bloom_fp_rate is not None else DEFAULT_BLOOM_FP_RATE
+
+
+def check_snapshot(similarity: str, method: str = "lsh") -> None:
+    """An IDF snapshot signs weighted MinHash signatures: only similarity 'idf' with method 'lsh' (every Spark
+    job is one) has any to sign."""
+    if (similarity, method) != ("idf", "lsh"):
+        raise not_applicable(["snapshot"], "outside similarity 'idf' with method 'lsh' (an IDF snapshot signs "
+                                           "weighted MinHash signatures)")
+
+
+#: The keys that choose a threshold report, and that a lookup report refuses.
+THRESHOLD_REPORT_KEYS = ("similarity", "method", "dataset", "field_weights", "idf_tokens", "split_bucket")
+#: The keys of a lookup report that a threshold report refuses (``workers`` means something to both).
+LOOKUP_REPORT_KEYS = ("start_id", "end_id", *(f.name for f in fields(LookupOptions)))
+
+ReportOptions = Union[ThresholdOptions, LookupReportOptions]
+
+
+def report_options_from_given(given: Mapping[str, Any]) -> ReportOptions:
+    """The report a front door was asked for (None: not given): with ``threshold`` every pair at or above it
+    (:class:`ThresholdOptions`), else one lookup per document (:class:`LookupReportOptions`). Options of the
+    other kind of report are refused, never ignored."""
+    given = {k: v for k, v in given.items() if v is not None}
+    if "threshold" in given:
+        wrong = [k for k in LOOKUP_REPORT_KEYS if k in given]
+        if wrong:
+            raise not_applicable(wrong, "with threshold, which compares every document with every other one "
+                                        "(no id range, row cap, first-word filter or edit-distance limit)")
+        return _options_of(ThresholdOptions, given)
+    wrong = [k for k in THRESHOLD_REPORT_KEYS if k in given]
+    if wrong:
+        raise not_applicable(wrong, "without threshold (they choose the threshold report)")
+    return _options_of(LookupReportOptions, given)
+
+
+def _options_of(cls: type, given: Mapping[str, Any]) -> Any:
+    keys = option_names(cls)
+    unknown = sorted(set(given) - set(keys))
+    if unknown:
+        raise InvalidParameterError(unknown[0], f"one of {', '.join(keys)}", None, show_value=False)
+    return cls(**given)
 
 
 def option_names(cls: type) -> list[str]:

@@ -397,7 +397,7 @@ def test_api_calls_check_their_parameters_before_anything_is_sent(call, param, t
 SEARCHER_CASES = [
     ("rows", [0, -1, 1.5, 10.0, True, "10", NAN, INF, 10**9]),
     ("min_jaccard", [NAN, INF, -INF, 2, -0.1, "0.5", True, "collections"]),
-    ("max_distance", [-1, -2, 1.5, 2.0, True, NAN, "2"]),
+    ("max_edit_distance", [-1, -2, 1.5, 2.0, True, NAN, "2"]),
     ("mode", ["bogus", 3, None]),
     ("first_word_filter", [1, 0, "yes", None]),
     ("num_hashes", [0, -1, 1.5, True, 10**6]),
@@ -409,7 +409,7 @@ SEARCHER_CASES = [
 @pytest.mark.parametrize("param, value", [pytest.param(p, v, id=f"{p}={v!r}") for p, bad in SEARCHER_CASES
                                           for v in bad])
 def test_searcher_parameters_refuse_bad_values_with_a_typed_error_naming_them(param, value, nowhere):
-    """rows=0, min_jaccard=nan/inf/2, a negative max_distance, wrong types: refused before anything is sent
+    """rows=0, min_jaccard=nan/inf/2, a negative max_edit_distance, wrong types: refused before anything is sent
     (a request to nowhere would be SolrUnavailableError)."""
     searcher = Searcher(SolrClient(nowhere), settings=IndexSettings())
     extra = {"mode": "minhash"} if param == "num_hashes" else {}
@@ -602,7 +602,7 @@ def test_settings_repair_checks_the_documents_and_never_stores_settings_that_do_
     assert code == 0, lines
     assert "replaced the invalid settings" in out and "match" in out
     assert read_index_settings(solr) == IndexSettings(ngram=2, num_hashes=64)
-    assert [m.id for m in Searcher(solr).find_near_dups("1", max_distance=None, rows=50)] != []
+    assert [m.id for m in Searcher(solr).find_near_dups("1", max_edit_distance=None, rows=50)] != []
     code, _, out = run_cli(["settings", "--repair", *url], capsys)
     assert code == 0 and "valid; nothing to repair" in out
 

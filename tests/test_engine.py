@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from neardup_solr.options import LookupReportOptions
 from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS, IndexSettings, decode_signatures, signature_tokens
 from neardup_solr.pairs.evaluate import evaluate, read_pairs
 from neardup_solr.solr.indexer import Indexer
@@ -70,7 +71,7 @@ def test_exact_duplicate_is_found_by_md5_with_distance_zero(restaurants):
 
 def test_new_text_lookup_and_unknown_id(restaurants):
     searcher = Searcher(restaurants)
-    matches = searcher.find_near_dups_of_text("Art's Deli 12224 Ventura Boulevard Studio City", max_distance=3,
+    matches = searcher.find_near_dups_of_text("Art's Deli 12224 Ventura Boulevard Studio City", max_edit_distance=3,
                                               min_jaccard=None)
     assert {"3", "536"} & {m.id for m in matches}
     with pytest.raises(DocumentNotFoundError, match="no document with id '99999'"):
@@ -80,7 +81,7 @@ def test_new_text_lookup_and_unknown_id(restaurants):
 def test_writeup_report_finds_the_gold_pairs(restaurants, gold, tmp_path):
     searcher = Searcher(restaurants)
     out = tmp_path / "shingles.tsv"
-    summary, pairs = report_near_dups(searcher, out, max_distance=2, mode="shingles", rows=10,
+    summary, pairs = report_near_dups(searcher, out, max_edit_distance=2, mode="shingles", rows=10,
                                       first_word_filter=True)
     shingle_result = evaluate(_found_set(pairs), gold)
     assert shingle_result.true_positives >= 60
@@ -88,12 +89,37 @@ def test_writeup_report_finds_the_gold_pairs(restaurants, gold, tmp_path):
     assert lines[0].startswith("#") and lines[1].startswith("# written by") and len(lines) == len(pairs) + 2
     assert all(id_sort_key(b) > id_sort_key(a) for a, b, *_ in pairs)
 
-    _, mh_pairs = report_near_dups(searcher, None, max_distance=2, mode="minhash", num_hashes=20)
+    _, mh_pairs = report_near_dups(searcher, None, max_edit_distance=2, mode="minhash", num_hashes=20)
     assert evaluate(_found_set(mh_pairs), gold).true_positives >= 55
 
 
 def test_report_with_workers_equals_single_worker(restaurants):
     searcher = Searcher(restaurants)
-    _, one = report_near_dups(searcher, None, "1", "300", 2, "shingles", workers=1)
-    _, many = report_near_dups(searcher, None, "1", "300", 2, "shingles", workers=4)
+    _, one = report_near_dups(searcher, None, "1", "300", max_edit_distance=2, mode="shingles", workers=1)
+    _, many = report_near_dups(searcher, None, options=LookupReportOptions(start_id="1", end_id="300", workers=4))
     assert one == many and len(one) > 10
+    # The older positional form (max_distance, mode after the id range) still gives the same report.
+    with pytest.warns(DeprecationWarning, match="max_edit_distance"):
+        _, positional = report_near_dups(searcher, None, "1", "300", 2, "shingles")
+    assert positional == one
+
+
+def test_run_report_refuses_what_the_other_kind_of_report_takes(tmp_path):
+    """Checked before Solr is asked anything (the client points nowhere)."""
+    from neardup_solr.engine.find import run_report
+    from neardup_solr.errors import InvalidParameterError, ParameterTypeError
+    from neardup_solr.options import LookupOptions, LookupReportOptions, ThresholdOptions
+    from neardup_solr.solr.client import SolrClient
+
+    nowhere = SolrClient("http://127.0.0.1:9/solr/nothing")
+    with pytest.raises(InvalidParameterError) as on_group:
+        run_report(nowhere, ThresholdOptions(threshold=0.5), on_group=print)
+    assert on_group.value.param == "on_group"
+    with pytest.raises(InvalidParameterError) as snapshot:
+        run_report(nowhere, LookupReportOptions(), snapshot=object())
+    assert snapshot.value.param == "snapshot"
+    with pytest.raises(ParameterTypeError):
+        run_report(nowhere, LookupOptions())  # a lookup's options: which documents, how many workers?
+    with pytest.raises(InvalidParameterError) as resume:
+        run_report(nowhere, ThresholdOptions(threshold=0.5, method="lsh"), tmp_path / "p.tsv", resume=True)
+    assert resume.value.param == "resume"

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None and not kernel.availa
                                 reason=f"no C compiler, so no compiled kernel: {kernel.describe()}")
 
 NORMALIZERS = [Normalizer(1), Normalizer(2), Normalizer(2, fold_diacritics=True), Normalizer(2, fold_digits=True),
-               Normalizer(2, fold_diacritics=True, fold_digits=True)]
+               Normalizer(2, fold_diacritics=True, fold_digits=True), Normalizer(3), Normalizer(3, fold_diacritics=True),
+               Normalizer(3, fold_digits=True), Normalizer(3, fold_diacritics=True, fold_digits=True)]
 UNITS = [("word", 3), ("word", 1), ("word", 5), ("char", 3), ("char", 1)]
 # Characters that exercise every branch of the normalisers: entities, capitals, punctuation, every kind of space,
 # format characters, combining marks, compatibility forms, digits of other scripts, surrogates, astral letters.

@@ -13,6 +13,7 @@ import random
 import pytest
 
 from neardup_solr import WRITEUP_RANKING, Indexer, IndexSettings, InvalidParameterError, Searcher
+from neardup_solr.options import LookupOptions
 from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS
 from neardup_solr.cli import main
 
@@ -116,19 +117,41 @@ def test_the_collection_threshold_is_the_default_and_none_keeps_every_candidate(
     assert [m.id for m in loose] == ["half"] and loose[0].jaccard < 0.5
 
 
-def test_max_distance_means_the_same_in_the_api_and_the_cli(solr, solr_url, issue_copies, capsys):
+def test_max_edit_distance_means_the_same_in_the_api_and_the_cli(solr, solr_url, issue_copies, capsys):
     searcher = Searcher(solr)
     with pytest.raises(InvalidParameterError) as exc:
-        searcher.find_near_dups_of_text(issue_copies, max_distance=-1)
-    assert exc.value.param == "max_distance" and "None" in str(exc.value)
+        searcher.find_near_dups_of_text(issue_copies, max_edit_distance=-1)
+    assert exc.value.param == "max_edit_distance" and "None" in str(exc.value)
     assert cli(["near-dups", "--text", issue_copies, "--max-edit-distance", "-1", "--solr-url", solr_url]) == 2
     assert "--max-edit-distance must be" in capsys.readouterr().err
     # A cap of 1 keeps the first-word copy only, in both; None / 'none' keep both.
-    assert [m.id for m in searcher.find_near_dups_of_text(issue_copies, max_distance=1)] == ["first"]
+    assert [m.id for m in searcher.find_near_dups_of_text(issue_copies, max_edit_distance=1)] == ["first"]
+    assert [m.id for m in searcher.find_near_dups_of_text(
+        issue_copies, options=LookupOptions(max_edit_distance=1))] == ["first"]
     for cap, expected in (("1", ["first"]), ("none", ["first", "five"])):
         assert cli(["near-dups", "--text", issue_copies, "--max-edit-distance", cap, "--json",
                      "--solr-url", solr_url]) == 0
         assert [m["id"] for m in json.loads(capsys.readouterr().out)] == expected
+    # With the write-up's ranking (edit distance <= 2 by default), 'none' lifts the cap and 1 lowers it.
+    for cap, expected in (("1", ["first"]), ("none", ["first", "five"])):
+        assert cli(["near-dups", "--text", issue_copies, "--writeup-ranking", "--no-first-word-filter",
+                    "--max-edit-distance", cap, "--json", "--solr-url", solr_url]) == 0
+        assert [m["id"] for m in json.loads(capsys.readouterr().out)] == expected
+
+
+def test_max_distance_is_still_taken_with_a_deprecation_warning(solr, issue_copies):
+    searcher = Searcher(solr)
+    with pytest.warns(DeprecationWarning, match="max_edit_distance") as caught:
+        old = searcher.find_near_dups(text=issue_copies, max_distance=1)
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    with pytest.warns(DeprecationWarning):
+        positional = searcher.find_near_dups_by_shingles("first", 6, min_jaccard=None)
+    assert [m.id for m in old] == ["first"]
+    assert [m.id for m in positional] == [m.id for m in searcher.find_near_dups(
+        "first", max_edit_distance=6, min_jaccard=None)] == ["five"]
+    with pytest.raises(InvalidParameterError) as both:
+        searcher.find_near_dups_of_text(issue_copies, options=LookupOptions(), rows=3)
+    assert both.value.param == "rows"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -10,17 +10,19 @@ before anything is sent to Solr or written. Errors the library raises about a pa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence, TypeVar
 
 # The exit codes are defined beside errors.OUTCOMES (what each error means, shared with the HTTP service);
 # the commands import them from here.
 from neardup_solr.errors import EXIT_USAGE, UsageError
-from neardup_solr.options import WRITEUP_LOOKUP, LookupOptions
+from neardup_solr.options import WRITEUP_LOOKUP
 from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from neardup_solr.signing.settings import IndexSettings
@@ -206,14 +208,10 @@ def add_solr_options(p: argparse.ArgumentParser) -> None:
 
 
 # The search options. They are parsed with None as default so that a command can tell which were given and
-# refuse those that do not apply (report --threshold, near-dups --min-share), then filled with the command's
-# defaults. report keeps the write-up's ranking by default (its pairs file is the write-up's report); near-dups
-# looks up like the API: every document at the collection's threshold, no edit-distance cap, no first-word
-# filter, no row cap; --writeup-ranking asks for the write-up's ranking instead.
-# Both sets of defaults are neardup_solr.options' own (one place for the CLI, the service and the API).
-SEARCH_DEFAULTS = asdict(WRITEUP_LOOKUP)
-WRITEUP_DEFAULTS = SEARCH_DEFAULTS
-LOOKUP_DEFAULTS = asdict(LookupOptions())
+# refuse those that do not apply (report --threshold, near-dups --min-share); neardup_solr.options fills the
+# others (lookup_options_from_args). report keeps the write-up's ranking by default (its pairs file is the
+# write-up's report); near-dups looks up like the API: every document at the collection's threshold, no
+# edit-distance cap, no first-word filter, no row cap; --writeup-ranking asks for the write-up's ranking instead.
 SEARCH_FLAGS = {"mode": "--mode", "max_edit_distance": "--max-edit-distance", "min_jaccard": "--min-jaccard",
                 "rows": "--rows", "first_word_filter": "--first-word-filter/--no-first-word-filter",
                 "num_hashes": "--num-hashes"}
@@ -232,7 +230,7 @@ class OptionalNumber(Number):
 
 def add_search_options(p: argparse.ArgumentParser, *, lookup: bool = False) -> None:
     """The lookup options of near-dups (``lookup``: the API's defaults) and report (the write-up's ranking)."""
-    default = (lambda key, what: what) if lookup else (lambda key, what: SEARCH_DEFAULTS[key])
+    default = (lambda key, what: what) if lookup else (lambda key, what: getattr(WRITEUP_LOOKUP, key))
     p.add_argument("--mode", choices=["shingles", "minhash", "lsh"], default=None,
                    help="candidate query: shared shingles (default), shared MinHash values, or shared LSH bands")
     p.add_argument("--max-edit-distance", type=OptionalNumber("--max-edit-distance", "max_distance"), default=None,
@@ -258,14 +256,35 @@ def add_search_options(p: argparse.ArgumentParser, *, lookup: bool = False) -> N
                             "no Jaccard filter (flags given as well override it)")
 
 
-def fill_search_defaults(args: argparse.Namespace, defaults: dict[str, Any] | None = None) -> None:
-    """Set the search options that were not given to ``defaults`` (after refusing inapplicable ones): the
-    write-up's ranking unless told otherwise."""
-    for dest, default in (defaults or SEARCH_DEFAULTS).items():
-        if getattr(args, dest, None) is None:
-            setattr(args, dest, default)
-    if args.num_hashes is not None and args.mode != "minhash":
-        raise UsageError("--num-hashes applies to --mode minhash only")
+def lookup_given(args: argparse.Namespace) -> dict[str, Any]:
+    """The lookup options given on the command line, by their keys (None: not given; --max-edit-distance none
+    is given, as :data:`NO_LIMIT`)."""
+    return {key: getattr(args, key, None) for key in SEARCH_FLAGS}
+
+
+def with_no_limit(options: T, given: dict[str, Any]) -> T:
+    """``options`` with ``--max-edit-distance none`` applied: no limit, whatever the default."""
+    if given.get("max_edit_distance") == NO_LIMIT:
+        return dataclasses.replace(options, max_edit_distance=None)  # type: ignore[type-var]
+    return options
+
+
+def without_no_limit(given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with ``--max-edit-distance none`` left for :func:`with_no_limit` (None: not given)."""
+    return {k: (None if k == "max_edit_distance" and v == NO_LIMIT else v) for k, v in given.items()}
+
+
+def options_from_flags(build: Callable[[], T], words: dict[str, str] | None = None) -> T:
+    """The options object ``build`` makes from the flags; its refusal is said with the flags' names, or in the
+    command's own ``words`` for the parameter it names (the rule itself is the options' own)."""
+    from neardup_solr.errors import InvalidParameterError
+
+    try:
+        return build()
+    except InvalidParameterError as exc:
+        if words and exc.param in words:
+            raise UsageError(words[exc.param]) from None
+        raise UsageError(exc.render(flag_for(exc.param))) from None
 
 
 def add_index_settings_options(p: argparse.ArgumentParser) -> None:
@@ -343,11 +362,6 @@ def parse_field_weights(text: str | None) -> dict[str, float] | None:
             raise UsageError(f"--field-weights wants column=weight pairs like name=2,city=0.5; got {part!r}")
         weights[name.strip()] = parse_value(f"--field-weights {name.strip()}", value, limit)
     return weights
-
-
-def max_distance(args: argparse.Namespace) -> int | None:
-    """--max-edit-distance as the API's max_distance: 'none' (no limit) becomes None."""
-    return None if args.max_edit_distance in (None, NO_LIMIT) else int(args.max_edit_distance)
 
 
 def print_error(message: str) -> None:

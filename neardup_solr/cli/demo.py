@@ -42,7 +42,7 @@ class DemoRow:
 
 # The write-up's settings: 3-word shingles, first-word filter, 10 rows, word edit distance <= 2, and 20 MinHash
 # values for the MinHash query.
-WRITEUP = dict(max_distance=2, rows=10, first_word_filter=True)
+WRITEUP = dict(max_edit_distance=2, rows=10, first_word_filter=True)
 # What the README recommends for matching two sources (not tuned per run on the gold file): IDF-weighted word
 # Jaccard >= 0.4 between the two guides; one-to-one when each source lists an entity once.
 RECOMMENDED_THRESHOLD = 0.4
@@ -55,7 +55,7 @@ def demo_modes():
         ("write-up: MinHash", "20 values, first word, rows 10, dist<=2", "report",
          dict(mode="minhash", num_hashes=20, **WRITEUP)),
         ("LSH bands", "128 values, b x r for J>=0.5, dist<=2", "report",
-         dict(mode="lsh", max_distance=2, rows=50, first_word_filter=False)),
+         dict(mode="lsh", max_edit_distance=2, rows=50, first_word_filter=False)),
         ("threshold: Jaccard", "3-shingle Jaccard >= 0.5, all pairs", "threshold",
          dict(threshold=0.5, similarity="jaccard")),
         ("threshold: IDF", f"IDF word Jaccard >= {RECOMMENDED_THRESHOLD}, all pairs", "threshold",

@@ -171,14 +171,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="batches in flight to Solr at once (default 2)")
     add_index_settings_options(p)
-    p.add_argument("--normalizer-version", type=int, choices=[1, 2], default=None,
-                   help="text normaliser of a new collection (default 2: NFKC, case folding, in-word format "
-                        "characters removed; 1: the one before, kept by collections built with it)")
+    p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,
+                   help="text normaliser of a new collection (default 3: NFKC, case folding, in-word format "
+                        "characters removed, all with one pinned Unicode version whatever the Python; 2: the same "
+                        "with the Python's own Unicode; 1: the first, kept by collections built with it)")
     p.add_argument("--fold-diacritics", action="store_true",
-                   help="normaliser option: cafe = café (stored with the collection; version 2)")
+                   help="normaliser option: cafe = café (stored with the collection; versions 2 and 3)")
     p.add_argument("--fold-digits", action="store_true",
                    help="normaliser option: every run of digits is the same token, for boilerplate with counters "
-                        "and dates, not for addresses (stored with the collection; version 2)")
+                        "and dates, not for addresses (stored with the collection; versions 2 and 3)")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="label the records (for joins of two data sets)")
     p.add_argument("--ttl", type=_ttl_flag, default=None, metavar="DATE_MATH",

@@ -6,26 +6,47 @@ import argparse
 import dataclasses
 import json
 import sys
+from typing import TypeVar
 
 from neardup_solr.cli.common import (
     NEVER_SPLIT,
-    split_bucket_arg,
-    LOOKUP_DEFAULTS,
     SEARCH_FLAGS,
-    WRITEUP_DEFAULTS,
     UsageError,
     add_search_options,
     add_solr_options,
-    fill_search_defaults,
     label,
-    max_distance,
+    lookup_given,
     number,
     open_client,
     open_searcher,
+    options_from_flags,
     parse_field_weights,
     refuse_unless,
+    split_bucket_arg,
+    with_no_limit,
+    without_no_limit,
 )
-from neardup_solr.options import DEFAULT_SPLIT_BUCKET, METHODS, SIMILARITIES, JoinOptions, ThresholdOptions
+from neardup_solr.options import (
+    DEFAULT_SPLIT_BUCKET,
+    METHODS,
+    SIMILARITIES,
+    WRITEUP_LOOKUP,
+    AnyLookup,
+    JoinOptions,
+    LookupOptions,
+    LookupReportOptions,
+    ReportOptions,
+    ShareLookup,
+    ThresholdOptions,
+    lookup_from_given,
+    report_options_from_given,
+)
+
+T = TypeVar("T")
+
+# The command line's words for the options' refusals (the rules are neardup_solr.options' own).
+NUM_HASHES_WORDS = {"num_hashes": "--num-hashes applies to --mode minhash only"}
+SNAPSHOT_WORDS = {"snapshot": "--idf-snapshot signs weighted signatures: use it with --similarity idf --method lsh"}
 
 
 def _say(args: argparse.Namespace):
@@ -77,35 +98,34 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
         raise UsageError("--text is empty: give the text to look up")
     refuse_unless(args, args.min_share is None, {**SEARCH_FLAGS, "writeup_ranking": "--writeup-ranking"},
                   "with --min-share, which lists every document holding that share of the shingles")
-    fill_search_defaults(args, WRITEUP_DEFAULTS if args.writeup_ranking else LOOKUP_DEFAULTS)
+    lookup = lookup_options_from_args(args)
     searcher = open_searcher(args)
-    if args.min_share is not None:
+    if isinstance(lookup, ShareLookup):
         text = args.text if args.text is not None else searcher.get_by_id(args.id).content
-        shared = [(i, share) for i, share in searcher.find_by_shingle_share(text, args.min_share) if i != args.id]
+        shared = [(i, share) for i, share in searcher.find_by_shingle_share(text, lookup.min_share) if i != args.id]
         if args.json:
             print(json.dumps([{"id": i, "share": share} for i, share in shared], ensure_ascii=False, indent=2))
         else:
             for doc_id, share in shared:
                 print(f"{doc_id}\t{share:.3f}")
             if not shared:
-                print(f"no document holds {args.min_share:.0%} of its shingles")
+                print(f"no document holds {lookup.min_share:.0%} of its shingles")
         return 0
+    assert isinstance(lookup, LookupOptions)  # near-dups has no --threshold lookup
     source_label, text = "text", args.text
     if args.id is not None:
         source = searcher.get_by_id(args.id)
         source_label, text = source.id, source.content
-    matches = searcher.find_near_dups(
-        args.id, text=None if args.id is not None else text, mode=args.mode, max_distance=max_distance(args),
-        rows=args.rows,
-        first_word_filter=args.first_word_filter, num_hashes=args.num_hashes, min_jaccard=args.min_jaccard)
+    matches = searcher.find_near_dups(args.id, text=None if args.id is not None else text, options=lookup)
     if args.json:
         print(json.dumps([m.__dict__ for m in matches], ensure_ascii=False, indent=2))
     elif matches:
         _print_matches(source_label, text, matches)
     else:
-        limit = searcher.settings.lsh_threshold if args.min_jaccard == "collection" else args.min_jaccard
+        collection = lookup.min_jaccard == "collection"
+        limit = searcher.settings.lsh_threshold if collection else lookup.min_jaccard
         why = (f" at Jaccard >= {limit:g} (the collection's threshold; --min-jaccard 0 keeps every candidate)"
-               if args.min_jaccard == "collection" else " within the limits")
+               if collection else " within the limits")
         print(f"no near duplicates of {source_label}{why}")
     return 0
 
@@ -118,8 +138,8 @@ THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset"
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Every near-duplicate pair of the collection (lookup mode), or every pair above --threshold."""
+    from neardup_solr.engine.find import run_report
     from neardup_solr.io.outputs import check_output_path
-    from neardup_solr.engine.report import report_near_dups
 
     threshold = args.threshold is not None
     # Options that do not apply are refused, not ignored: a threshold report over the whole collection when
@@ -131,23 +151,11 @@ def cmd_report(args: argparse.Namespace) -> int:
                   "first-word filter or edit distance; leave them out, or drop --threshold")
     refuse_unless(args, threshold, THRESHOLD_FLAGS, "without --threshold (they choose the threshold mode)")
     if threshold:
-        args.similarity = args.similarity or ThresholdOptions.similarity
-        args.method = args.method or ThresholdOptions.method
-        if args.method == "lsh":
-            refuse_unless(args, False, {"workers": "--workers"},
-                          "to --method lsh, a single batch job over exported signatures")
-            if args.resume:
-                raise UsageError("--method lsh is one batch job and does not resume; run it again without --resume")
         _check_idf_options(args)
-    else:
-        fill_search_defaults(args)
-        args.workers = args.workers or 1
-    field_weights = parse_field_weights(args.field_weights)
-    args.snapshot = _load_snapshot(args) if threshold else None  # a bad file is refused before any Solr work
+    options = report_options_from_args(args)
+    snapshot = _load_snapshot(args)  # a bad file is refused before any Solr work
     check_output_path(args.out)  # before any Solr work
     searcher = open_searcher(args)
-    if threshold:
-        return _threshold_report(args, searcher, field_weights)
 
     def show(doc, matches):
         say(f"{doc.id}: {doc.content}")
@@ -155,30 +163,81 @@ def cmd_report(args: argparse.Namespace) -> int:
             say(f"{m.id}: {m.content} ({m.edit_distance})")
         say("==")
 
-    summary, _ = report_near_dups(
-        searcher, args.out, args.start_id, args.end_id, max_distance(args), args.mode,
-        rows=args.rows, first_word_filter=args.first_word_filter, num_hashes=args.num_hashes,
-        min_jaccard=args.min_jaccard, workers=args.workers, progress=not args.quiet,
-        on_group=None if args.quiet or args.json else show, resume=args.resume,
-    )
-    if args.json:
-        say(json.dumps({"kind": "report", "mode": args.mode, "documents": summary.documents, "pairs": summary.pairs,
-                        "seconds": round(summary.seconds, 3), "out": args.out}))
+    lookups = not isinstance(options, ThresholdOptions)
+    result = run_report(searcher, options, args.out, resume=args.resume, progress=not args.quiet, snapshot=snapshot,
+                        on_group=show if lookups and not (args.quiet or args.json) else None)
+    if isinstance(options, ThresholdOptions):
+        if args.json:
+            say(json.dumps({"kind": "threshold", "method": options.method, "similarity": options.similarity,
+                            "threshold": options.threshold, "pairs": result.pairs,
+                            "seconds": round(result.seconds, 3), "out": args.out, "stats": result.stats}))
+        else:
+            say(f"{result.pairs} pairs with {options.similarity} similarity >= {options.threshold} in "
+                f"{result.seconds:.1f} s -> {args.out}{_detail(args, result)}")
+    elif args.json:
+        say(json.dumps({"kind": "report", "mode": options.mode, "documents": result.documents,
+                        "pairs": result.pairs, "seconds": round(result.seconds, 3), "out": args.out}))
     else:
-        say(summary.format())
+        say(f"{result.pairs} pairs from {result.documents} documents in {result.seconds:.1f} s"
+            + (f" -> {args.out}" if args.out else ""))
     return 0
 
 
+def lookup_options_from_args(args: argparse.Namespace) -> AnyLookup:
+    """near-dups' flags as the library's options: the flags given over the options' defaults (the write-up's
+    ranking with --writeup-ranking), checked by the options."""
+    given = lookup_given(args)
+    lookup = options_from_flags(lambda: lookup_from_given(
+        {**without_no_limit(given), "min_share": args.min_share}, WRITEUP_LOOKUP if args.writeup_ranking else None),
+        NUM_HASHES_WORDS)
+    return with_no_limit(lookup, given) if isinstance(lookup, LookupOptions) else lookup
+
+
+def report_options_from_args(args: argparse.Namespace) -> ReportOptions:
+    """report's flags as the library's options (a threshold report with --threshold, else a lookup report):
+    the flags given over the options' defaults, checked by the options, and the run's own checks (--resume,
+    --idf-snapshot)."""
+    given = lookup_given(args)
+    options = options_from_flags(lambda: report_options_from_given({
+        **without_no_limit(given), "start_id": args.start_id, "end_id": args.end_id, "workers": args.workers,
+        "threshold": args.threshold, "similarity": args.similarity, "method": args.method, "dataset": args.dataset,
+        "field_weights": parse_field_weights(args.field_weights), "idf_tokens": args.idf_tokens,
+        "split_bucket": _split_bucket(args)}), {**NUM_HASHES_WORDS, **_METHOD_LSH_WORDS})
+    if isinstance(options, LookupReportOptions):
+        return with_no_limit(options, given)
+    options = _never_split(options, args)
+    checked = options
+    options_from_flags(lambda: checked.check_run(resume=args.resume, snapshot=args.idf_snapshot is not None),
+                       {**SNAPSHOT_WORDS, **_METHOD_LSH_WORDS})
+    return options
+
+
+# report --threshold --method lsh's refusals in the command line's words.
+_METHOD_LSH_WORDS = {
+    "workers": "--workers does not apply to --method lsh, a single batch job over exported signatures",
+    "resume": "--method lsh is one batch job and does not resume; run it again without --resume",
+}
+
+
+def _split_bucket(args: argparse.Namespace) -> int | None:
+    """--split-bucket N as the options' key (None: not given, or 'none', which :func:`_never_split` applies)."""
+    return None if args.split_bucket in (None, NEVER_SPLIT) else args.split_bucket
+
+
+def _never_split(options: T, args: argparse.Namespace) -> T:
+    """``options`` with ``--split-bucket none``: split_bucket=None, never split (not the default)."""
+    return dataclasses.replace(options, split_bucket=None) if args.split_bucket == NEVER_SPLIT else options  # type: ignore[type-var]
+
+
 def _check_idf_options(args: argparse.Namespace) -> None:
-    """--field-weights, --idf-tokens and --idf-snapshot need --similarity idf; --idf-snapshot also --method lsh."""
+    """--field-weights and --idf-tokens need --similarity idf, --split-bucket --method lsh (--idf-snapshot's rule
+    is the options' own: ``check_run``)."""
     if args.field_weights is not None and args.similarity != "idf":
         raise UsageError("--field-weights applies to --similarity idf only")
     if args.idf_tokens is not None and args.similarity != "idf":
         raise UsageError("--idf-tokens applies to --similarity idf only")
     if args.idf_tokens == "grams" and args.field_weights is not None:
         raise UsageError("--idf-tokens grams weighs the whole text; it does not combine with --field-weights")
-    if args.idf_snapshot is not None and (args.similarity != "idf" or args.method != "lsh"):
-        raise UsageError("--idf-snapshot signs weighted signatures: use it with --similarity idf --method lsh")
     if args.split_bucket is not None and args.method != "lsh":
         raise UsageError("--split-bucket refines LSH band buckets: use it with --method lsh")
 
@@ -191,43 +250,6 @@ def _load_snapshot(args: argparse.Namespace):
     return IdfSnapshot.load(args.idf_snapshot)
 
 
-def _threshold_options(args: argparse.Namespace, field_weights: dict[str, float] | None) -> ThresholdOptions:
-    """report --threshold's flags as the library's options (flags not given take the options' defaults)."""
-    given = {"threshold": args.threshold, "similarity": args.similarity, "method": args.method,
-             "dataset": args.dataset, "field_weights": field_weights, "idf_tokens": args.idf_tokens,
-             "workers": args.workers, "split_bucket": args.split_bucket}
-    return _options(ThresholdOptions, given)
-
-
-def _options(cls, given: dict):
-    """An options object from the flags that were given; its own refusal is said with the flag's name."""
-    from neardup_solr.errors import InvalidParameterError
-
-    never_split = given.get("split_bucket") == NEVER_SPLIT
-    try:
-        options = cls(**{k: v for k, v in given.items() if v is not None and not (k == "split_bucket" and never_split)})
-        return dataclasses.replace(options, split_bucket=None) if never_split else options
-    except InvalidParameterError as exc:
-        raise UsageError(exc.render("--" + exc.param.replace("_", "-"))) from None
-
-
-def _threshold_report(args: argparse.Namespace, searcher, field_weights: dict[str, float] | None) -> int:
-    from neardup_solr.engine.find import find_pairs
-
-    options = _threshold_options(args, field_weights)
-    result = find_pairs(searcher, options, out=args.out, resume=args.resume, progress=not args.quiet,
-                        snapshot=args.snapshot)
-    say = _say(args)
-    if args.json:
-        say(json.dumps({"kind": "threshold", "method": options.method, "similarity": options.similarity,
-                        "threshold": options.threshold, "pairs": len(result), "seconds": round(result.seconds, 3),
-                        "out": args.out, "stats": result.stats}))
-    else:
-        say(f"{len(result)} pairs with {options.similarity} similarity >= {options.threshold} in "
-            f"{result.seconds:.1f} s -> {args.out}{_detail(args, result)}")
-    return 0
-
-
 def _detail(args: argparse.Namespace, result) -> str:
     """What an LSH engine did, for the summary line."""
     s = result.stats
@@ -238,6 +260,13 @@ def _detail(args: argparse.Namespace, result) -> str:
     return ""
 
 
+# join --method lsh's refusals in the command line's words.
+_JOIN_LSH_WORDS = {
+    "workers": "--workers does not apply to --similarity idf --method lsh, a single batch job",
+    "resume": "join --method lsh is one batch job and does not resume; run it again without --resume",
+}
+
+
 def cmd_join(args: argparse.Namespace) -> int:
     """Stream a file against the indexed data set: every cross pair above --threshold."""
     from neardup_solr.engine.find import find_cross_pairs
@@ -246,23 +275,19 @@ def cmd_join(args: argparse.Namespace) -> int:
     from neardup_solr.io.readers import Record, RecordReader, input_format
     from neardup_solr.solr.searcher import Searcher
 
-    # The options' defaults, then the refusals in the flags' own words, then the options' own checks.
-    args.similarity = args.similarity or JoinOptions.similarity
-    args.method = args.method or JoinOptions.method
-    if args.method == "lsh":
-        if args.resume:
-            raise UsageError("join --method lsh is one batch job and does not resume; run it again without --resume")
-        if args.similarity == "idf":
-            refuse_unless(args, False, {"workers": "--workers"}, "to --similarity idf --method lsh, a single batch job")
-    if (args.bloom_fp_rate is not None or args.no_bloom) and (args.method != "lsh" or args.similarity != "jaccard"):
+    # The refusals only the command line words itself, then the options' own checks, said in its words.
+    if (args.bloom_fp_rate is not None or args.no_bloom) and (args.method != "lsh" or args.similarity == "idf"):
         raise UsageError("--bloom-fp-rate and --no-bloom apply to join --method lsh with plain Jaccard only")
     _check_idf_options(args)
-    options = _options(JoinOptions, {
+    options = options_from_flags(lambda: JoinOptions(**{k: v for k, v in {
         "threshold": args.threshold, "similarity": args.similarity, "method": args.method,
         "indexed_dataset": args.indexed_dataset, "one_to_one": args.one_to_one or None,
         "field_weights": parse_field_weights(args.field_weights), "idf_tokens": args.idf_tokens,
         "workers": args.workers, "bloom": False if args.no_bloom else None, "bloom_fp_rate": args.bloom_fp_rate,
-        "split_bucket": args.split_bucket})
+        "split_bucket": _split_bucket(args)}.items() if v is not None}), _JOIN_LSH_WORDS)
+    options = _never_split(options, args)
+    options_from_flags(lambda: options.check_run(resume=args.resume, snapshot=args.idf_snapshot is not None),
+                       {**SNAPSHOT_WORDS, **_JOIN_LSH_WORDS})
     snapshot = _load_snapshot(args)
     input_format(args.file, args.format)  # a missing or binary input is refused before any Solr work
     _refuse_resume_to_stdout(args)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from neardup_solr.options import DEFAULT_SPLIT_BUCKET
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET, SIMILARITIES, ThresholdOptions
+from neardup_solr.pairs.candidates import DEFAULT_MAX_BUCKET
 from neardup_solr.validation import Limit
-from neardup_solr.cli.common import NEVER_SPLIT, split_bucket_arg, add_solr_options, label, number, open_client
+from neardup_solr.cli.common import NEVER_SPLIT, split_bucket_arg, add_solr_options, label, number, open_client, options_from_flags
 from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError
 
 
@@ -70,12 +72,29 @@ def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
             check_output_path(path, name="groups" if path == getattr(args, "groups", None) else "keep")
 
 
+def _options(args: argparse.Namespace) -> ThresholdOptions:
+    """The flags the Spark jobs share with ``report --threshold --method lsh`` as its options (the flags not
+    given take the options' defaults), checked there before Spark starts."""
+    given = {"threshold": args.threshold, "similarity": args.similarity,
+             "split_bucket": None if getattr(args, "split_bucket", None) in (None, NEVER_SPLIT) else args.split_bucket}
+    options = options_from_flags(lambda: ThresholdOptions(method="lsh", **{k: v for k, v in given.items()
+                                                                          if v is not None}))
+    if getattr(args, "split_bucket", None) == NEVER_SPLIT:
+        options = dataclasses.replace(options, split_bucket=None)
+    options_from_flags(lambda: options.check_run(snapshot=args.idf_snapshot is not None),
+                       {"snapshot": "--idf-snapshot needs --similarity idf"})
+    return options
+
+
+def _max_bucket(args: argparse.Namespace) -> dict:
+    """--max-bucket when given (else the jobs' own default)."""
+    return {} if args.max_bucket is None else {"max_bucket": args.max_bucket}
+
+
 def _snapshot(args: argparse.Namespace):
     """The ``--idf-snapshot`` to sign with, read before Spark starts (a bad file is a one-line error)."""
     if args.idf_snapshot is None:
         return None
-    if args.similarity != "idf":
-        raise UsageError("--idf-snapshot needs --similarity idf")
     from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
     return IdfSnapshot.load(args.idf_snapshot)
@@ -100,6 +119,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise UsageError("--keep needs --groups (the keep list comes from the groups)")
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
+    pair_options = _options(args)
     snapshot = _snapshot(args)
     _check_outputs(args, args.groups, args.keep)
     settings = _settings(args)
@@ -107,14 +127,13 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     started = time.monotonic()
     spark = _session(args)
     with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
-        options = dict(settings=settings, lsh_params=_lsh(args), max_bucket=args.max_bucket,
-                       similarity=args.similarity, snapshot=snapshot,
-                       split_bucket=None if args.split_bucket == NEVER_SPLIT else args.split_bucket)
+        options = dict(settings=settings, lsh_params=_lsh(args), **_max_bucket(args),
+                       similarity=pair_options.similarity, snapshot=snapshot, split_bucket=pair_options.split_bucket)
         if client is not None:  # the texts go to Solr too: read (and staged) first, then deduplicated
             source = _read(spark, args, args.file, staging)
-            result = dedup(source.records, args.threshold, **options)
+            result = dedup(source.records, pair_options.threshold, **options)
         else:  # a line-format file the executors read is signed as it is read (dedup_file)
-            result, source = dedup_file(spark, args.file, args.threshold, fmt=args.format, staging_dir=staging,
+            result, source = dedup_file(spark, args.file, pair_options.threshold, fmt=args.format, staging_dir=staging,
                                         id_field=args.id_column, text_field=args.text_column,
                                         on_decode_error=args.on_decode_error, read_on=args.read_on, **options)
         # Written by the executors and streamed into place: the driver never holds the pairs.
@@ -123,12 +142,13 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
         s = result.stats
-        measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
-        print(f"{s.verified_pairs} pairs with {measure} >= {args.threshold} among {s.documents} records "
+        measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
+        print(f"{s.verified_pairs} pairs with {measure} >= {pair_options.threshold} among {s.documents} records "
               f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {time.monotonic() - started:.1f} s "
               f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
         if s.oversized_buckets:
-            print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {args.max_bucket} were split; "
+            limit = args.max_bucket or DEFAULT_MAX_BUCKET
+            print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {limit} were split; "
                   f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
         if args.groups:
             # The groups hold the ids that have a near duplicate (a union-find of them), not the documents.
@@ -146,7 +166,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             from neardup_solr.spark.solr import write_to_solr
 
             load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset,
-                                 weighted=args.similarity == "idf")
+                                 weighted=pair_options.similarity == "idf")
             print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
             if not load.verify.ok:
                 return EXIT_INCOMPLETE
@@ -159,6 +179,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     from neardup_solr.spark import join
     from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
 
+    pair_options = _options(args)
     snapshot = _snapshot(args)
     _check_outputs(args)
     started = time.monotonic()
@@ -166,15 +187,15 @@ def cmd_join(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
         left = _read(spark, args, args.left, str(Path(staging) / "left"))
         right = _read(spark, args, args.right, str(Path(staging) / "right"))
-        result = join(left.records, right.records, args.threshold, settings=_settings(args), lsh_params=_lsh(args),
-                      max_bucket=args.max_bucket, one_to_one_matching=args.one_to_one,
-                      similarity=args.similarity, snapshot=snapshot)
+        result = join(left.records, right.records, pair_options.threshold, settings=_settings(args),
+                      lsh_params=_lsh(args), **_max_bucket(args), one_to_one_matching=args.one_to_one,
+                      similarity=pair_options.similarity, snapshot=snapshot)
         write_pairs_from_executors(result.pairs, args.out, staging)
         _save_snapshot(result, args.out)
         if args.parquet:
             write_pairs_parquet(result.pairs, args.parquet)
-        measure = "IDF-weighted jaccard" if args.similarity == "idf" else "jaccard"
-        print(f"{result.stats.verified_pairs} cross pairs with {measure} >= {args.threshold} ({result.stats.documents} records, "
+        measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
+        print(f"{result.stats.verified_pairs} cross pairs with {measure} >= {pair_options.threshold} ({result.stats.documents} records, "
               f"{result.stats.candidate_pairs} candidates) in {time.monotonic() - started:.1f} s -> {args.out}")
         rejected = _report_rejected([left, right], result)
     return EXIT_REJECTED if rejected else 0
@@ -185,7 +206,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="keep pairs whose exact similarity (see --similarity) is >= this")
     p.add_argument("--out", required=True, help="pairs file (TSV, as report --threshold writes)")
     p.add_argument("--parquet", default=None, help="also write the pairs as a Parquet directory here")
-    p.add_argument("--similarity", choices=["jaccard", "idf"], default="jaccard",
+    p.add_argument("--similarity", choices=SIMILARITIES, default=None,
                    help="jaccard of shingle sets (default), or idf: IDF-weighted jaccard of the words, as "
                         "--similarity idf --method lsh does on the Solr side; the IDF snapshot used is written to "
                         "OUT.idf.json")
@@ -205,8 +226,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bands", type=number("--bands", "bands"), default=None,
                    help="LSH bands (default: chosen for --threshold as report --method lsh does)")
     p.add_argument("--rows-per-band", type=number("--rows-per-band", "rows_per_band"), default=None)
-    p.add_argument("--max-bucket", type=number("--max-bucket", Limit("int", 2, 10**9)), default=5000,
-                   help="split band buckets larger than this (counted and reported; default 5000)")
+    p.add_argument("--max-bucket", type=number("--max-bucket", Limit("int", 2, 10**9)), default=None,
+                   help=f"split band buckets larger than this (counted and reported; default {DEFAULT_MAX_BUCKET})")
     p.add_argument("--master", default=None,
                    help="Spark master (default: spark-submit's --master when run under it, else local[*])")
     p.add_argument("--shuffle-partitions", type=number("--shuffle-partitions", Limit("int", 1, 100_000)), default=8,
@@ -232,7 +253,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "indexed. Exit 1 when records were rejected (the others are used).")
     p.add_argument("file", help="input (lines, tsv, jsonl, csv, or Parquet)")
     _add_common(p)
-    p.add_argument("--split-bucket", type=split_bucket_arg, default=DEFAULT_SPLIT_BUCKET, metavar="N|none",
+    p.add_argument("--split-bucket", type=split_bucket_arg, default=None, metavar="N|none",
                    help="band buckets of more members than this are judged as report --method lsh judges them: "
                         f"verified in place when small or dense, split when large and sparse (default "
                         f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits)")

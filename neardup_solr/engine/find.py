@@ -28,7 +28,8 @@ from typing import Any, Iterable, Iterator, Union
 
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.readers import Record
-from neardup_solr.options import JoinOptions, ThresholdOptions
+from neardup_solr.io.outputs import is_stdout
+from neardup_solr.options import JoinOptions, LookupReportOptions, ReportOptions, ThresholdOptions
 from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.settings import META_DATASET
@@ -37,7 +38,7 @@ from neardup_solr.validation import check_label
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PairsResult", "find_pairs", "find_cross_pairs"]
+__all__ = ["PairsResult", "ReportResult", "find_pairs", "find_cross_pairs", "run_report"]
 
 
 @dataclass
@@ -68,15 +69,26 @@ def _searcher(client_or_searcher: SolrClient | Searcher) -> Searcher:
     raise ParameterTypeError("client", "a SolrClient or a Searcher", client_or_searcher)
 
 
+def _write_batch(pairs: list[SimilarPair], out: str | Path | None, snapshot: Any = None) -> Path | None:
+    """The pairs file of a batch engine (method lsh), written complete or not at all, and beside it the IDF
+    snapshot the run signed with (similarity idf); where the snapshot went. Batch engines return their pairs
+    and this writes them; the engines that resume (method exact, lookup reports) write their own file through
+    :class:`~neardup_solr.io.outputs.ResumableOutput`, which alone knows what a stopped run has done."""
+    if out is None:
+        return None
+    write_pairs(pairs, out)
+    if snapshot is None or is_stdout(out):
+        return None
+    from neardup_solr.engine.weighted_lsh import snapshot_path
+
+    path = snapshot_path(out)
+    snapshot.save(path)
+    return path
+
+
 def _check_options(options: Any, cls: type) -> None:
     if not isinstance(options, cls):
         raise ParameterTypeError("options", f"a {cls.__name__}", options)
-
-
-def _no_resume(options: ThresholdOptions | JoinOptions, resume: bool) -> None:
-    if resume and options.method == "lsh":
-        raise InvalidParameterError("resume", "False with method 'lsh'", resume,
-                                    "an lsh run is one batch job that does not resume: run it again")
 
 
 def _finder(searcher: Searcher, options: ThresholdOptions | JoinOptions):
@@ -109,28 +121,24 @@ def find_pairs(
     (1204, 13395)
     """
     _check_options(options, ThresholdOptions)
-    _no_resume(options, resume)
-    if snapshot is not None and (options.similarity, options.method) != ("idf", "lsh"):
-        raise InvalidParameterError("snapshot", "None outside similarity 'idf' with method 'lsh'", snapshot,
-                                    show_value=False)
+    options.check_run(resume=resume, snapshot=snapshot is not None)
     check_label("dataset", options.dataset, reserved=(META_DATASET,))
     searcher = _searcher(client)
     started = time.monotonic()
     if options.method == "lsh" and options.similarity == "idf":
-        from neardup_solr.engine.weighted_lsh import idf_lsh_pairs, snapshot_path
+        from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
 
-        weighted = idf_lsh_pairs(_finder(searcher, options), dataset=options.dataset, out=out, snapshot=snapshot,
+        weighted = idf_lsh_pairs(_finder(searcher, options), dataset=options.dataset, snapshot=snapshot,
                                  split_bucket=options.split_bucket)
         return PairsResult(weighted.pairs, options, "idf_lsh_pairs", time.monotonic() - started,
-                           asdict(weighted.stats), snapshot_path(out) if out is not None else None)
+                           asdict(weighted.stats), _write_batch(weighted.pairs, out, weighted.snapshot))
     if options.method == "lsh":
         from neardup_solr.engine.collection import dedupe_collection
 
         collection = dedupe_collection(searcher.client, options.threshold, dataset=options.dataset,
                                        progress=progress, split_bucket=options.split_bucket,
                                        work_dir=str(work_dir) if work_dir is not None else None)
-        if out is not None:
-            write_pairs(collection.pairs, out)
+        _write_batch(collection.pairs, out)
         return PairsResult(collection.pairs, options, "dedupe_collection", time.monotonic() - started,
                            {**asdict(collection.stats), "refinement": collection.stats.refinement()})
     from neardup_solr.engine.threshold import threshold_pairs
@@ -154,10 +162,7 @@ def find_cross_pairs(
     ``options.threshold``; ``records`` are :class:`~neardup_solr.io.readers.Record` or ``(id, text)`` pairs.
     ``out``, ``resume``, ``progress`` and ``snapshot`` as for :func:`find_pairs`."""
     _check_options(options, JoinOptions)
-    _no_resume(options, resume)
-    if snapshot is not None and (options.similarity, options.method) != ("idf", "lsh"):
-        raise InvalidParameterError("snapshot", "None outside similarity 'idf' with method 'lsh'", snapshot,
-                                    show_value=False)
+    options.check_run(resume=resume, snapshot=snapshot is not None)
     searcher = _searcher(client)
     started = time.monotonic()
     if options.method == "lsh" and options.similarity == "jaccard":
@@ -166,20 +171,71 @@ def find_cross_pairs(
         pairs, summary = lsh_join(searcher, records, options.threshold, options.indexed_dataset,
                                   bloom=options.bloom, fp_rate=options.fp_rate, workers=options.lookups_in_flight,
                                   progress=progress, one_to_one=options.one_to_one)
-        if out is not None:
-            write_pairs(pairs, out)
+        _write_batch(pairs, out)
         return PairsResult(pairs, options, "lsh_join", time.monotonic() - started, asdict(summary))
     if options.method == "lsh":
-        from neardup_solr.engine.weighted_lsh import idf_lsh_join, snapshot_path
+        from neardup_solr.engine.weighted_lsh import idf_lsh_join
 
         weighted = idf_lsh_join(_finder(searcher, options), records, indexed_dataset=options.indexed_dataset,
-                                one_to_one=options.one_to_one, out=out, snapshot=snapshot,
+                                one_to_one=options.one_to_one, snapshot=snapshot,
                                 split_bucket=options.split_bucket)
         return PairsResult(weighted.pairs, options, "idf_lsh_join", time.monotonic() - started,
-                           asdict(weighted.stats), snapshot_path(out) if out is not None else None)
+                           asdict(weighted.stats), _write_batch(weighted.pairs, out, weighted.snapshot))
     from neardup_solr.engine.threshold import join_pairs
 
     pairs = join_pairs(_finder(searcher, options), records, indexed_dataset=options.indexed_dataset,
                        workers=options.lookups_in_flight, progress=progress, one_to_one=options.one_to_one,
                        out=out, resume=resume)
     return PairsResult(pairs, options, "join_pairs", time.monotonic() - started)
+
+
+@dataclass
+class ReportResult:
+    """What a report did: how many ``pairs`` it found among how many ``documents`` (None when the engine does
+    not count them), with which engine, in how long; the engine's ``stats`` and where the IDF snapshot went."""
+
+    options: ReportOptions
+    engine: str
+    pairs: int
+    documents: int | None
+    seconds: float
+    stats: dict[str, Any] = field(default_factory=dict)
+    snapshot: Path | None = None
+
+
+def run_report(
+    client: SolrClient | Searcher,
+    options: ReportOptions,
+    out: str | Path | None = None,
+    *,
+    resume: bool = False,
+    progress: bool = False,
+    work_dir: str | Path | None = None,
+    snapshot: Any = None,
+    on_group: Any = None,
+) -> ReportResult:
+    """The report ``options`` ask for, written to ``out``: every pair at or above a threshold
+    (:class:`~neardup_solr.options.ThresholdOptions`, through :func:`find_pairs`) or one lookup per document
+    (:class:`~neardup_solr.options.LookupReportOptions`, through
+    :func:`~neardup_solr.engine.report.report_near_dups`). The command line's ``report`` and the service's
+    report jobs both come here. ``on_group(document, matches)`` sees each document of a lookup report that has
+    near duplicates; ``snapshot`` and ``work_dir`` are for threshold reports (see :func:`find_pairs`)."""
+    if isinstance(options, ThresholdOptions):
+        if on_group is not None:
+            raise InvalidParameterError("on_group", "None with threshold options (a threshold report has no "
+                                                    "lookups to show)", on_group, show_value=False)
+        result = find_pairs(client, options, out=out, resume=resume, progress=progress, work_dir=work_dir,
+                            snapshot=snapshot)
+        return ReportResult(options, result.engine, len(result), result.stats.get("documents"), result.seconds,
+                            result.stats, result.snapshot)
+    if not isinstance(options, LookupReportOptions):
+        raise ParameterTypeError("options", "a ThresholdOptions or a LookupReportOptions", options)
+    for name, value in (("snapshot", snapshot), ("work_dir", work_dir)):
+        if value is not None:
+            raise InvalidParameterError(name, "None with lookup-report options (a threshold report's)", value,
+                                        show_value=False)
+    from neardup_solr.engine.report import report_near_dups
+
+    summary, _ = report_near_dups(_searcher(client), out, options=options, progress=progress, on_group=on_group,
+                                  resume=resume)
+    return ReportResult(options, "report_near_dups", summary.pairs, summary.documents, summary.seconds)

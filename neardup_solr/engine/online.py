@@ -221,7 +221,7 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
         pending = recent.candidates(hash_set=query.hash_set)
     elif "lsh" in settings.fields:
         # Every band candidate (no first-word filter, no edit-distance cap, no row cap), verified exactly.
-        near = searcher.search(query, mode="lsh", max_distance=None, rows=None, first_word_filter=False,
+        near = searcher.search(query, mode="lsh", max_edit_distance=None, rows=None, first_word_filter=False,
                                min_jaccard=threshold)
         matches = [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
                    if m.id != exclude_id and (dataset is None or m.dataset == dataset)]

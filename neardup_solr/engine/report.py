@@ -22,7 +22,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
-from neardup_solr.solr.documents import META_DATASET, SETTINGS_DOC_ID
+from neardup_solr.errors import ParameterTypeError
+from neardup_solr.options import (
+    NOT_GIVEN,
+    WRITEUP_LOOKUP,
+    LookupOptions,
+    LookupReportOptions,
+    MinJaccard,
+    not_applicable,
+)
+from neardup_solr.signing.settings import SETTINGS_DOC_ID
+from neardup_solr.solr.queries import documents_of, select_params
 from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.solr.atomic import SIGNED, UNSIGNED, count_matching
 from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs
@@ -58,18 +68,9 @@ def iter_documents(searcher: Searcher, page_size: int = 1000, *, dataset: str | 
                    fields: str = STORED_FIELDS) -> Iterator[StoredDocument]:
     """Every indexed document (of ``dataset``, filtered by Solr), in id order, with a cursor (no deep paging
     cost). ``fields`` may name fewer of the stored fields; the others are left at their defaults."""
-    params: list[tuple[str, object]] = [
-        ("q", "*:*"),
-        ("fq", "-{!term f=dataset v=$nd.meta}"),
-        ("nd.meta", META_DATASET),
-        # Signed documents only: one another client posted (to a collection of ours, or of the user's before sync
-        # saw it) has no tokens to be found by, so it is left out of both sides of every pair, and counted.
-        ("fq", SIGNED.query),
-        ("sort", "id asc"),
-        ("fl", fields),
-    ]
-    if dataset is not None:
-        params += [("fq", "{!term f=dataset v=$nd.ds}"), ("nd.ds", dataset)]
+    # Signed documents only: one another client posted (to a collection of ours, or of the user's before sync saw
+    # it) has no tokens to be found by, so it is left out of both sides of every pair, and counted.
+    params = select_params([*documents_of(dataset), SIGNED], sort="id asc", fields=fields)
     unsigned = count_matching(searcher.client, [UNSIGNED])
     if unsigned:
         log.warning("%d document(s) of %s have no signature yet and are left out (posted by another client: "
@@ -91,21 +92,28 @@ def select_range(docs: Iterator[StoredDocument], start_id: str | int | None, end
 def report_near_dups(
     searcher: Searcher,
     out: str | Path | None,
-    start_id: str | int | None = None,
-    end_id: str | int | None = None,
-    max_distance: int | None = 2,
-    mode: str = "shingles",
+    start_id: str | int | None = NOT_GIVEN,
+    end_id: str | int | None = NOT_GIVEN,
+    max_distance: int | None = NOT_GIVEN,
+    mode: str = NOT_GIVEN,
     *,
-    rows: int = 10,
-    first_word_filter: bool = True,
-    num_hashes: int | None = None,
-    min_jaccard: float | None = None,
-    workers: int = 1,
+    options: LookupReportOptions | None = None,
+    max_edit_distance: int | None = NOT_GIVEN,
+    rows: int | None = NOT_GIVEN,
+    first_word_filter: bool = NOT_GIVEN,
+    num_hashes: int | None = NOT_GIVEN,
+    min_jaccard: MinJaccard = NOT_GIVEN,
+    workers: int | None = NOT_GIVEN,
     progress: bool = False,
     on_group: GroupCallback | None = None,
     resume: bool = False,
 ) -> tuple[ReportSummary, list[tuple[str, str, int, float]]]:
     """Look up every document with id in [start_id, end_id] and write its near duplicates with greater ids.
+
+    The report's options come as one :class:`~neardup_solr.options.LookupReportOptions` (``options=``) or as its
+    keys one by one (not both); their defaults are the write-up's ranking, whose report this is
+    (:data:`~neardup_solr.options.WRITEUP_LOOKUP`: first-word filter, 10 rows, ``max_edit_distance`` 2, no
+    Jaccard filter). ``max_distance`` is ``max_edit_distance``'s older name, still accepted (deprecated).
 
     Returns the summary and the pairs (id, neighbor_id, edit_distance, score). ``workers`` > 1 sends that many
     lookups at a time; the output is identical to a single worker's (results are collected in id order).
@@ -116,29 +124,33 @@ def report_near_dups(
     them, and the file (and the returned pairs) equal a clean run's. ``on_group`` sees only the documents
     looked up in this call.
     """
+    report = _report_options(options, dict(
+        start_id=start_id, end_id=end_id, max_distance=max_distance, mode=mode, max_edit_distance=max_edit_distance,
+        rows=rows, first_word_filter=first_word_filter, num_hashes=num_hashes, min_jaccard=min_jaccard,
+        workers=workers))
+    lookup = report.lookup
     started = time.monotonic()
     with ResumableOutput(out, job="report", resume=resume) as output:
-        documents = select_range(iter_documents(searcher), start_id, end_id)
+        documents = select_range(iter_documents(searcher), report.start_id, report.end_id)
+        # The keys a run records in its progress file: a run resumes only with the same ones.
         params = {
-            "mode": mode, "start_id": _optional_str(start_id), "end_id": _optional_str(end_id),
-            "max_distance": max_distance, "rows": rows, "first_word_filter": first_word_filter,
-            "num_hashes": num_hashes, "min_jaccard": min_jaccard, "index": asdict(searcher.settings),
+            "mode": lookup.mode, "start_id": _optional_str(report.start_id), "end_id": _optional_str(report.end_id),
+            "max_distance": lookup.max_edit_distance, "rows": lookup.rows,
+            "first_word_filter": lookup.first_word_filter, "num_hashes": lookup.num_hashes,
+            "min_jaccard": lookup.min_jaccard, "index": asdict(searcher.settings),
             "documents": digest_of((d.id, d.md5_hash, d.dataset) for d in documents),
         }
         pairs: list[tuple[str, str, int, float]] = [tuple(r) for r in output.begin(params, total=len(documents))]
         todo = documents[output.done:]
 
-        def lookup(doc: StoredDocument) -> list[NearDuplicate]:
+        def look_up(doc: StoredDocument) -> list[NearDuplicate]:
             if doc.num_shingles == 0:
                 return []
             query = searcher.prepare(doc.content, doc.id)
-            return searcher.search(
-                query, mode=mode, max_distance=max_distance, rows=rows, first_word_filter=first_word_filter,
-                num_hashes=num_hashes, min_jaccard=min_jaccard, only_greater_ids=True,
-            )
+            return searcher.search(query, options=lookup, only_greater_ids=True)
 
-        results = ordered_map(lookup, todo, workers, progress=progress, label=f"report ({mode})",
-                              total=len(documents), done=output.done)
+        results = ordered_map(look_up, todo, report.lookups_in_flight, progress=progress,
+                              label=f"report ({lookup.mode})", total=len(documents), done=output.done)
         for doc, matches in zip(todo, results):
             found = [(doc.id, m.id, m.edit_distance, m.score) for m in matches]
             output.add(doc.id, [list(p) for p in found])
@@ -149,6 +161,23 @@ def report_near_dups(
     summary = ReportSummary(documents=len(documents), pairs=len(pairs), seconds=time.monotonic() - started,
                             out_path=str(out) if out else None)
     return summary, pairs
+
+
+def _report_options(options: LookupReportOptions | None, keywords: dict) -> LookupReportOptions:
+    """The report's options: ``options`` as they are, or the keywords given over the write-up's ranking."""
+    if options is not None and not isinstance(options, LookupReportOptions):
+        if not isinstance(options, LookupOptions):
+            raise ParameterTypeError("options", "a LookupReportOptions", options)
+        options = LookupReportOptions(**options.searcher_kwargs())  # a plain lookup: all documents, one worker
+    scope = {k: keywords.pop(k) for k in ("start_id", "end_id", "workers")}
+    lookup = LookupOptions.from_keywords(options.lookup if options is not None else None, keywords, WRITEUP_LOOKUP,
+                                         stacklevel=4)
+    given = {k: v for k, v in scope.items() if v is not NOT_GIVEN}
+    if options is not None:
+        if given:
+            raise not_applicable(sorted(given), "when options is given (give the report's options one way)")
+        return options
+    return LookupReportOptions(**lookup.searcher_kwargs(), **given)
 
 
 def report_lines(pairs: Iterable[tuple[str, str, int, float]]) -> Iterator[str]:

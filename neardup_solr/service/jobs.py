@@ -19,9 +19,11 @@ import re
 import threading
 import time
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from neardup_solr.options import LookupReportOptions, ReportOptions, ThresholdOptions, option_names
 from neardup_solr.processes import process_alive
 from neardup_solr.io.outputs import PROGRESS_SUFFIX
 from neardup_solr.solr.client import SolrClient
@@ -112,42 +114,48 @@ class JobStore:
 # ----------------------------------------------------------------------------------------------- the work
 
 
-def run_report(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """One report into ``directory/pairs.tsv``: a threshold report (:func:`~neardup_solr.engine.find.find_pairs`,
-    the engine the command line's ``report --threshold`` uses) when ``params`` are threshold options, else a
-    lookup report with the lookup options."""
-    from neardup_solr.engine.find import find_pairs
-    from neardup_solr.engine.report import report_near_dups
-    from neardup_solr.options import ThresholdOptions, option_names
-    from neardup_solr.solr.documents import META_DATASET
+def report_params(options: ReportOptions) -> dict[str, Any]:
+    """A report job's parameters (kept in its state, shown to clients): the options by their keys, and the
+    kind of report they ask for."""
+    if isinstance(options, ThresholdOptions):
+        return {"kind": "threshold", **asdict(options)}
+    # Ids as the report reads them (str); max_distance: max_edit_distance's older name, kept for clients reading
+    # it (deprecated).
+    return {"kind": "lookups", "threshold": None, **asdict(options),
+            "start_id": None if options.start_id is None else str(options.start_id),
+            "end_id": None if options.end_id is None else str(options.end_id),
+            "max_distance": options.max_edit_distance}
+
+
+def report_options(params: dict[str, Any]) -> ReportOptions:
+    """The options of a report job from its parameters (:func:`report_params`)."""
+    cls = ThresholdOptions if params.get("kind") == "threshold" else LookupReportOptions
+    return cls(**{k: params[k] for k in option_names(cls) if k in params})
+
+
+def run_report_job(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """One report into ``directory/pairs.tsv``, through :func:`neardup_solr.engine.find.run_report`, the one
+    the command line's ``report`` runs."""
+    from neardup_solr.engine.find import run_report
+    from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
     from neardup_solr.solr.searcher import Searcher
 
-    out = directory / PAIRS_FILE
-    searcher = Searcher(client)
-    if params.get("kind") == "threshold":
-        options = ThresholdOptions(**{k: params[k] for k in option_names(ThresholdOptions) if k in params})
-        result = find_pairs(searcher, options, out=out, work_dir=directory)
-        documents = result.stats.get("documents")
-        if documents is None:
-            documents = client.count("*:*", ["-{!term f=dataset v=$nd.meta}"], [("nd.meta", META_DATASET)])
-        return {"pairs": len(result), "done": documents, "total": documents, "stats": result.stats}
-    summary, _ = report_near_dups(
-        searcher, out, params.get("start_id"), params.get("end_id"), params["max_distance"], params["mode"],
-        rows=params["rows"], first_word_filter=params["first_word_filter"], num_hashes=params.get("num_hashes"),
-        min_jaccard=params.get("min_jaccard"), workers=params["workers"])
-    return {"pairs": summary.pairs, "done": summary.documents, "total": summary.documents}
+    options = report_options(params)
+    result = run_report(Searcher(client), options, directory / PAIRS_FILE,
+                 work_dir=directory if isinstance(options, ThresholdOptions) else None)
+    documents = result.documents
+    if documents is None:
+        documents = client.count(params=filter_params([USER_DOCUMENTS]))
+    final: dict[str, Any] = {"pairs": result.pairs, "done": documents, "total": documents}
+    if isinstance(result.options, ThresholdOptions):
+        final["stats"] = result.stats
+    return final
 
 
 def threshold_report_params(options: dict[str, Any]) -> dict[str, Any]:
     """The parameters of a threshold report job, checked as the command line's ``report --threshold`` checks them
-    (the same options class): what the API's ``POST /v1/reports`` and the web page's report form both start."""
-    from dataclasses import asdict
-
-    from neardup_solr.options import ThresholdOptions, option_names
-
-    keys = option_names(ThresholdOptions)
-    return {"kind": "threshold",
-            **asdict(ThresholdOptions(**{k: v for k, v in options.items() if k in keys and v is not None}))}
+    (the same options class): what the web page's report form starts."""
+    return report_params(ThresholdOptions(**{k: v for k, v in options.items() if v is not None}))
 
 
 def pairs_as_jsonl(path: Path) -> Iterator[str]:

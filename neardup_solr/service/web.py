@@ -22,9 +22,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from neardup_solr.solr.documents import META_DATASET
+from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.errors import InvalidParameterError, InvalidTextError, NeardupError
 from neardup_solr.io.readers import FORMATS
+from neardup_solr.options import AnyLookup
 from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.validation import check_label, parse_value
 from neardup_solr.engine.weighted_lsh import weighted_band_params
@@ -32,7 +33,7 @@ from neardup_solr.service import lookups
 from neardup_solr.pairs.groups import group_pairs, read_distance_pairs
 from neardup_solr.service.charts import Curve, histogram_svg, s_curve_svg, similarity_histogram
 from neardup_solr.service.diff import word_diff
-from neardup_solr.service.jobs import PAIRS_FILE, run_index, run_report, threshold_report_params
+from neardup_solr.service.jobs import PAIRS_FILE, run_index, run_report_job, threshold_report_params
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 WEB_MODES = ("threshold", "lsh", "shingles", "minhash")
@@ -84,7 +85,7 @@ def _report_view(searcher: Any, directory: Path, params: dict[str, Any]) -> dict
             "groups": groups[:LARGEST_GROUPS], "group_count": len(groups), "pair_count": len(pairs)}
 
 
-def _form_lookup(mode: str, threshold: str, max_edit_distance: str) -> lookups.Lookup:
+def _form_lookup(mode: str, threshold: str, max_edit_distance: str) -> AnyLookup:
     if mode not in WEB_MODES:
         raise InvalidParameterError("mode", "one of " + ", ".join(WEB_MODES), mode)
     value = parse_value("threshold", threshold or "0.5", "threshold")
@@ -134,7 +135,7 @@ def install(app: FastAPI) -> None:
                     "exact": m.exact, "dataset": m.dataset, "segments": word_diff(query.text, m.content)}
                    for n, m in enumerate(matches, start=1)]
         return page(request, "index.html", form=form, query=query.text, query_id=query.id, results=results,
-                    options=chosen.describe())
+                    options=lookups.options_in_force(chosen))
 
     @app.get("/upload", response_class=HTMLResponse, include_in_schema=False)
     def upload_form(request: Request) -> HTMLResponse:
@@ -206,7 +207,7 @@ def install(app: FastAPI) -> None:
         jobs, client = request.app.state.jobs, request.app.state.client
         job = jobs.create("report", params)
         directory = jobs.root / job
-        jobs.start(job, lambda update: run_report(client, directory, params))
+        jobs.start(job, lambda update: run_report_job(client, directory, params))
         return RedirectResponse(f"/reports/{job}", status_code=303)
 
     def _report_state(request: Request, job: str) -> dict[str, Any] | None:

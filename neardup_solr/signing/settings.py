@@ -6,7 +6,8 @@ neardup-solr's own documents. Pure values and their checks; storing them in a co
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import platform
+from dataclasses import asdict, dataclass, field, replace
 
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs.lsh import LSHParams, recall_params
@@ -85,6 +86,11 @@ class IndexSettings:
     fold_digits: bool = False
     # How shingles are indexed (SHINGLE_FIELDS): "hash" for new collections, "text" for those stored before.
     shingle_tokens: str = "hash"
+    # The Unicode version the collection's texts were normalised with. Not compared: it follows from the normaliser
+    # and the Python that signed, and ensure_index_settings checks it on its own (refusing to write, warning on
+    # lookups). Not filled in here: settings copied with dataclasses.replace to another normaliser version would
+    # carry the first one's.
+    unicode_version: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Checked here, before a settings object can reach the index: a stored lsh_threshold of 1.5 or NaN, or
@@ -99,7 +105,13 @@ class IndexSettings:
         set_(self, "rows", check_int("rows", self.rows, "rows_per_band", none_ok=True))
         set_(self, "sample_mod", check_int("sample_mod", self.sample_mod, "sample_mod"))
         set_(self, "shingle_tokens", check_choice("shingle_tokens", self.shingle_tokens, tuple(SHINGLE_FIELDS)))
-        self.normalizer()  # checks the version and its options
+        normalizer = self.normalizer()  # checks the version and its options
+        if self.unicode_version is not None and not isinstance(self.unicode_version, str):
+            raise ParameterTypeError("unicode_version", "a Unicode version such as '15.1.0'", self.unicode_version)
+        if (self.normalizer_version >= 3 and self.unicode_version
+                and self.unicode_version != normalizer.unicode_version):
+            raise InvalidParameterError("unicode_version", f"{normalizer.unicode_version} with normaliser version "
+                                        f"{self.normalizer_version} (its Unicode is pinned)", self.unicode_version)
         if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
             raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
                                      f"choose from {', '.join(TOKEN_FIELDS)}")
@@ -158,4 +170,30 @@ class IndexSettings:
             data["fields"] = tuple(data["fields"])
         data.setdefault("normalizer_version", 1)  # stored before normaliser versions existed
         data.setdefault("shingle_tokens", "text")  # stored before shingles were indexed as hashes
+        if data.get("unicode_version") is None:  # stored before the Unicode version was recorded
+            data["unicode_version"] = UNICODE_NOT_RECORDED
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def signed_here(self) -> "IndexSettings":
+        """These settings with ``unicode_version`` the Unicode this Python signs them with (for a collection's
+        first writer, and for Spark's driver, whose executors must sign alike)."""
+        return replace(self, unicode_version=self.normalizer().unicode_version)
+
+
+# IndexSettings.unicode_version of settings stored before it was recorded: the first client that writes records its
+# own (a version-1 or -2 collection was signed with whatever Python its indexer ran on; that is the best guess).
+UNICODE_NOT_RECORDED = ""
+
+
+def unicode_mismatch(settings: IndexSettings) -> str:
+    """Why this Python signs a collection's texts differently from how they were signed ('' when it does not):
+    normaliser versions 1 and 2 read the interpreter's Unicode, which changes with the Python version."""
+    recorded = settings.unicode_version
+    mine = settings.normalizer().unicode_version
+    if not recorded or recorded == mine:
+        return ""
+    return (f"the collection was signed with Unicode {recorded} (normaliser version {settings.normalizer_version} "
+            f"reads the Python's own Unicode data) and this Python {platform.python_version()} has Unicode {mine}: "
+            f"texts holding characters that were added or changed between the two get other shingles, MD5 and band "
+            f"keys, so their duplicates are missed. Use a Python with Unicode {recorded}, or re-index with normaliser "
+            f"version 3, whose Unicode is pinned ({Normalizer(3).unicode_version}) and the same on every Python")

@@ -18,7 +18,9 @@ from neardup_solr.signing.settings import (
     TOKEN_FIELDS,
     UNITS,
     WRITE_UP_TOKEN_FIELDS,
+    UNICODE_NOT_RECORDED,
     IndexSettings,
+    unicode_mismatch,
 )
 from neardup_solr.signing.tokens import (
     MAX_TOKEN_BYTES,
@@ -33,6 +35,7 @@ from neardup_solr.signing.tokens import (
     word_gram_tokens,
 )
 from neardup_solr.solr.settings_store import (
+    ALLOW_UNICODE_MISMATCH_ENV,
     SettingsRepair,
     ensure_index_settings,
     read_index_settings,
@@ -42,9 +45,9 @@ from neardup_solr.solr.settings_store import (
 
 __all__ = [
     "DEFAULT_TOKEN_FIELDS", "META_DATASET", "RESERVED_IDS", "SETTINGS_DOC_ID", "SHINGLE_FIELDS", "TOKEN_FIELDS",
-    "UNITS", "WRITE_UP_TOKEN_FIELDS", "IndexSettings",
+    "UNITS", "WRITE_UP_TOKEN_FIELDS", "IndexSettings", "UNICODE_NOT_RECORDED", "unicode_mismatch",
     "MAX_TOKEN_BYTES", "WORD_GRAM_PAD", "WORD_GRAM_SIZE", "decode_signatures", "encode_signature", "md5_hex",
     "signature_tokens", "text_token", "text_tokens", "word_gram_tokens",
     "NO_WORDS_LEFT", "BuiltBatch", "DocumentBuilder", "record_problem",
-    "SettingsRepair", "ensure_index_settings", "read_index_settings", "repair_index_settings", "settings_document",
+    "ALLOW_UNICODE_MISMATCH_ENV", "SettingsRepair", "ensure_index_settings", "read_index_settings", "repair_index_settings", "settings_document",
 ]

@@ -219,6 +219,8 @@ def plan_install(client: SolrClient, text_field: str, settings: IndexSettings | 
             f"{client.url} has {', '.join(collisions)} of its own already, a name near-duplicate detection needs; "
             "nothing was changed: rename yours, or keep near duplicates in a collection of their own "
             "('neardup-solr solr create-collection', then 'neardup-solr index')")
+    # The first writer records the Unicode it signs with, as index does for a collection of ours.
+    plan.settings = settings = settings.signed_here()
     plan.settings_document = installed_settings_document(settings, text_field)
     return plan
 

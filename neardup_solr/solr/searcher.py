@@ -38,7 +38,7 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.queries import filter_params, not_in_dataset, quoted_term
 from neardup_solr.text import ProcessedText
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_str, check_text
-from neardup_solr.options import COLLECTION_THRESHOLD, MODES, WRITEUP_LOOKUP, MinJaccard
+from neardup_solr.options import COLLECTION_THRESHOLD, MODES, NOT_GIVEN, WRITEUP_LOOKUP, LookupOptions, MinJaccard
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +49,10 @@ _PAGE_SIZE = 500
 #: The reference write-up's ranking (:data:`neardup_solr.options.WRITEUP_LOOKUP`) as keyword arguments of
 #: :meth:`Searcher.find_near_dups`: only candidates with the query's first word, the 10 best-scoring
 #: candidates, word edit distance <= 2, no Jaccard filter. Pass it on purpose:
-#: ``searcher.find_near_dups(doc_id, **WRITEUP_RANKING)`` (the CLI's ``--writeup-ranking``).
+#: ``searcher.find_near_dups(doc_id, **WRITEUP_RANKING)`` (the CLI's ``--writeup-ranking``), or as options:
+#: ``searcher.find_near_dups(doc_id, options=WRITEUP_LOOKUP)``.
 WRITEUP_RANKING: dict[str, Any] = {k: v for k, v in WRITEUP_LOOKUP.searcher_kwargs().items()
-                                   if k in ("max_distance", "rows", "first_word_filter", "min_jaccard")}
+                                   if k in ("max_edit_distance", "rows", "first_word_filter", "min_jaccard")}
 
 # MinHash-mode lookups keep candidates whose agreeing positions reach (threshold - margin) * k: the count is
 # close to Binomial(k, J), and a pair at exactly the threshold falls below 3 standard deviations ~0.13% of the time.
@@ -118,20 +119,6 @@ class Query:
     # The LSH band keys of the signature, once something asks (see Searcher.band_keys_of), and their tokens.
     bands: np.ndarray | None = field(default=None, repr=False, compare=False)
     band_token_list: list[str] | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class _Options:
-    """Checked lookup options; ``min_jaccard`` resolved to a number or None."""
-
-    mode: str
-    max_distance: int | None
-    rows: int | None
-    first_word_filter: bool
-    num_hashes: int | None
-    min_jaccard: float | None
-    only_greater_ids: bool
-    other_datasets_than: str | None
 
 
 # Numeric ids compare as numbers ("9" < "10"), others as strings, numbers first.
@@ -212,28 +199,36 @@ class Searcher:
         doc_id: str | None = None,
         *,
         text: str | None = None,
-        mode: str = "shingles",
-        max_distance: int | None = None,
-        rows: int | None = None,
-        first_word_filter: bool = False,
-        num_hashes: int | None = None,
-        min_jaccard: MinJaccard = COLLECTION_THRESHOLD,
+        options: LookupOptions | None = None,
+        mode: str = NOT_GIVEN,
+        max_edit_distance: int | None = NOT_GIVEN,
+        rows: int | None = NOT_GIVEN,
+        first_word_filter: bool = NOT_GIVEN,
+        num_hashes: int | None = NOT_GIVEN,
+        min_jaccard: MinJaccard = NOT_GIVEN,
         only_greater_ids: bool = False,
         other_datasets_than: str | None = None,
+        max_distance: int | None = NOT_GIVEN,
     ) -> list[NearDuplicate]:
         """Near duplicates of a stored document (``doc_id``) or of a new ``text``, best first (smallest edit
         distance, then highest Jaccard).
 
-        - ``mode``: which tokens find the candidates: shared ``shingles``, ``minhash`` values or ``lsh`` bands.
+        The lookup options come as one :class:`~neardup_solr.options.LookupOptions` (``options=``) or as its
+        keys, given one by one (the others take the options' defaults); not both:
+
+        - ``mode``: which tokens find the candidates: shared ``shingles`` (default), ``minhash`` values or
+          ``lsh`` bands.
         - ``min_jaccard``: keep candidates whose exact shingle Jaccard reaches it; the default
           (``"collection"``) is the collection's threshold, ``None`` keeps every candidate.
-        - ``max_distance``: keep candidates within this word edit distance; ``None`` (default): no limit.
+        - ``max_edit_distance``: keep candidates within this word edit distance; ``None`` (default): no limit.
+          ``max_distance`` is its older name, still accepted (deprecated).
         - ``rows``: how many candidates Solr returns, best overlap first (a stored query document takes one);
           ``None`` (default): all of them, paged.
         - ``first_word_filter``: only candidates with the query's first word (the write-up's filter).
         - ``num_hashes``: in minhash mode, query with the first this many values (default: all).
-        - ``only_greater_ids``: only neighbours whose id sorts after ``doc_id`` (reports);
-          ``other_datasets_than`` leaves out the documents of that data set.
+
+        ``only_greater_ids``: only neighbours whose id sorts after ``doc_id`` (reports);
+        ``other_datasets_than`` leaves out the documents of that data set.
 
         Bad values raise :class:`~neardup_solr.errors.InvalidParameterError` or
         :class:`~neardup_solr.errors.ParameterTypeError` naming the parameter, before anything is sent.
@@ -241,47 +236,59 @@ class Searcher:
         if (doc_id is None) == (text is None):
             raise InvalidParameterError("doc_id", "given, or text given instead (exactly one of the two)", doc_id,
                                         show_value=False)
-        options = self._options(mode, max_distance, rows, first_word_filter, num_hashes, min_jaccard,
-                                only_greater_ids, other_datasets_than)
+        lookup = LookupOptions.from_keywords(options, dict(
+            mode=mode, max_edit_distance=max_edit_distance, rows=rows, first_word_filter=first_word_filter,
+            num_hashes=num_hashes, min_jaccard=min_jaccard, max_distance=max_distance), stacklevel=3)
+        only_greater_ids, other_datasets_than = _checked_scope(only_greater_ids, other_datasets_than)
         if doc_id is not None:
             source = self.get_by_id(doc_id)
             query = self.prepare(source.content, source.id)
         else:
             query = self.prepare(check_text(text))
-        return self._search(query, options)
+        return self._search(query, lookup, only_greater_ids, other_datasets_than)
 
     def find_near_dups_by_shingles(
-        self, doc_id: str, max_distance: int | None = None, *, rows: int | None = None,
-        first_word_filter: bool = False, min_jaccard: MinJaccard = COLLECTION_THRESHOLD,
+        self, doc_id: str, max_distance: int | None = NOT_GIVEN, *, options: LookupOptions | None = None,
+        max_edit_distance: int | None = NOT_GIVEN, rows: int | None = NOT_GIVEN,
+        first_word_filter: bool = NOT_GIVEN, min_jaccard: MinJaccard = NOT_GIVEN,
         only_greater_ids: bool = False, other_datasets_than: str | None = None,
     ) -> list[NearDuplicate]:
         """Near duplicates of the stored document ``doc_id`` found through shared shingles; the parameters are
-        :meth:`find_near_dups`'s."""
-        return self.find_near_dups(doc_id, mode="shingles", max_distance=max_distance, rows=rows,
-                                   first_word_filter=first_word_filter, min_jaccard=min_jaccard,
-                                   only_greater_ids=only_greater_ids, other_datasets_than=other_datasets_than)
+        :meth:`find_near_dups`'s (``max_distance``, the second positional one, is ``max_edit_distance``'s
+        older name)."""
+        lookup = LookupOptions.from_keywords(options, dict(
+            max_edit_distance=max_edit_distance, max_distance=max_distance, rows=rows,
+            first_word_filter=first_word_filter, min_jaccard=min_jaccard), stacklevel=3)
+        return self.find_near_dups(doc_id, options=_in_mode(lookup, "shingles"), only_greater_ids=only_greater_ids,
+                                   other_datasets_than=other_datasets_than)
 
     def find_near_dups_by_minhash(
-        self, doc_id: str, max_distance: int | None = None, *, rows: int | None = None,
-        first_word_filter: bool = False, num_hashes: int | None = None,
-        min_jaccard: MinJaccard = COLLECTION_THRESHOLD, only_greater_ids: bool = False,
+        self, doc_id: str, max_distance: int | None = NOT_GIVEN, *, options: LookupOptions | None = None,
+        max_edit_distance: int | None = NOT_GIVEN, rows: int | None = NOT_GIVEN,
+        first_word_filter: bool = NOT_GIVEN, num_hashes: int | None = NOT_GIVEN,
+        min_jaccard: MinJaccard = NOT_GIVEN, only_greater_ids: bool = False,
         other_datasets_than: str | None = None,
     ) -> list[NearDuplicate]:
         """Near duplicates of the stored document ``doc_id`` found through shared MinHash values (each match
         carries ``estimated_jaccard``); the parameters are :meth:`find_near_dups`'s."""
-        return self.find_near_dups(doc_id, mode="minhash", max_distance=max_distance, rows=rows,
-                                   first_word_filter=first_word_filter, num_hashes=num_hashes,
-                                   min_jaccard=min_jaccard, only_greater_ids=only_greater_ids,
+        lookup = LookupOptions.from_keywords(options, dict(
+            max_edit_distance=max_edit_distance, max_distance=max_distance, rows=rows,
+            first_word_filter=first_word_filter, num_hashes=num_hashes, min_jaccard=min_jaccard),
+            LookupOptions(mode="minhash"), stacklevel=3)
+        return self.find_near_dups(doc_id, options=_in_mode(lookup, "minhash"), only_greater_ids=only_greater_ids,
                                    other_datasets_than=other_datasets_than)
 
     def find_near_dups_of_text(
-        self, text: str, mode: str = "shingles", *, max_distance: int | None = None, rows: int | None = None,
-        first_word_filter: bool = False, num_hashes: int | None = None,
-        min_jaccard: MinJaccard = COLLECTION_THRESHOLD, other_datasets_than: str | None = None,
+        self, text: str, mode: str = NOT_GIVEN, *, options: LookupOptions | None = None,
+        max_edit_distance: int | None = NOT_GIVEN, rows: int | None = NOT_GIVEN,
+        first_word_filter: bool = NOT_GIVEN, num_hashes: int | None = NOT_GIVEN,
+        min_jaccard: MinJaccard = NOT_GIVEN, other_datasets_than: str | None = None,
+        max_distance: int | None = NOT_GIVEN,
     ) -> list[NearDuplicate]:
         """The online use: is this new ``text`` a near duplicate of anything indexed? The parameters are
         :meth:`find_near_dups`'s."""
-        return self.find_near_dups(text=check_text(text), mode=mode, max_distance=max_distance, rows=rows,
+        return self.find_near_dups(text=check_text(text), options=options, mode=mode,
+                                   max_edit_distance=max_edit_distance, max_distance=max_distance, rows=rows,
                                    first_word_filter=first_word_filter, num_hashes=num_hashes,
                                    min_jaccard=min_jaccard, other_datasets_than=other_datasets_than)
 
@@ -378,45 +385,34 @@ class Searcher:
         self,
         query: Query,
         *,
-        mode: str = "shingles",
-        max_distance: int | None = None,
-        rows: int | None = None,
-        first_word_filter: bool = False,
-        num_hashes: int | None = None,
-        min_jaccard: MinJaccard = COLLECTION_THRESHOLD,
+        options: LookupOptions | None = None,
+        mode: str = NOT_GIVEN,
+        max_edit_distance: int | None = NOT_GIVEN,
+        rows: int | None = NOT_GIVEN,
+        first_word_filter: bool = NOT_GIVEN,
+        num_hashes: int | None = NOT_GIVEN,
+        min_jaccard: MinJaccard = NOT_GIVEN,
         only_greater_ids: bool = False,
         other_datasets_than: str | None = None,
+        max_distance: int | None = NOT_GIVEN,
     ) -> list[NearDuplicate]:
         """The near duplicates of a prepared :class:`Query` (see :meth:`prepare`); the parameters and their
         defaults are :meth:`find_near_dups`'s."""
-        options = self._options(mode, max_distance, rows, first_word_filter, num_hashes, min_jaccard,
-                                only_greater_ids, other_datasets_than)
-        return self._search(query, options)
+        lookup = LookupOptions.from_keywords(options, dict(
+            mode=mode, max_edit_distance=max_edit_distance, rows=rows, first_word_filter=first_word_filter,
+            num_hashes=num_hashes, min_jaccard=min_jaccard, max_distance=max_distance), stacklevel=3)
+        only_greater_ids, other_datasets_than = _checked_scope(only_greater_ids, other_datasets_than)
+        return self._search(query, lookup, only_greater_ids, other_datasets_than)
 
-    def _options(self, mode: Any, max_distance: Any, rows: Any, first_word_filter: Any, num_hashes: Any,
-                 min_jaccard: Any, only_greater_ids: Any, other_datasets_than: Any) -> _Options:
-        mode = check_choice("mode", mode, MODES)
-        num_hashes = check_int("num_hashes", num_hashes, "num_hashes", none_ok=True)
-        if num_hashes is not None and mode != "minhash":
-            raise InvalidParameterError("num_hashes", "left out (None) outside mode 'minhash'", num_hashes)
-        if isinstance(min_jaccard, str) and min_jaccard == COLLECTION_THRESHOLD:
-            threshold: float | None = self.settings.lsh_threshold
-        else:
-            threshold = check_float("min_jaccard", min_jaccard, "min_jaccard", none_ok=True)
-        return _Options(
-            mode=mode,
-            max_distance=check_int("max_distance", max_distance, "max_distance", none_ok=True),
-            rows=check_int("rows", rows, "rows", none_ok=True),
-            first_word_filter=check_bool("first_word_filter", first_word_filter),
-            num_hashes=num_hashes,
-            min_jaccard=threshold,
-            only_greater_ids=check_bool("only_greater_ids", only_greater_ids),
-            other_datasets_than=check_str("other_datasets_than", other_datasets_than, none_ok=True),
-        )
+    def _min_jaccard(self, options: LookupOptions) -> float | None:
+        """``options.min_jaccard`` as a number (the collection's threshold for ``"collection"``) or None."""
+        if options.min_jaccard == COLLECTION_THRESHOLD:
+            return self.settings.lsh_threshold
+        return None if options.min_jaccard is None else float(options.min_jaccard)
 
-    def _min_overlap(self, query: Query, options: _Options) -> int | None:
+    def _min_overlap(self, query: Query, options: LookupOptions) -> int | None:
         """The fewest shared tokens a candidate needs to reach ``min_jaccard`` (None: no such bound)."""
-        threshold = options.min_jaccard
+        threshold = self._min_jaccard(options)
         if not threshold:
             return None
         if options.mode == "shingles" and self.settings.sample_mod == 1:
@@ -428,21 +424,23 @@ class Searcher:
             return max(1, math.ceil((threshold - margin) * count - 1e-9))
         return None  # lsh: one shared band makes a candidate
 
-    def _search(self, query: Query, options: _Options) -> list[NearDuplicate]:
+    def _search(self, query: Query, options: LookupOptions, only_greater_ids: bool = False,
+                other_datasets_than: str | None = None) -> list[NearDuplicate]:
         docs: Iterable[dict]
+        min_jaccard = self._min_jaccard(options)
         if options.mode == "lsh" and options.rows is None:
-            docs = self._every_band_candidate(query, options)
-            return self.rerank(query, docs, max_distance=options.max_distance, min_jaccard=options.min_jaccard,
-                               only_greater_ids=options.only_greater_ids)
+            docs = self._every_band_candidate(query, options, other_datasets_than)
+            return self.rerank(query, docs, max_distance=options.max_edit_distance, min_jaccard=min_jaccard,
+                               only_greater_ids=only_greater_ids)
         params = self.candidate_params(query, options.mode, options.rows, options.first_word_filter,
-                                       options.num_hashes, options.other_datasets_than,
+                                       options.num_hashes, other_datasets_than,
                                        min_overlap=self._min_overlap(query, options))
         if options.rows is None:
             docs = cursor_docs(self.client, params, _PAGE_SIZE)
         else:
             docs = self.client.select(params)["response"]["docs"]
-        matches = self.rerank(query, docs, max_distance=options.max_distance, min_jaccard=options.min_jaccard,
-                              only_greater_ids=options.only_greater_ids)
+        matches = self.rerank(query, docs, max_distance=options.max_edit_distance, min_jaccard=min_jaccard,
+                              only_greater_ids=only_greater_ids)
         if options.mode == "minhash":
             # With position-tagged MinHash tokens the overlap score counts agreeing hash functions.
             count = self._hash_count(options.num_hashes)
@@ -464,13 +462,14 @@ class Searcher:
             params += filter_params([not_in_dataset(other_datasets_than)])
         return params
 
-    def _every_band_candidate(self, query: Query, options: _Options) -> Iterator[dict]:
+    def _every_band_candidate(self, query: Query, options: LookupOptions,
+                              other_datasets_than: str | None) -> Iterator[dict]:
         """Every document sharing a band with ``query``, each with ``score`` = the bands it shares: what the
         OR-query scores, without scoring. With no row cap nothing needs the score order, and a constant-score
         terms query paged by id cost Solr a third of the scored, score-sorted one (QTime p50 1 ms against 3 ms
         at 1,000,000 documents); the shared bands are counted here from the band keys the document returns."""
         wanted = set(self.query_tokens(query, "lsh"))
-        params = self.band_candidate_params(query, options.first_word_filter, options.other_datasets_than)
+        params = self.band_candidate_params(query, options.first_word_filter, other_datasets_than)
         for doc in cursor_docs(self.client, params, _PAGE_SIZE):
             doc["score"] = float(len(wanted.intersection(doc.pop("content_lsh", ()))))
             yield doc
@@ -513,6 +512,19 @@ class Searcher:
             ))
         results.sort(key=lambda m: (m.edit_distance, -m.jaccard, -m.score, id_sort_key(m.id)))
         return results
+
+
+def _checked_scope(only_greater_ids: Any, other_datasets_than: Any) -> tuple[bool, str | None]:
+    """Which documents a lookup may answer with (not lookup options: reports and joins set them)."""
+    return (check_bool("only_greater_ids", only_greater_ids),
+            check_str("other_datasets_than", other_datasets_than, none_ok=True))
+
+
+def _in_mode(options: LookupOptions, mode: str) -> LookupOptions:
+    """``options`` of a lookup whose method names its mode (find_near_dups_by_minhash): refused in another."""
+    if options.mode != mode:
+        raise InvalidParameterError("options", f"options in mode {mode!r} (this lookup's mode)", options.mode)
+    return options
 
 
 def _checked_lookup_id(doc_id: Any) -> str:

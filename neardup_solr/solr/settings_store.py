@@ -7,12 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neardup_solr.errors import ParameterTypeError, SettingsConflictError, StoredSettingsError
 from neardup_solr.signing.builder import DocumentBuilder
-from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings, unicode_mismatch
 from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params, select_params
 from neardup_solr.text import LATEST_NORMALIZER_VERSION
 from neardup_solr.validation import check_int
@@ -102,12 +103,20 @@ def read_index_settings(client: SolrClient) -> IndexSettings | None:
             cli_message=f"{why}; run 'neardup-solr settings --repair', which checks the indexed documents first",
             url=client.url, problem=problem)
     assert text is not None
-    return IndexSettings.from_json(text)
+    settings = IndexSettings.from_json(text)
+    _warn_unicode_mismatch(client.url, settings)
+    return settings
 
 
-def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) -> IndexSettings:
+def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
+                          allow_unicode_mismatch: bool | None = None) -> IndexSettings:
     """The settings the collection was indexed with; writes ``settings`` (or defaults) into an empty collection
-    and refuses to mix documents indexed with different settings."""
+    and refuses to mix documents indexed with different settings.
+
+    The Unicode version is part of it: settings stored before it was recorded get this Python's (normaliser
+    versions 1 and 2 read the interpreter's Unicode data), and a collection recorded with another Unicode version
+    than this Python's is refused with :class:`~neardup_solr.errors.SettingsConflictError` unless
+    ``allow_unicode_mismatch`` (None: the environment variable ``NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH=1``)."""
     if settings is not None and not isinstance(settings, IndexSettings):
         raise ParameterTypeError("settings", "an IndexSettings or None", settings)
     try:
@@ -121,7 +130,9 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
         stored = None
     if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
         # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
-        chosen = settings or IndexSettings()
+        # The collection's Unicode is the one its first writer signs with, whatever settings it was handed
+        # (settings copied from another collection carry that one's).
+        chosen = (settings or IndexSettings()).signed_here()
         client.add([settings_document(chosen)])
         return chosen
     if settings is not None and settings.normalizer() != stored.normalizer():
@@ -134,8 +145,8 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
             cli_message=f"{why} (index FILE --clear-all), or keep this one with --normalizer-version "
                         f"{stored.normalizer_version}.")
     if settings is not None and settings != stored:
-        differ = [name for name in IndexSettings.__dataclass_fields__
-                  if getattr(settings, name) != getattr(stored, name)]
+        differ = [name for name, f in IndexSettings.__dataclass_fields__.items()
+                  if f.compare and getattr(settings, name) != getattr(stored, name)]
         why = (f"this collection was indexed with {stored}; indexing with {settings} would mix incompatible "
                f"shingles/signatures (they differ in {', '.join(differ)}). Use the same settings, or empty the "
                "collection first")
@@ -145,12 +156,51 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None) ->
             f"{why} (neardup_solr.solr.maintenance.clear(client, everything=True)), or give {keep}.",
             cli_message=f"{why} (index --clear-all), or keep this collection's with {flags} (or no settings "
                         "flags at all: the collection's own are used).")
+    stored = _checked_unicode(client, stored, allow_unicode_mismatch)
     if stored.normalizer_version < LATEST_NORMALIZER_VERSION:
         log.warning("%s was indexed with normaliser version %d and keeps using it; version %d also matches copies "
                     "that differ by Unicode form (NFD accents, ligatures, soft hyphens, full-width digits): to "
                     "use it, re-index everything (neardup-solr index FILE --clear-all)", client.url,
                     stored.normalizer_version, LATEST_NORMALIZER_VERSION)
     return stored
+
+
+# Set to 1 to write into a collection recorded with another Unicode version than this Python's (normaliser
+# versions 1 and 2 only): what allow_unicode_mismatch=True does for ensure_index_settings.
+ALLOW_UNICODE_MISMATCH_ENV = "NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH"
+_UNICODE_WARNED: set[tuple[str, str, str]] = set()
+
+
+def _warn_unicode_mismatch(url: str, settings: IndexSettings) -> None:
+    """Lookups go on, but say once per collection and version pair that they may miss copies."""
+    why = unicode_mismatch(settings)
+    key = (url, str(settings.unicode_version), settings.normalizer().unicode_version)
+    if why and key not in _UNICODE_WARNED:
+        _UNICODE_WARNED.add(key)
+        log.warning("%s: %s", url, why)
+
+
+def _checked_unicode(client: SolrClient, stored: IndexSettings, allow: bool | None) -> IndexSettings:
+    """``stored`` with its Unicode version recorded (this Python's when none was); refuses a writer whose Unicode
+    differs from the recorded one unless allowed."""
+    if not stored.unicode_version:
+        stored = stored.signed_here()
+        client.add([settings_document(stored)])
+        log.info("%s: recorded Unicode %s (this Python's) as the collection's, for normaliser version %d",
+                 client.url, stored.unicode_version, stored.normalizer_version)
+        return stored
+    why = unicode_mismatch(stored)
+    if not why:
+        return stored
+    if allow is None:
+        allow = os.environ.get(ALLOW_UNICODE_MISMATCH_ENV, "") == "1"
+    if allow:
+        log.warning("%s: writing anyway (allowed): %s", client.url, why)
+        return stored
+    raise SettingsConflictError(
+        f"{client.url}: {why}. To write all the same, pass allow_unicode_mismatch=True (or set "
+        f"{ALLOW_UNICODE_MISMATCH_ENV}=1).",
+        cli_message=f"{client.url}: {why}. To write all the same, set {ALLOW_UNICODE_MISMATCH_ENV}=1.")
 
 
 # IndexSettings fields `index` has a flag for (the rest, such as seed, are set in Python only).

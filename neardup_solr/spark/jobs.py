@@ -50,10 +50,10 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET, ThresholdOptions
 from neardup_solr.pairs.candidates import (
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
     DEFAULT_MAX_BUCKET,
-    DEFAULT_SPLIT_BUCKET,
     check_split_bucket,
     estimate_margin,
     min_matches,
@@ -139,7 +139,7 @@ def dedup(
     lsh_params: LSHParams | None = None,
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     max_bucket: int = DEFAULT_MAX_BUCKET,
-    similarity: str = "jaccard",
+    similarity: str = ThresholdOptions.similarity,
     snapshot: IdfSnapshot | None = None,
     split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> SparkPairs:
@@ -193,7 +193,7 @@ def dedup_file(
     lsh_params: LSHParams | None = None,
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     max_bucket: int = DEFAULT_MAX_BUCKET,
-    similarity: str = "jaccard",
+    similarity: str = ThresholdOptions.similarity,
     snapshot: IdfSnapshot | None = None,
     split_bucket: int | None = DEFAULT_SPLIT_BUCKET,
 ) -> "tuple[SparkPairs, InputRead]":
@@ -283,7 +283,7 @@ def join(
     false_negative_weight: float = DEFAULT_FALSE_NEGATIVE_WEIGHT,
     max_bucket: int = DEFAULT_MAX_BUCKET,
     one_to_one_matching: bool = False,
-    similarity: str = "jaccard",
+    similarity: str = ThresholdOptions.similarity,
     snapshot: IdfSnapshot | None = None,
 ) -> SparkPairs:
     """Every pair (left record, right record) with exact Jaccard >= ``threshold``; records of one side are never

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from neardup_solr.errors import InvalidRecordError
 from neardup_solr.io.readers import Record, RecordReader
-from neardup_solr.spark.signing import document_builder, fixed_rows, sign_arrays
+from neardup_solr.spark.signing import document_builder, fixed_rows, for_executors, sign_arrays
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -170,6 +170,7 @@ def sign_on_executors(spark: "SparkSession", path: Path, fmt: str, id_field: str
     location = str(path.resolve())
     # The slices' parts from the file's size (the records are not counted yet): 512 bytes a record at least.
     parts = slices_per_band(path.stat().st_size // 512)
+    settings = for_executors(settings)
 
     def parse_and_sign(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         reader = RecordReader(location, fmt, id_field=id_field, text_field=text_field,

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from neardup_solr.errors import InvalidTextError
+from neardup_solr.errors import InvalidTextError, SignatureDisagreementError
 from neardup_solr.signing.builder import DocumentBuilder, record_problem
-from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.signing.settings import IndexSettings, unicode_mismatch
 from neardup_solr.pairs._arrays import sorted_distinct
 from neardup_solr.pairs.lsh import LSHParams, band_keys
 from neardup_solr.text import normalize
@@ -41,8 +41,23 @@ EMPTY_TEXT = "no words left after normalisation (empty, blank or punctuation-onl
 def document_builder(settings: IndexSettings) -> DocumentBuilder:
     """The indexer's document builder for ``settings``: its shingler and MinHash are the ones every signature
     of the Spark jobs comes from. The one place the jobs turn settings into text processing, so a setting the
-    indexer honours (a normaliser version, say) reaches Spark through the builder."""
+    indexer honours (a normaliser version, say) reaches Spark through the builder.
+
+    Called on the executors with the settings the driver made (their ``unicode_version`` is the driver's, or the
+    collection's): an executor whose Python has another Unicode version would sign with normaliser version 1 or 2
+    differently, so it raises :class:`~neardup_solr.errors.SignatureDisagreementError`, which fails the job with
+    that reason instead of writing mixed signatures. Version 3's Unicode is pinned, so it always matches."""
+    why = unicode_mismatch(settings)
+    if why:
+        raise SignatureDisagreementError(f"this Spark executor cannot sign like the driver: {why}. Run the "
+                                         "executors on the driver's Python version (PYSPARK_PYTHON)")
     return DocumentBuilder(settings)
+
+
+def for_executors(settings: IndexSettings) -> IndexSettings:
+    """On the driver: ``settings`` as the executors get them, with the Unicode version to sign with (the
+    collection's as recorded, else this Python's), which :func:`document_builder` checks theirs against."""
+    return settings if settings.unicode_version else settings.signed_here()
 
 
 def signature_bytes(values) -> bytes:
@@ -130,6 +145,8 @@ def _distinct_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
 def sign(records: "DataFrame", settings: IndexSettings, params: LSHParams) -> "DataFrame":
     """``records`` (columns ``id``, ``text``) signed on the executors, one Arrow batch at a time
     (:data:`SIGNED_SCHEMA`); records that cannot be signed keep their row, with ``problem`` set."""
+
+    settings = for_executors(settings)
 
     def sign_batches(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         builder = document_builder(settings)  # once per task: its word-hash cache is reused across batches

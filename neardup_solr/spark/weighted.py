@@ -29,7 +29,7 @@ from neardup_solr.signing.settings import TOKEN_FIELDS, IndexSettings
 from neardup_solr.pairs.lsh import LSHParams, band_keys
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, signing_weights, weighted_signer
 from neardup_solr.pairs.weighted import weighted_jaccard
-from neardup_solr.spark.signing import EMPTY_TEXT, document_builder
+from neardup_solr.spark.signing import EMPTY_TEXT, document_builder, for_executors
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,6 +42,7 @@ WEIGHTED_SCHEMA = "id string, signature array<int>, band_keys array<bigint>, tok
 def tokenize(records: "DataFrame", settings: IndexSettings) -> "DataFrame":
     """``records`` (``id``, ``text``) as ``id, tokens, problem`` (:data:`TOKENS_SCHEMA`): the distinct words of
     each valid record, or why it cannot be used (as :func:`~neardup_solr.spark.signing.sign` says it)."""
+    settings = for_executors(settings)
 
     def batches(it: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa

@@ -8,7 +8,8 @@ Pipeline::
 
     text --normalize--> "art s deli 12224 ..." --Shingler--> shingles --> 32-bit hashes --MinHash--> signature
 
-Modules: :mod:`.normalizer` (the normaliser), :mod:`.murmur` (MurmurHash3 vectorised in NumPy),
+Modules: :mod:`.normalizer` (the normaliser), :mod:`.pinned_unicode` (the one Unicode version normaliser
+version 3 reads, whatever the Python), :mod:`.murmur` (MurmurHash3 vectorised in NumPy),
 :mod:`.shingles` (:class:`Shingler`, :class:`ProcessedText`), :mod:`.minhash` (:class:`MinHash`,
 :class:`Signature`, :func:`jaccard`, :func:`estimate_jaccard`), :mod:`.weighted` (weighted MinHash:
 :class:`~.weighted.WeightedMinHash`, :class:`~.weighted.BoostedMinHash`). Every name of the first four is

@@ -11,8 +11,15 @@ import re
 import string
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 from neardup_solr.errors import InvalidParameterError
+from neardup_solr.text.pinned_unicode import (
+    PINNED_UNICODE_VERSION,
+    CodePointTest,
+    interpreter_unicode_version,
+    pinned,
+)
 from neardup_solr.validation import check_bool, check_int, check_text
 
 _KEPT_PUNCTUATION = "-"
@@ -77,8 +84,8 @@ def _prepare_v1(text: str) -> str:
     return _WHITESPACE_RE.sub(" ", text).strip()
 
 
-NORMALIZER_VERSIONS = (1, 2)
-LATEST_NORMALIZER_VERSION = 2
+NORMALIZER_VERSIONS = (1, 2, 3)
+LATEST_NORMALIZER_VERSION = 3
 ZERO_WIDTH_SPACE = 0x200B
 # Combining Diacritical Marks: what fold_diacritics removes. Marks of other blocks (Thai, Devanagari vowel
 # signs) are parts of their letters, not accents, and stay.
@@ -142,8 +149,99 @@ class _KernelTable(dict):
 
 _KERNEL_TABLES = {1: _KernelTable(_UNICODE_TABLE), (2, False): _KernelTable(_TABLES_V2[False]),
                   (2, True): _KernelTable(_TABLES_V2[True])}
+
+
+class _UnicodeTableV3(dict):
+    """Version 3's ``str.translate`` mapping for non-ASCII text: version 2's rules with every character's data from
+    the pinned Unicode version (:mod:`.pinned_unicode`), and whitespace a space here (``\\s`` would be the
+    interpreter's). With ``fold_digits`` every decimal digit is ``0``; the runs of ``0`` are joined after."""
+
+    def __init__(self, fold_diacritics: bool, fold_digits: bool):
+        super().__init__(_ascii_table())
+        self.fold_diacritics = fold_diacritics
+        self.fold_digits = fold_digits
+
+    def __missing__(self, code: int) -> str:
+        data = pinned()
+        ch = chr(code)
+        category = data.category(ch)
+        if code in data.whitespace or code == ZERO_WIDTH_SPACE:
+            ch = " "
+        elif category == "Cf":
+            ch = ""
+        elif category in ("Cc", "Cs") or (category[0] == "P" and ch not in _KEPT_PUNCTUATION):
+            ch = " "
+        elif self.fold_digits and code in data.decimal:
+            ch = "0"
+        elif self.fold_diacritics and code in _DIACRITICS:
+            ch = ""
+        elif self.fold_diacritics and category[0] == "L":
+            decomposed = data.normalize("NFD", ch)
+            if len(decomposed) > 1 and all(ord(c) in _DIACRITICS for c in decomposed[1:]):
+                ch = decomposed[0]
+        if len(self) < _UNICODE_TABLE_LIMIT:
+            self[code] = ch
+        return ch
+
+
+class _CasefoldTable(dict):
+    """``str.translate`` mapping: the pinned version's full case folding (``str.casefold`` with that Unicode)."""
+
+    def __missing__(self, code: int) -> str:
+        ch = pinned().casefold.get(code) or chr(code)
+        if len(self) < _UNICODE_TABLE_LIMIT:
+            self[code] = ch
+        return ch
+
+
+@lru_cache(maxsize=1)
+def _casefold_fixups() -> tuple[CodePointTest, dict[int, str]] | None:
+    """What this interpreter's ``str.casefold`` (a C loop, ~7x faster than ``translate`` with a dict) needs to fold
+    as the pinned version does: the code points it folds otherwise (those it does not know yet: Vithkuqi capitals
+    on Python 3.10, say), found by one regex and mapped first; folded text folds to itself, so ``casefold`` then
+    leaves them. None when the interpreter's Unicode is newer than the pinned one: it may fold characters the
+    pinned version does not have, and only the pinned table is then right."""
+    data = pinned()
+    if tuple(map(int, interpreter_unicode_version().split("."))) > tuple(map(int, data.version.split("."))):
+        return None
+    differ = {code: folded for code, folded in data.casefold.items() if chr(code).casefold() != folded}
+    return CodePointTest(set(differ)), differ
+
+
+def _pinned_casefold(text: str) -> str:
+    fixups = _casefold_fixups()
+    if fixups is None:
+        return text.translate(_CASEFOLD_V3)
+    test, differ = fixups
+    if test.found_in(text):
+        text = text.translate(differ)
+    return text.casefold()
+
+
+_TABLES_V3 = {(diacritics, digits): _UnicodeTableV3(diacritics, digits)
+              for diacritics in (False, True) for digits in (False, True)}
+_CASEFOLD_V3 = _CasefoldTable()
+_ASCII_DIGIT_RUN = re.compile(r"[0-9]+")
+_SPACE_RUN = re.compile(" {2,}")
+
+
+def _unicode_step_v3(text: str) -> str:
+    """Version 3's Unicode step, all from the pinned version: format characters out (the zero-width space a word
+    break) *before* NFKC, so none can keep a letter and its combining mark from composing (version 2 removes them
+    after, so normalising twice could differ); then NFKC, case folding, NFKC again (see ``_nfkc_casefold``)."""
+    data = pinned()
+    if data.format_test.found_in(text):
+        text = data.format_re.sub(_format_replacement, text)
+    normalize = data.normalize
+    return normalize("NFKC", _pinned_casefold(normalize("NFKC", text)))
+
+
+def _format_replacement(match: re.Match) -> str:
+    return " " if ord(match.group()) == ZERO_WIDTH_SPACE else ""
+
+
 # The compiled kernel's memory of islands (see Normalizer.kernel_islands), per mapping; bounded like the tables.
-_ISLAND_CACHES: dict = {(2, False): {}, (2, True): {}}
+_ISLAND_CACHES: dict = {(2, False): {}, (2, True): {}, (3, False): {}, (3, True): {}}
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # Below this share of non-ASCII characters (prose with curly quotes and dashes) mapping only those characters is
 # cheaper than str.translate, which looks every character up in the table.
@@ -157,7 +255,7 @@ class Normalizer:
     characters) and all punctuation except ``-`` become spaces; ``str.lower``; whitespace collapsed. Indexes
     built before version 2 existed use it, and keep answering with it.
 
-    ``version=2`` (the default): HTML entities decoded, then the Unicode normal form NFKC, so that composed
+    ``version=2``: HTML entities decoded, then the Unicode normal form NFKC, so that composed
     and decomposed accents (NFC/NFD), ligatures (``ﬁ``), full-width forms (``１２``, ``ＡＢＣ``) and
     compatibility characters are one spelling; then Unicode case folding (``casefold``: ``ß`` = ``ss``).
     Format characters that live inside words (soft hyphen, ZWJ, ZWNJ, BOM, word joiner, bidi marks: category
@@ -166,7 +264,13 @@ class Normalizer:
     ``-`` become spaces and whitespace collapses. ASCII text takes the same single-pass path as version 1, so
     both versions give identical results on it.
 
-    Options (version 2 only, off by default): ``fold_diacritics`` removes combining accents (``café`` =
+    ``version=3`` (the default): version 2's rules, with every character's data (categories, NFKC, case
+    folding, whitespace, digits) from one pinned Unicode version (``PINNED_UNICODE_VERSION``, see
+    :mod:`.pinned_unicode`) instead of the interpreter's, so every Python signs a text the same; and format
+    characters are removed before NFKC, not after, which makes it idempotent without exception. ASCII text takes
+    the same path as in versions 1 and 2 (ASCII does not change between Unicode versions).
+
+    Options (versions 2 and 3, off by default): ``fold_diacritics`` removes combining accents (``café`` =
     ``cafe``; letters without a decomposition such as ``ø`` or ``ł`` stay); ``fold_digits`` makes every run of
     digits the token ``0`` (for boilerplate with counters and dates; not for addresses, whose numbers matter).
 
@@ -194,10 +298,17 @@ class Normalizer:
         set_(self, "version", version)
         set_(self, "fold_diacritics", fold_diacritics)
         set_(self, "fold_digits", fold_digits)
-        set_(self, "_table", _TABLES_V2[fold_diacritics])
         # The method chosen once: prepare() runs for every text of every batch.
-        set_(self, "prepare", _prepare_v1 if version == 1 else self._prepare_v2)
-        set_(self, "_kernel_table", _KERNEL_TABLES[1 if version == 1 else (2, fold_diacritics)])
+        if version == 3:
+            pinned()  # a broken install fails here, when the normaliser is made, not at its first text
+            set_(self, "_table", _TABLES_V3[(fold_diacritics, fold_digits)])
+            set_(self, "prepare", self._prepare_v3)
+            # Whitespace is already a space in version 3's table.
+            set_(self, "_kernel_table", self._table)
+        else:
+            set_(self, "_table", _TABLES_V2[fold_diacritics])
+            set_(self, "prepare", _prepare_v1 if version == 1 else self._prepare_v2)
+            set_(self, "_kernel_table", _KERNEL_TABLES[1 if version == 1 else (2, fold_diacritics)])
 
     def __setattr__(self, name, value) -> None:
         raise AttributeError("a Normalizer is immutable; make another one")
@@ -228,6 +339,24 @@ class Normalizer:
             text = _DIGIT_RUN.sub("0", text)
         return _WHITESPACE_RE.sub(" ", text).strip()
 
+    def _prepare_v3(self, text: str) -> str:
+        if "&" in text:
+            text = html.unescape(text)
+        if text.isascii():
+            text = text.translate(_ASCII_TRANS)
+            return _ASCII_DIGIT_RUN.sub("0", text) if self.fold_digits else text
+        # The table has made every digit 0 when folding them and every whitespace character a space.
+        text = _unicode_step_v3(text).translate(self._table)
+        if self.fold_digits:
+            text = _ASCII_DIGIT_RUN.sub("0", text)
+        return _SPACE_RUN.sub(" ", text).strip(" ")
+
+    @property
+    def unicode_version(self) -> str:
+        """The Unicode version this normaliser signs with: the pinned one for version 3, this interpreter's for
+        versions 1 and 2 (which read Python's own ``unicodedata``)."""
+        return PINNED_UNICODE_VERSION if self.version >= 3 else interpreter_unicode_version()
+
     def kernel_prepare(self, text: str) -> str:
         """The text as the compiled kernel (text/kernel.py) takes it: what ``normalize`` gives once the kernel has
         lowered ASCII capitals, made ASCII punctuation and control characters spaces and collapsed the spaces.
@@ -240,15 +369,19 @@ class Normalizer:
         if not text.isascii():
             if self.version == 1:
                 text = text.lower()
-            else:
+            elif self.version == 2:
                 text = _nfkc_casefold(text)
+            else:
+                text = _unicode_step_v3(text)
             table = self._kernel_table
             if len(text.encode("utf-8", "surrogatepass")) - len(text) < _FEW_NON_ASCII * len(text):
                 text = _NON_ASCII.sub(lambda m: table[ord(m.group())], text)
             else:
                 text = text.translate(table)
         # After the non-ASCII mapping, as prepare does: removing a format character can join two digit runs.
-        return _DIGIT_RUN.sub("0", text) if self.fold_digits else text
+        if self.fold_digits:
+            return (_ASCII_DIGIT_RUN if self.version >= 3 else _DIGIT_RUN).sub("0", text)
+        return text
 
     @property
     def kernel_islands(self) -> tuple | None:
@@ -259,18 +392,19 @@ class Normalizer:
         if self.version == 1 or self.fold_digits:
             return None
         table = self._kernel_table
+        unicode_step = _unicode_step_v3 if self.version >= 3 else _nfkc_casefold
 
         def island(text: str) -> str:
-            return _nfkc_casefold(text).translate(table)
+            return unicode_step(text).translate(table)
 
-        return island, _ISLAND_CACHES[(2, self.fold_diacritics)], _UNICODE_TABLE_LIMIT
+        return island, _ISLAND_CACHES[(self.version, self.fold_diacritics)], _UNICODE_TABLE_LIMIT
 
     def normalize(self, text: str) -> str:
         """Canonical form of ``text`` that shingles, words and the MD5 are computed from. Idempotent, with one
         known exception in version 2: a format character between a letter and a combining mark
         (``"Z\u200d\u0301"``) blocks NFKC's composition and is removed after it, so normalising the result again
-        composes it (``"z\u0301"`` then ``"ź"``). Fixing it changes the text's hashes, so it waits for a version 3;
-        every caller normalises a text once from its original, which keeps indexer and searcher in step.
+        composes it (``"z\u0301"`` then ``"ź"``). Version 3 removes format characters before NFKC. Every caller
+        normalises a text once from its original, which keeps indexer and searcher in step.
 
         >>> Normalizer().normalize("Art's Deli 12224 Ventura Blvd. Studio City")
         'art s deli 12224 ventura blvd studio city'
@@ -294,11 +428,12 @@ _prepare = DEFAULT_NORMALIZER.prepare
 
 
 def normalize(text: str) -> str:
-    """Canonical form of ``text`` by the default normaliser (:class:`Normalizer`, version 2).
+    """Canonical form of ``text`` by the default normaliser (:class:`Normalizer`, version 3).
 
     HTML entities are decoded, the text is brought to NFKC and case-folded, format characters inside words
     are removed, control characters and all punctuation except ``-`` become spaces, whitespace runs collapse
-    to one space, ends are stripped. Idempotent (see ``Normalizer.normalize`` for the one exception). An index uses the normaliser stored in its settings
+    to one space, ends are stripped; every character's data comes from the pinned Unicode version. Idempotent. An
+    index uses the normaliser stored in its settings
     (``IndexSettings.normalizer()``), which may be an older version.
 
     >>> normalize("Art's Deli 12224 Ventura Blvd. Studio City")

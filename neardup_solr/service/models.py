@@ -1,0 +1,103 @@
+"""The service's request bodies: the JSON fields each endpoint takes, declared once for the validation and the
+OpenAPI description. Their keys are the options' (:mod:`neardup_solr.options`) and none has a default of its own:
+a field left out is None, and the options fill it."""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from neardup_solr.options import DEFAULT_SPLIT_BUCKET
+
+MAX_RECORDS = 10_000
+
+class DocumentIn(BaseModel):
+    """A record to index."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Union[StrictStr, StrictInt]
+    text: StrictStr
+    dataset: StrictStr | None = None
+    ttl: StrictStr | None = Field(None, description="time to live, Solr date math (e.g. +30DAYS): Solr deletes the "
+                                                     "document that long after it is indexed")
+
+
+class LookupRequest(BaseModel):
+    """A lookup's options as JSON fields: the keys of :class:`neardup_solr.options.LookupOptions` (the command
+    line's ``near-dups`` flags), or ``threshold`` with ``similarity``, or ``min_share``; null or left out: the
+    default there."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["shingles", "minhash", "lsh"] | None = Field(None, description="candidate query (default shingles)")
+    max_edit_distance: StrictInt | None = Field(None, description="word edit distance limit (default: none)")
+    min_jaccard: float | None = Field(
+        None, description="keep candidates with exact Jaccard >= this (default: the collection's threshold)")
+    rows: StrictInt | None = Field(None, description="candidates asked from Solr (default: all, paged)")
+    first_word_filter: StrictBool | None = Field(
+        None, description="only candidates with the same first word (the write-up's filter; default off)")
+    num_hashes: StrictInt | None = Field(None, description="MinHash values to query with (mode minhash)")
+    threshold: float | None = Field(None, description="every document with similarity >= this (no row cap)")
+    similarity: Literal["jaccard", "idf"] | None = Field(None, description="threshold lookups: jaccard or idf")
+    min_share: float | None = Field(None, description="every document holding this share of the shingles")
+    with_text: StrictBool = Field(False, description="include each result's text")
+
+
+class TextLookup(LookupRequest):
+    text: StrictStr
+
+
+class CheckRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: Union[StrictStr, StrictInt]
+    text: StrictStr
+    threshold: float | None = Field(None, description="Jaccard similarity (default: the collection's lsh_threshold)")
+    add: StrictBool = True
+    dataset: StrictStr | None = None
+    ttl: StrictStr | None = Field(None, description="time to live of the added text, Solr date math (e.g. +30DAYS)")
+    with_text: StrictBool = False
+
+
+class BulkDelete(BaseModel):
+    """Exactly one of ``ids`` and ``dataset``."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Union[StrictStr, StrictInt]] | None = Field(None, max_length=MAX_RECORDS)
+    dataset: StrictStr | None = None
+
+
+class ReportRequest(BaseModel):
+    """A whole-collection report: with ``threshold``, every pair at or above it (``method`` exact or lsh), the
+    keys of :class:`neardup_solr.options.ThresholdOptions`; without, one lookup per document with the lookup
+    options (optionally over ``start_id``..``end_id``), the keys of
+    :class:`neardup_solr.options.LookupReportOptions`."""
+
+    model_config = ConfigDict(extra="forbid")
+    threshold: float | None = None
+    similarity: Literal["jaccard", "idf"] | None = None
+    method: Literal["exact", "lsh"] | None = None
+    dataset: StrictStr | None = None
+    field_weights: dict[StrictStr, float] | None = Field(
+        None, description="similarity idf on records of several text columns: column -> weight")
+    idf_tokens: Literal["words", "grams"] | None = Field(
+        None, description="similarity idf: weigh the words (default) or the words and their character 4-grams")
+    split_bucket: StrictInt | None = Field(
+        None, description="method lsh: band buckets of more members than this are verified in place when small "
+                          "or dense and split by further signature values when large and sparse (default "
+                          f"{DEFAULT_SPLIT_BUCKET})")
+    start_id: Union[StrictStr, StrictInt, None] = None
+    end_id: Union[StrictStr, StrictInt, None] = None
+    workers: StrictInt | None = None
+    mode: Literal["shingles", "minhash", "lsh"] | None = None
+    max_edit_distance: StrictInt | None = None
+    min_jaccard: float | None = None
+    rows: StrictInt | None = None
+    first_word_filter: StrictBool | None = None
+    num_hashes: StrictInt | None = None
+
+
+#: :class:`LookupRequest`'s former name, kept for code importing it (deprecated: it was also the name of the
+#: library's options class, :class:`neardup_solr.options.LookupOptions`).
+LookupOptions = LookupRequest
+
+__all__ = ["MAX_RECORDS", "DocumentIn", "LookupRequest", "TextLookup", "CheckRequest", "BulkDelete", "ReportRequest"]
