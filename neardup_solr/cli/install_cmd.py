@@ -93,8 +93,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-field", required=True, help="your field that holds the text (stored, single-valued)")
     p.add_argument("--dry-run", action="store_true", help="print what would be added; change nothing")
     add_index_settings_options(p)
-    p.add_argument("--normalizer-version", type=int, choices=[1, 2], default=None,
-                   help="text normaliser (default 2, as index's)")
+    p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,
+                   help="text normaliser (default 3, the latest, as index's)")
     p.add_argument("--fold-diacritics", action="store_true", help="normaliser option: cafe = café")
     p.add_argument("--fold-digits", action="store_true", help="normaliser option: every run of digits is the same token")
     add_solr_options(p)
