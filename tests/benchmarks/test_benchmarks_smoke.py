@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.solr
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.solr
 
 
 def _has_number(value) -> bool:

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +13,8 @@ import pytest
 from benchmarks.corpus import generate, iter_documents, iter_truth
 from benchmarks.exact_pairs import exact_pairs, main as exact_pairs_main, pairs_path, shingle_sets
 from neardup_solr.text import Shingler
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 FILES = ("docs.jsonl", "truth.tsv", "meta.json")
 
 

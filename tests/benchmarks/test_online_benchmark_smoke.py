@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.solr
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.solr
 
 
 def test_online_benchmark_writes_latencies_for_both_systems(solr, solr_url, tmp_path):

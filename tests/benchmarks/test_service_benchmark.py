@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+from repo_paths import REPO
 
 pytest.importorskip("fastapi", reason="the service extra is not installed (pip install '.[service]')")
 pytest.importorskip("httpx")
 
 pytestmark = pytest.mark.solr
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_service_benchmark_smoke(solr_url, tmp_path):

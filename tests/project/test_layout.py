@@ -28,7 +28,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "neardup_solr"
+from repo_paths import REPO
+
+PACKAGE = REPO / "neardup_solr"
 
 BASE = {"errors", "validation", "version", "options", "processes"}
 LAYERS = ["base", "text", "io", "pairs", "signing", "solr", "engine", "front"]

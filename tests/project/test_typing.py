@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from repo_paths import REPO
 
 EXAMPLE = '''
 from neardup_solr import (

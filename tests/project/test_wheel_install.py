@@ -13,13 +13,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow]
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.slow]
 
 
 def free_port() -> int:

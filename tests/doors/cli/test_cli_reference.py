@@ -1,11 +1,9 @@
 """The command-line reference in docs/cli is the parser's own help, and --help groups the commands by job."""
 
-from pathlib import Path
 
 from neardup_solr.cli import COMMAND_GROUPS, build_parser
 from neardup_solr.cli.reference import main as reference_main, pages
-
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import REPO as ROOT
 
 
 def test_the_committed_pages_equal_the_parsers_help():

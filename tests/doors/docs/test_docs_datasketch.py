@@ -4,13 +4,14 @@ session's real Solr (the page's SolrClient() finds it through SOLR_URL)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
+from repo_paths import REPO
+
 pytestmark = pytest.mark.solr
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "coming-from-datasketch.md"
+PAGE = REPO / "docs" / "coming-from-datasketch.md"
 
 
 def python_blocks(text: str) -> list[str]:

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from docs_runner import Block, PageRun, console_steps, line_matches, output_mismatch, page_blocks, rewrite_page
+from repo_paths import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 # Pages with a test of their own, which also checks what their blocks print.
-OWN_TESTS = {"coming-from-datasketch.md": "tests/test_docs_datasketch.py"}
+OWN_TESTS = {"coming-from-datasketch.md": "tests/doors/docs/test_docs_datasketch.py"}
 PAGES = [ROOT / "README.md", *sorted(page for page in (ROOT / "docs").glob("*.md") if page.name not in OWN_TESTS)]
 SHOWN_SOLR = "http://127.0.0.1:8983/solr/neardup"
 # What the pages' commands use from the checkout, linked into each page's working directory.

@@ -5,11 +5,11 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import REPO as ROOT
+
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
 

@@ -26,6 +26,7 @@ from neardup_solr.solr.documents import WRITE_UP_TOKEN_FIELDS  # noqa: E402
 from neardup_solr.service import ServiceConfig, create_app  # noqa: E402
 from neardup_solr.solr.client import RetryPolicy, SolrClient  # noqa: E402
 from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs  # noqa: E402
+from repo_paths import REPO
 
 pytestmark = [pytest.mark.solr, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -570,7 +571,7 @@ def test_cli_serve_answers(solr, tmp_path):
             "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
     env = {**os.environ, "NEARDUP_SERVICE_JOBS_DIR": str(tmp_path / "jobs")}
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", str(port), "--solr-url", solr.url],
-                            cwd=Path(__file__).resolve().parent.parent, env=env, stdout=subprocess.PIPE,
+                            cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -20,11 +20,11 @@ pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'ne
 from benchmarks.corpus import generate  # noqa: E402
 from neardup_solr.io import restaurants  # noqa: E402
 from neardup_solr.spark.session import java_executable  # noqa: E402
+from repo_paths import REPO as ROOT
 
 if java_executable() is None:
     pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).parent
 FODORS = 533
 

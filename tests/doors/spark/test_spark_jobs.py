@@ -32,11 +32,11 @@ from neardup_solr.spark import dedup, join, sign  # noqa: E402
 from neardup_solr.spark.session import java_executable, spark_session  # noqa: E402
 from neardup_solr.engine.threshold import ThresholdFinder, join_pairs  # noqa: E402
 from neardup_solr.solr.verify import verify_file  # noqa: E402
+from repo_paths import REPO as ROOT
 
 if java_executable() is None:
     pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = int(os.environ.get("SPARK_TEST_DOCS", "5000"))
 FODORS = 533  # restaurants: ids 1..533 are Fodor's, the rest Zagat's
 

@@ -12,6 +12,7 @@ import yaml
 from neardup_solr.solr import settings
 from neardup_solr.errors import LauncherError
 from neardup_solr.solr.backends.docker import IMAGE, DockerSolr, docker_available
+from repo_paths import REPO
 
 
 def test_docker_backend_pins_the_launcher_version():
@@ -38,8 +39,6 @@ def test_docker_solr_answers_ping():  # pragma: no cover - needs an engine
 # No engine here to run it, so the file itself is checked: what runs, which versions, which profiles, and what
 # the cloud profile's init does. (The init's `solr zk upconfig` and Collections API calls were run against the
 # local SolrCloud with Solr 9.10.1's own SolrCLI; the launcher tests exercise the same API calls.)
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from neardup_solr.text.weighted import (
     token_hashes,
 )
 from neardup_solr.pairs.weighted import weighted_jaccard
+from repo_paths import REPO
 
 
 def _pairs(n: int = 1500, seed: int = 5):
@@ -285,11 +286,10 @@ def _smoke_run(module: str, args: list[str], solr_url: str, out_dir) -> tuple[di
     """Run ``python -m benchmarks.<module>`` on small data into ``out_dir``; its JSON report and markdown."""
     import subprocess
     import sys
-    from pathlib import Path
 
     cmd = [sys.executable, "-m", f"benchmarks.{module}", *args, "--solr-url", solr_url, "--out-dir", str(out_dir),
            "--machine", "smoke"]
-    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (result,) = out_dir.glob(f"*-{module.replace('_', '-')}-smoke.json")
     return json.loads(result.read_text()), result.with_suffix(".md").read_text()

@@ -1,6 +1,6 @@
 """neardup_solr.solr.claims against a real Solr: the create-only add that check_and_add and NearDupIndex.insert
 share, and the claim on a text (won, lost to an owner, pending, stale and taken over). The whole protocol under
-concurrency is tests/test_online.py's."""
+concurrency is tests/solr/engine/test_online.py's."""
 
 from __future__ import annotations
 

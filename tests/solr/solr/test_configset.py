@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from neardup_solr.solr import settings
+from repo_paths import REPO
 
 pytestmark = pytest.mark.solr
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_schema_has_every_field_as_configured(solr):

@@ -1,6 +1,6 @@
 """neardup_solr.solr.failover without a cluster: a client given several URLs of one core moves from a node that
 refuses connections to one that answers, and learns that it talks to a single core. SolrCloud's fail-over
-(live nodes, shard leaders) is tests/test_cloud_faults.py's, on a real cluster."""
+(live nodes, shard leaders) is tests/solr/faults/test_cloud_faults.py's, on a real cluster."""
 
 from __future__ import annotations
 

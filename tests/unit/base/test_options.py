@@ -2,7 +2,7 @@
 
 These tests hold the front doors to it: the command line's flags, the service's JSON models and the Spark
 command offer each option under the same key and carry no default of their own, and the options' own checks
-refuse what does not apply. (tests/test_front_doors.py checks that the doors give the same pairs.)
+refuse what does not apply. (tests/doors/test_front_doors.py checks that the doors give the same pairs.)
 """
 
 from __future__ import annotations

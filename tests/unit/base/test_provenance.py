@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 
 from benchmarks.provenance import rewrite_result_files, write_result_files
 from neardup_solr.engine.report import report_lines
@@ -14,8 +13,9 @@ from neardup_solr.pairs.evaluate import read_pairs
 from neardup_solr.pairs.groups import read_distance_pairs
 from neardup_solr.pairs.similar_pairs import SimilarPair, pair_lines
 from neardup_solr.version import package_version
+from repo_paths import REPO
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = REPO / "benchmarks"
 
 
 def test_results_carry_the_version_in_the_json_and_under_the_markdown_title(tmp_path):

@@ -11,9 +11,9 @@ import pytest
 from neardup_solr.io import restaurants
 from neardup_solr.errors import InvalidRecordError
 from neardup_solr.pairs.evaluate import read_pairs
+from repo_paths import REPO as ROOT
 
 SHARED = Path("/work/shared/data/restaurants")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

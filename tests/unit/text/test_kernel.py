@@ -8,7 +8,6 @@ import json
 import random
 import shutil
 import threading
-from pathlib import Path
 
 import mmh3
 import numpy as np
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from neardup_solr.errors import InvalidTextError
 from neardup_solr.text import MinHash, Normalizer, Shingler, kernel
+from repo_paths import DATA
 
 # Where a C compiler exists, setup.sh's pip install builds the kernel: its absence is then a failure, not a skip.
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and not kernel.available(),
@@ -97,7 +97,7 @@ def test_mostly_ascii_text_with_islands_hashes_as_the_numpy_path(texts, normaliz
 
 
 def test_signatures_stored_before_the_kernel_are_reproduced():
-    stored = json.loads((Path(__file__).parent / "data" / "signatures-before-kernel.json").read_text())
+    stored = json.loads((DATA / "signatures-before-kernel.json").read_text())
     texts = stored["texts"]
     for config in stored["configs"]:
         normalizer = (Normalizer(1) if config["version"] == 1 else

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import mmh3
 import numpy as np
@@ -29,8 +28,8 @@ from neardup_solr.text import (
     words,
 )
 from neardup_solr.text import _murmur3_spans
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 S1 = "Art's Deli 12224 Ventura Blvd. Studio City"
 S2 = "Art's Delicatessen 12224 Ventura Blvd. Studio City"
