@@ -2,7 +2,7 @@
 managed schema with the user's own fields title, body, url, published, tags, views) on the session's local Solr,
 filled by clients that are not neardup-solr's (plain JSON over HTTP, CSV through /update/csv).
 
-Used by the install / backfill / sync tests (tests/test_own_collection.py).
+Used by the install / backfill / sync tests (tests/solr/engine/test_own_collection.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ unassigned (an unassigned character stays in its word; once assigned it may beco
 signatures, so a newer pin changes fewer texts later), and its wheels cover CPython 3.10 to 3.13. Case folding is
 context-free (unlike ``str.lower``'s final sigma), so a per-code-point table is exact. The generated table agrees
 with ``str.casefold``, ``str.isspace`` and ``str.isdecimal`` of Pythons 3.10 and 3.13 on every character those
-assign (tests/test_signature_stability.py checks it against the running interpreter).
+assign (tests/unit/signing/test_signature_stability.py checks it against the running interpreter).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The versioned normaliser: version 2's Unicode forms, its options, unspaced scripts, version 1 indexes that keep
 answering as they did, and version 3 (version 2's rules on the pinned Unicode) idempotent without exception.
-Signing the same on every Python is tests/test_signature_stability.py's."""
+Signing the same on every Python is tests/unit/signing/test_signature_stability.py's."""
 
 from __future__ import annotations
 

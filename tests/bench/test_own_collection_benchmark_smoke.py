@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from repo_paths import REPO
+
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_tiny_run_writes_backfill_rate_growth_lag_and_idle_cost(tmp_path):

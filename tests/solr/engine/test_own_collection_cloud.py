@@ -2,7 +2,7 @@
 SolrCloud"): a user's collection of 2 shards x 2 replicas made from tests/data/user_configset, filled by plain
 JSON, pysolr and CSV, then install, backfill and sync --follow while more is posted, replaced, edited and
 deleted; the same report pairs and lookups as the same data indexed by ``index`` into a neardup collection of the
-same shape on the same cluster (the scenario of tests/test_own_collection.py).
+same shape on the same cluster (the scenario of tests/solr/engine/test_own_collection.py).
 
 The module starts its own cluster (ZooKeeper and 2 nodes), whatever ``NEARDUP_TEST_BACKEND`` says.
 """
@@ -18,9 +18,9 @@ from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.documents import SETTINGS_DOC_ID
 from neardup_solr.solr.cluster import create_collection
-from tests.test_own_collection import (  # noqa: F401 (corpus: a fixture)
+from test_own_collection import (  # noqa: F401 (corpus: a fixture)
     USER_FIELDS, corpus, only_user_fields, run_cli, same_pairs_scenario)
-from tests.usercoll import USER_CONFIGSET, UserCore
+from usercoll import USER_CONFIGSET, UserCore
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 

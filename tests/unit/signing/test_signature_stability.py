@@ -34,8 +34,9 @@ from pathlib import Path
 import pytest
 
 from neardup_solr.text.pinned_unicode import PINNED_UNICODE_VERSION, pinned
+from repo_paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 VENVS = ROOT / ".pytest_cache" / "signature-venvs"
 SUPPORTED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 

@@ -32,7 +32,7 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.documents import SETTINGS_DOC_ID, IndexSettings, md5_hex
 from neardup_solr.solr.schema_install import InstallRefused
 from neardup_solr.solr.searcher import Searcher
-from tests.usercoll import UserCore
+from usercoll import UserCore
 
 pytestmark = [pytest.mark.solr]
 
@@ -231,7 +231,7 @@ def test_same_pairs_as_index_after_install_backfill_and_sync(user_core, solr, co
 
 
 def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tuple[str, str]], tmp_path: Path) -> None:
-    """(Also run on a local SolrCloud by tests/test_cloud_own_collection.py.)"""
+    """(Also run on a local SolrCloud by tests/solr/engine/test_own_collection_cloud.py.)"""
     rng = random.Random(37)
     first, later = corpus[:200], corpus[200:]
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(first)]
@@ -433,7 +433,7 @@ def test_serve_sync_signs_what_others_post_and_the_service_finds_it(user_core, c
     import subprocess
     import sys
 
-    from tests.netutil import free_port
+    from netutil import free_port
 
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:20])]
     user_core.post_json(docs)

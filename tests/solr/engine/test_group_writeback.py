@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from repo_paths import REPO
+
 from neardup_solr.cli import main
 from neardup_solr.engine.collection import dedupe_collection
 from neardup_solr.engine.group_writeback import plan_groups, write_groups
@@ -345,7 +347,7 @@ def _core_without_group_fields(local_solr, name: str, *, managed: bool) -> SolrC
 
     import requests
 
-    configset = Path(__file__).resolve().parents[1] / "solr_config" / "configsets" / "neardup" / "conf"
+    configset = REPO / "solr_config" / "configsets" / "neardup" / "conf"
     instance = local_solr.data_dir / name
     shutil.copytree(configset, instance / "conf", dirs_exist_ok=True)
     schema = (instance / "conf" / "schema.xml").read_text(encoding="utf-8")
