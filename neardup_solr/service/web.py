@@ -155,7 +155,7 @@ def install(app: FastAPI) -> None:
     def search(request: Request, q: str = "", fold: str = "") -> HTMLResponse:
         # A GET form, so a search is a link. The words go only to folded_search, which escapes them as plain
         # words for edismax: nothing typed here becomes query syntax.
-        form = {"q": q, "fold": bool(fold)}
+        form = {"words": q, "folded": bool(fold)}
         if not q.strip():
             return page(request, "search.html", form=form)
         try:

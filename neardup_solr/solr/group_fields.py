@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from neardup_solr.errors import GroupFieldsError, SolrRequestError
 from neardup_solr.signing.settings import GROUP_COUNTER_ID as COUNTER_ID, META_DATASET
@@ -76,12 +76,13 @@ def ensure_group_fields(client: SolrClient) -> list[str]:
     types = client.schema_field_types()
     # A user's collection (install) may have no pint: our own int type, with the same in-place definition, does.
     int_type = "pint" if "pint" in types or INSTALLED_INT_TYPE not in types else INSTALLED_INT_TYPE
-    wanted = [{"name": name, **FIELD_DEFINITION, "type": int_type} for name in GROUP_FIELDS if name not in fields]
+    wanted: list[dict[str, Any]] = [{"name": name, **FIELD_DEFINITION, "type": int_type}
+                                    for name in GROUP_FIELDS if name not in fields]
     if COUNTER_FIELD not in fields and not _dynamic_int_field(client):
         wanted.append({"name": COUNTER_FIELD, "type": int_type, "indexed": False, "stored": True,
                        "docValues": False, "multiValued": False})
     for definition in wanted:
-        name = definition["name"]
+        name = str(definition["name"])
         try:
             client.request("POST", "schema", params={"wt": "json"}, json_body={"add-field": definition})
         except SolrRequestError as exc:
@@ -89,7 +90,7 @@ def ensure_group_fields(client: SolrClient) -> list[str]:
                 f"the collection has no field {name!r} and Solr refused to add it through the Schema API ({exc}). "
                 "A core made from a classic schema.xml cannot be changed that way: reload it with neardup-solr's "
                 "current configset (it defines nd_group and nd_keep), then run again") from exc
-    missing = [definition["name"] for definition in wanted]
+    missing = [str(definition["name"]) for definition in wanted]
     if missing:
         log.warning("added the group fields %s to %s through the Schema API (the collection predates them)",
                     ", ".join(missing), client.url)
