@@ -512,6 +512,15 @@ def test_groups_written_into_an_installed_collection_and_given_to_what_sync_and_
     assert now["zpair1"][1] == 1 and now["zpair2"] == (now["zpair1"][0], 0)
     assert all(now[i] == written[i] for i in written)  # nothing else changed
 
+    # A text edited in place is signed again and keeps its group (until the next write-back).
+    edited = next(i for i in sorted(written) if i != kept and written[i][0] != written[kept][0])
+    user_core.atomic_set(edited, body=texts[edited] + " with a late correction")
+    # The user's atomic update keeps the group (install defines the fields useDocValuesAsStored for that).
+    assert {i: (g, k) for i, g, k in read_groups(client)}[edited] == written[edited]
+    code, out, err = run_cli("sync", "--solr-url", user_core.url)
+    assert code == 0 and "1 edited in place" in out and "given their near-duplicate group" not in out, (out, err)
+    assert {i: (g, k) for i, g, k in read_groups(client)}[edited] == written[edited]
+
     # backfill the same way.
     user_core.post_json([user_doc("zcopy2", texts[kept] + " surely", 5)])
     code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
@@ -525,3 +534,30 @@ def test_groups_written_into_an_installed_collection_and_given_to_what_sync_and_
 
     assert run_cli("uninstall", "--solr-url", user_core.url)[0] == 0
     assert user_core.schema() == schema_before
+
+
+def test_a_collection_installed_before_the_group_fields_gets_them_on_the_first_write_back(user_core, corpus,
+                                                                                         tmp_path):
+    """An install from before the group fields (simulated: they are removed again): 'groups --to-solr' adds them
+    (and the counter's field, which a user's schema without *_i lacks) through the Schema API and writes."""
+    from neardup_solr.solr.group_fields import read_groups
+
+    user_core.post_json([user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])])
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    requests.post(f"{user_core.url}/schema", json={"delete-field": [{"name": n} for n in
+                                                                    ("nd_group", "nd_keep", "next_group_i")]},
+                  timeout=60).raise_for_status()
+    assert not {"nd_group", "nd_keep", "next_group_i"} & {f["name"] for f in user_core.schema()["fields"]}
+    assert run_cli("backfill", "--solr-url", user_core.url, "--no-progress")[0] == 0
+    pairs = tmp_path / "pairs.tsv"
+    assert run_cli("report", "--solr-url", user_core.url, "--out", str(pairs))[0] == 0
+    code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
+    assert code == 0 and "30 documents" in out, (out, err)
+    fields = {f["name"]: f for f in user_core.schema()["fields"]}
+    assert {"nd_group", "nd_keep", "next_group_i"} <= set(fields)
+    assert fields["nd_group"]["docValues"] is True and fields["nd_group"]["stored"] is False
+    held = list(read_groups(SolrClient(user_core.url)))
+    assert len(held) == 30 and all(g is not None and k in (0, 1) for _, g, k in held)
+    first_id, group, keep = held[0]
+    user_core.atomic_set(first_id, views=12345)  # the user's pipeline updating a field of theirs
+    assert dict((i, (g, k)) for i, g, k in read_groups(SolrClient(user_core.url)))[first_id] == (group, keep)

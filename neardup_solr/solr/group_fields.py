@@ -76,7 +76,11 @@ def ensure_group_fields(client: SolrClient) -> list[str]:
     types = client.schema_field_types()
     # A user's collection (install) may have no pint: our own int type, with the same in-place definition, does.
     int_type = "pint" if "pint" in types or INSTALLED_INT_TYPE not in types else INSTALLED_INT_TYPE
-    wanted: list[dict[str, Any]] = [{"name": name, **FIELD_DEFINITION, "type": int_type}
+    # A user's collection (no 'content' field of ours): their pipeline's atomic updates rebuild a document from
+    # its stored fields and the docValues used as stored, and would drop the group otherwise.
+    as_stored = "content" not in fields
+    wanted: list[dict[str, Any]] = [{"name": name, **FIELD_DEFINITION, "type": int_type,
+                                     "useDocValuesAsStored": as_stored}
                                     for name in GROUP_FIELDS if name not in fields]
     if COUNTER_FIELD not in fields and not _dynamic_int_field(client):
         wanted.append({"name": COUNTER_FIELD, "type": int_type, "indexed": False, "stored": True,

@@ -72,9 +72,11 @@ _TOKEN_FIELDS: dict[str, dict] = {
 }
 # The near-duplicate groups (group_fields): in-place updatable ints, and the counter's field (our configset has a
 # *_i dynamic field for it; a user's schema may not), so that 'groups --to-solr' and the adds that keep the
-# groups current work on an installed collection without changing its schema again.
+# groups current work on an installed collection without changing its schema again. useDocValuesAsStored: an
+# atomic update by the user's pipeline rebuilds a document from its stored fields and only those docValues, and
+# would drop the group otherwise (in-place updates do not depend on it).
 _GROUP_FIELDS: dict[str, dict] = {
-    **{name: {**FIELD_DEFINITION, "type": INSTALLED_INT_TYPE} for name in GROUP_FIELDS},
+    **{name: {**FIELD_DEFINITION, "type": INSTALLED_INT_TYPE, "useDocValuesAsStored": True} for name in GROUP_FIELDS},
     COUNTER_FIELD: {"type": INSTALLED_INT_TYPE, "indexed": False, "stored": True, "docValues": False,
                     "multiValued": False},
 }
