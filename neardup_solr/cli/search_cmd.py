@@ -322,6 +322,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.out is None and not args.to_solr:
         raise UsageError("give --out (the groups as JSONL), --to-solr (each document's group written into the "
                          "collection), or both")
+    if args.dataset is not None and not args.to_solr:
+        raise UsageError("--dataset chooses the documents whose groups --to-solr writes; give --to-solr with it")
     if args.keep is not None and args.keep == args.out:
         raise UsageError("--keep and --out name the same file; give them different paths"
                          + (" (only one of them can be standard output)" if args.out == "-" else ""))
@@ -350,7 +352,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
         from neardup_solr.engine.group_writeback import write_groups
 
         _say(args)("groups written into the collection: "
-                   + write_groups(open_client(args), pairs, representative=args.representative).format())
+                   + write_groups(open_client(args), pairs, representative=args.representative,
+                                  dataset=args.dataset).format())
         if args.out is None and args.keep is None:
             return 0
     groups = group_pairs(pairs, representative=args.representative, texts=texts)
@@ -491,5 +494,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--representative", choices=["earliest", "longest"], default="earliest")
     p.add_argument("--with-singletons", action="store_true",
                    help="keep list also holds every indexed id that is in no group (reads ids from Solr)")
+    p.add_argument("--dataset", type=label("--dataset"), default=None,
+                   help="with --to-solr: write the groups of this data set's documents only (the pairs must cover "
+                        "it; pairs naming a document outside it are skipped, the other documents are left as they "
+                        "are)")
     add_solr_options(p)
     p.set_defaults(func=cmd_groups)

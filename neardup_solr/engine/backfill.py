@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from neardup_solr.engine.group_writeback import group_signed_documents
 from neardup_solr.errors import ForeignCollectionError, IndexIncomplete, SolrRequestError, SolrServerError
 from neardup_solr.solr.atomic import (
     SEEN,
@@ -34,6 +35,7 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.signing.tokens import md5_hex
+from neardup_solr.solr.group_fields import groups_in_use
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.schema_install import require_atomic_updates
 from neardup_solr.validation import check_int
@@ -84,6 +86,10 @@ class BackfillSummary:
     solr_refused: dict[str, str] = field(default_factory=dict)
     verification: Verification | None = None
     interrupted: str | None = None
+    # Documents given their near-duplicate group after they were signed (once the collection's groups are written).
+    grouped: int = 0
+    # (id, text) of the documents signed since they were last grouped; None while the groups are not written.
+    signed_texts: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     @property
     def docs_per_second(self) -> float:
@@ -100,6 +106,8 @@ class BackfillSummary:
         if self.solr_refused:
             shown = "; ".join(f"{i!r}: {why}" for i, why in list(self.solr_refused.items())[:3])
             text += f", {len(self.solr_refused)} refused by Solr ({shown})"
+        if self.grouped:
+            text += f", {self.grouped} given their near-duplicate group"
         if self.verification is not None:
             text += f"; {self.verification.format()}"
         return text
@@ -138,7 +146,27 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
         marker = {"md5_hash": md5_hex(normalize(text or "")), "num_words": 0, "num_shingles": 0}
         updates.append(set_update(str(doc_id), version[doc_id], marker))
     summary.signed += len(built.documents)
+    if summary.signed_texts is not None:
+        texts = dict(items)
+        summary.signed_texts.extend((str(doc["id"]), texts[doc["id"]]) for doc in built.documents)
     return updates
+
+
+def track_groups(client: SolrClient, summary: BackfillSummary) -> None:
+    """Have ``summary`` keep what is signed, to be grouped (:func:`group_signed`), when the collection's groups are
+    written."""
+    summary.signed_texts = [] if groups_in_use(client) else None
+
+
+def group_signed(client: SolrClient, settings: IndexSettings, summary: BackfillSummary) -> None:
+    """Give what the passes signed (committed) its near-duplicate group, as ``check_and_add`` gives one to what it
+    adds (:func:`~neardup_solr.engine.group_writeback.group_signed_documents`)."""
+    if not summary.signed_texts:
+        return
+    refused = set(summary.solr_refused)
+    summary.grouped += group_signed_documents(client, settings,
+                                              [(i, t) for i, t in summary.signed_texts if i not in refused])
+    summary.signed_texts.clear()
 
 
 def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence[Filter], summary: BackfillSummary, *,
@@ -221,6 +249,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     require_atomic_updates(client)
     builder = DocumentBuilder(settings)
     summary = BackfillSummary()
+    track_groups(client, summary)
     started = time.monotonic()
     total = count_unseen(client)
     bar = _progress_bar(progress, total, client.url)
@@ -229,6 +258,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
             before = summary.signed + summary.refused
             refused_before = set(summary.solr_refused)
             signing_pass(client, builder, [UNSEEN], summary, batch_size=batch_size, on_page=bar.update)
+            group_signed(client, settings, summary)
             left = count_unseen(client)
             if left == 0 or (number and left <= len(summary.solr_refused) and set(summary.solr_refused) == refused_before):
                 break  # signed, or only what Solr refuses again is left

@@ -460,7 +460,14 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
 
 def delete_dataset(client: SolrClient, dataset: Any) -> int:
     """Delete every document of ``dataset`` and commit; returns how many. Their claims go stale (and are taken
-    over by the next check of the same text). Refuses a core whose schema is not ours."""
+    over by the next check of the same text). A group whose kept document was in the data set gets its earliest
+    remaining member as its kept one, as :func:`delete_documents` does. Refuses a core whose schema is not ours."""
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,), none_ok=False)
-    return clear(client, dataset)
+    from neardup_solr.engine.group_writeback import kept_groups_of_dataset, promote_kept
+
+    require_neardup_schema(client)
+    orphaned = kept_groups_of_dataset(client, dataset)  # before the delete: which groups lose their kept document
+    count = clear(client, dataset)  # committed
+    promote_kept(client, orphaned)
+    return count
 

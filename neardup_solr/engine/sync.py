@@ -12,6 +12,10 @@ What another writer can do to a document, and how a pass finds it:
   each change, e.g. ``last_modified``), that date chooses instead;
 - **deleted**: its fields of ours go with it; nothing to do.
 
+Once the collection's groups are written (``groups --to-solr``), what a pass signs gets its near-duplicate group
+as ``check_and_add`` gives one (:func:`~neardup_solr.engine.group_writeback.group_signed_documents`); a document
+edited in place keeps the group it holds until the next write-back.
+
 Every write is an atomic update at the version read (:mod:`neardup_solr.solr.atomic`), so sync never overwrites a
 newer version of a user's document. ``follow`` repeats the pass every ``interval`` seconds; an idle pass costs
 a count query and two small queries that find nothing (``full_scan`` reads every text on every pass instead).
@@ -27,7 +31,14 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from neardup_solr.errors import InvalidParameterError
-from neardup_solr.engine.backfill import BackfillSummary, count_unseen, settings_of, signing_pass
+from neardup_solr.engine.backfill import (
+    BackfillSummary,
+    count_unseen,
+    group_signed,
+    settings_of,
+    signing_pass,
+    track_groups,
+)
 from neardup_solr.solr.atomic import SEEN, UNSEEN, dated_since, highest_version, updated_since
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.builder import DocumentBuilder
@@ -51,6 +62,7 @@ class SyncSummary:
     checked: int = 0
     refused: int = 0
     solr_refused: int = 0
+    grouped: int = 0
     seconds: float = 0.0
     started_at: str = ""
 
@@ -58,6 +70,7 @@ class SyncSummary:
         return (f"sync: {self.added} new or replaced, {self.edited} edited in place (of {self.checked} checked)"
                 + (f", {self.refused} with nothing to sign" if self.refused else "")
                 + (f", {self.solr_refused} refused by Solr (see the log)" if self.solr_refused else "")
+                + (f", {self.grouped} given their near-duplicate group" if self.grouped else "")
                 + f" in {self.seconds:.2f} s")
 
 
@@ -95,6 +108,7 @@ class Syncer:
         version = highest_version(self.client)
         summary = SyncSummary(started_at=now)
         work = BackfillSummary()
+        track_groups(self.client, work)
         if count_unseen(self.client):
             signing_pass(self.client, self.builder, [UNSEEN], work, batch_size=self.batch_size)
             summary.added = work.signed
@@ -108,10 +122,14 @@ class Syncer:
             filters.append(dated_since(self.changed_field, self._since, _CLOCK_MARGIN_S))
         elif self._since_version is not None:
             filters.append(updated_since(self._since_version, self.version_margin_s))
-        edited = BackfillSummary()
+        edited = BackfillSummary(signed_texts=work.signed_texts)
         signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
                      select=self._changed(summary))
         summary.edited = edited.signed
+        # New and replaced documents, and edited ones that hold no group, get one; edited ones keep theirs.
+        work.solr_refused.update(edited.solr_refused)
+        group_signed(self.client, self.settings, work)
+        summary.grouped = work.grouped
         summary.refused = work.refused + edited.refused
         summary.solr_refused = len(work.solr_refused) + len(edited.solr_refused)
         self._since, self._since_version = now, version

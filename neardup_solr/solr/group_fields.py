@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from neardup_solr.errors import GroupFieldsError, SolrRequestError
 from neardup_solr.signing.settings import GROUP_COUNTER_ID as COUNTER_ID, META_DATASET
@@ -42,10 +42,15 @@ log = logging.getLogger(__name__)
 GROUP_FIELD = "nd_group"
 KEEP_FIELD = "nd_keep"
 GROUP_FIELDS = (GROUP_FIELD, KEEP_FIELD)
-_COUNTER_FIELD = "next_group_i"  # the schema's *_i dynamic field: a stored int
+# The counter's field: our configset's *_i dynamic field (a stored int); a user's collection gets it as a field
+# of its own from install (or from the first write-back).
+COUNTER_FIELD = "next_group_i"
+_COUNTER_FIELD = COUNTER_FIELD
 # The fields' definition, as the configset has it and as the Schema API adds it to a collection created before.
 FIELD_DEFINITION = {"type": "pint", "indexed": False, "stored": False, "docValues": True, "multiValued": False,
                     "useDocValuesAsStored": False}
+# The int type a collection installed on (schema_install) has, when it has no pint of its own.
+INSTALLED_INT_TYPE = "neardup_int"
 MAX_GROUP = 2**31 - 1  # a pint
 # Turns of the counter lost to other processes before giving up (each loss means another one got its block).
 _COUNTER_ATTEMPTS = 50
@@ -68,20 +73,38 @@ def ensure_group_fields(client: SolrClient) -> list[str]:
                 f"the collection's field {name!r} is not updatable in place ({', '.join(wrong)} differ from "
                 f"{FIELD_DEFINITION}); an atomic update of it would drop the unstored token fields. Redefine it "
                 "(and re-index) or use a collection made from neardup-solr's configset")
-    missing = [name for name in GROUP_FIELDS if name not in fields]
-    for name in missing:
+    types = client.schema_field_types()
+    # A user's collection (install) may have no pint: our own int type, with the same in-place definition, does.
+    int_type = "pint" if "pint" in types or INSTALLED_INT_TYPE not in types else INSTALLED_INT_TYPE
+    # A user's collection (no 'content' field of ours): their pipeline's atomic updates rebuild a document from
+    # its stored fields and the docValues used as stored, and would drop the group otherwise.
+    as_stored = "content" not in fields
+    wanted: list[dict[str, Any]] = [{"name": name, **FIELD_DEFINITION, "type": int_type,
+                                     "useDocValuesAsStored": as_stored}
+                                    for name in GROUP_FIELDS if name not in fields]
+    if COUNTER_FIELD not in fields and not _dynamic_int_field(client):
+        wanted.append({"name": COUNTER_FIELD, "type": int_type, "indexed": False, "stored": True,
+                       "docValues": False, "multiValued": False})
+    for definition in wanted:
+        name = str(definition["name"])
         try:
-            client.request("POST", "schema", params={"wt": "json"},
-                           json_body={"add-field": {"name": name, **FIELD_DEFINITION}})
+            client.request("POST", "schema", params={"wt": "json"}, json_body={"add-field": definition})
         except SolrRequestError as exc:
             raise GroupFieldsError(
                 f"the collection has no field {name!r} and Solr refused to add it through the Schema API ({exc}). "
                 "A core made from a classic schema.xml cannot be changed that way: reload it with neardup-solr's "
                 "current configset (it defines nd_group and nd_keep), then run again") from exc
+    missing = [str(definition["name"]) for definition in wanted]
     if missing:
         log.warning("added the group fields %s to %s through the Schema API (the collection predates them)",
                     ", ".join(missing), client.url)
     return missing
+
+
+def _dynamic_int_field(client: SolrClient) -> bool:
+    """Whether the schema's ``*_i`` dynamic field (our configset's) would hold the counter."""
+    dynamic = client.get_json("schema/dynamicfields").get("dynamicFields", [])
+    return any(spec.get("name") == "*_i" and spec.get("stored") is not False for spec in dynamic)
 
 
 def read_groups(client: SolrClient, dataset: str | None = None,

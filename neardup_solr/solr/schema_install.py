@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from neardup_solr.errors import ForeignCollectionError, SolrRequestError
 from neardup_solr.solr.atomic import clear_our_fields
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.group_fields import COUNTER_FIELD, FIELD_DEFINITION, GROUP_FIELDS, INSTALLED_INT_TYPE
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
 from neardup_solr.solr.queries import dataset_query
 from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD, read_index_settings
@@ -69,9 +70,19 @@ _TOKEN_FIELDS: dict[str, dict] = {
     "content_sg": {"type": "neardup_set_token_dv", "indexed": True, "stored": False, "multiValued": True},
     "content_lsh": {"type": "neardup_set_token_dv", "indexed": True, "stored": False, "multiValued": True},
 }
+# The near-duplicate groups (group_fields): in-place updatable ints, and the counter's field (our configset has a
+# *_i dynamic field for it; a user's schema may not), so that 'groups --to-solr' and the adds that keep the
+# groups current work on an installed collection without changing its schema again. useDocValuesAsStored: an
+# atomic update by the user's pipeline rebuilds a document from its stored fields and only those docValues, and
+# would drop the group otherwise (in-place updates do not depend on it).
+_GROUP_FIELDS: dict[str, dict] = {
+    **{name: {**FIELD_DEFINITION, "type": INSTALLED_INT_TYPE, "useDocValuesAsStored": True} for name in GROUP_FIELDS},
+    COUNTER_FIELD: {"type": INSTALLED_INT_TYPE, "indexed": False, "stored": True, "docValues": False,
+                    "multiValued": False},
+}
 # Every field any install may add: what uninstall removes (those that are there) and what the atomic-update check
 # leaves to us (we always write all of a document's fields of ours at once).
-ALL_OUR_FIELDS = tuple(_BASE_FIELDS) + tuple(_TOKEN_FIELDS)
+ALL_OUR_FIELDS = tuple(_BASE_FIELDS) + tuple(_TOKEN_FIELDS) + tuple(_GROUP_FIELDS)
 # Fields our own configset has and no install adds: a collection made from our configset is checked as one.
 _OWN_CONFIGSET_FIELDS = ("content", "fields_json", "content_fwords", "ttl", "expire_at", "content_mh")
 
@@ -192,7 +203,7 @@ def plan_install(client: SolrClient, text_field: str, settings: IndexSettings | 
             "make them optional), or keep near duplicates in a collection of their own ('neardup-solr index')")
     types = client.schema_field_types()
     plan = InstallPlan(client.url, text_field, settings)
-    wanted = dict(_BASE_FIELDS)
+    wanted = {**_BASE_FIELDS, **_GROUP_FIELDS}
     for kind in settings.fields:
         name = settings.token_field(kind)
         wanted[name] = _TOKEN_FIELDS[name]

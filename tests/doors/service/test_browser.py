@@ -285,3 +285,61 @@ def test_report_pages_draw_the_histogram_and_show_borderline_pairs_and_a_group(s
 
     browser.get(server + "/reports/" + "0" * 32)
     assert "no report job" in browser.find_element(By.ID, "error").text
+
+
+def test_search_page_folds_copies_under_their_kept_document_with_word_diffs(server, solr, browser, tmp_path):
+    """The search page against groups written into the collection: not folded, every matching document; folded,
+    the group once, headed by its kept document with its copies and their word diffs under it; a document indexed
+    after the write-back on its own; and text that would be query syntax searched as plain words."""
+    from selenium.webdriver.common.by import By
+
+    from neardup_solr.engine.group_writeback import write_groups
+
+    write_groups(solr, [("1", "2"), ("1", "3")])  # one group, kept 1 (the earliest); 4 on its own
+    Indexer(solr).index_records([("5", "Arnie Morton's of Chicago La Cienega Los Angeles California")])
+
+    browser.get(server + "/")
+    browser.find_element(By.LINK_TEXT, "Search").click()
+    browser.find_element(By.ID, "q").send_keys("Arnie Morton's Chicago")
+    submit(browser, "search")
+    hits = browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit")
+    assert sorted(h.get_attribute("data-id") for h in hits) == ["1", "2", "3", "5"]
+    assert browser.find_elements(By.CSS_SELECTOR, "#hits tr.copy") == []
+    assert "4 documents found" in browser.find_element(By.ID, "found").text
+
+    browser.find_element(By.ID, "fold").click()
+    submit(browser, "search")
+    assert "fold=1" in browser.current_url
+    hits = browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit")
+    by_id = {h.get_attribute("data-id"): h for h in hits}
+    assert sorted(by_id) == ["1", "5"]  # the group once, and the document indexed since on its own
+    assert by_id["1"].get_attribute("data-kept") == "1" and by_id["5"].get_attribute("data-group") == ""
+    assert "none yet" in by_id["5"].text
+    copies = browser.find_elements(By.CSS_SELECTOR, "#hits tr.copy")
+    assert sorted(c.get_attribute("data-id") for c in copies) == ["2", "3"]
+    assert {c.get_attribute("data-of") for c in copies} == {"1"}
+    # Each copy sits right under its kept document, and shows its words against the kept text.
+    rows = browser.find_elements(By.CSS_SELECTOR, "#hits tbody tr")
+    kept_at = [r.get_attribute("data-id") for r in rows].index("1")
+    assert {r.get_attribute("data-id") for r in rows[kept_at + 1:kept_at + 3]} == {"2", "3"}
+    copy = {c.get_attribute("data-id"): c for c in copies}
+    assert [e.text for e in copy["2"].find_elements(By.TAG_NAME, "ins")] == ["Steakhouse"]
+    assert copy["2"].find_elements(By.TAG_NAME, "del") == []
+    assert [e.text for e in copy["3"].find_elements(By.TAG_NAME, "del")] == ["S.", "Blvd."]
+    assert [e.text for e in copy["3"].find_elements(By.TAG_NAME, "ins")] == ["Boulevard"]
+    assert "2 groups found" in browser.find_element(By.ID, "found").text
+    screenshot(browser, tmp_path, "service-search-folded.png")
+
+    # Query syntax is searched as words: as syntax, id:4 would find document 4, *:* everything, and an AND of two
+    # words that no document holds together nothing.
+    for text in ("id:4", "*:*", "+cafe AND +arnie"):
+        browser.get(server + "/search")
+        browser.find_element(By.ID, "q").send_keys(text)
+        submit(browser, "search")
+        assert browser.find_element(By.ID, "q").get_attribute("value") == text
+        ids = [h.get_attribute("data-id") for h in browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit")]
+        assert browser.find_elements(By.ID, "error") == []
+        if text == "+cafe AND +arnie":  # the words cafe, and, arnie, any of them
+            assert "4" in ids and "1" in ids, ids
+        else:
+            assert ids == [], (text, ids)

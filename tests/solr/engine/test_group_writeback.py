@@ -425,3 +425,46 @@ def test_folded_search_on_a_held_out_corpus(solr, tmp_path):
         assert len(shown) == len(set(shown)), (kept, shown)
         assert found.hits[0].id == kept and found.hits[0].group == number  # its own text: the best hit
         assert {c.id for c in found.hits[0].copies} == set(ids) - {kept}  # near copies share its words
+
+
+@pytest.mark.solr
+def test_cli_groups_to_solr_of_one_dataset_leaves_the_others_alone(guides, records, tmp_path, capsys):
+    Indexer(guides, IndexSettings(), dataset="late").index_records(
+        [("late-1", records["3"]), ("late-2", records["3"] + " Studio"), ("late-3", records["100"])])
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("# id\tneighbor_id\nlate-1\tlate-2\nlate-1\t3\n", encoding="utf-8")
+    assert main(["groups", str(pairs), "--to-solr", "--dataset", "late", "--solr-url", guides.url]) == 0
+    out = capsys.readouterr().out
+    assert "3 documents: 1 groups of near duplicates, 1 on their own" in out
+    assert "1 pairs skipped" in out  # 3 is not in the data set
+    held = _held(guides)
+    assert held["late-1"][0] == held["late-2"][0] and (held["late-1"][1], held["late-2"][1]) == (1, 0)
+    assert held["late-3"][1] == 1 and held["late-3"][0] != held["late-1"][0]
+    assert all(held[i] == (None, None) for i in records)  # the other documents are left as they were
+    assert main(["groups", str(pairs), "--out", str(tmp_path / "g.jsonl"), "--dataset", "late",
+                 "--solr-url", guides.url]) == 2  # --dataset without --to-solr
+    assert "--to-solr" in capsys.readouterr().err
+
+
+@pytest.mark.solr
+def test_deleting_a_dataset_promotes_a_kept_member_in_the_groups_it_leaves(guides, records):
+    from neardup_solr.engine.online import delete_dataset
+
+    # Copies of two kept texts under ids that sort first, in a data set of their own: they become kept.
+    Indexer(guides, IndexSettings(), dataset="first").index_records([("0", records["3"]), ("1", records["5"])])
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    held = _held(guides)
+    members: dict[int, list[str]] = defaultdict(list)
+    for doc_id, (number, _) in held.items():
+        members[number].append(doc_id)
+    orphaned = {held[i][0]: sorted(members[held[i][0]], key=id_key) for i in ("0", "1")}
+    assert all(ids[0] in ("0", "1") and held[ids[0]][1] == 1 and len(ids) > 1 for ids in orphaned.values())
+    assert delete_dataset(guides, "first") == 2
+    after = _held(guides)
+    for number, ids in orphaned.items():
+        rest = [i for i in ids if i not in ("0", "1")]
+        assert after[rest[0]] == (number, 1)  # the earliest remaining member heads the group now
+        assert all(after[i] == (number, 0) for i in rest[1:])
+    assert all(after[i] == held[i] for i in after if held[i][0] not in orphaned)  # nothing else changed
+    found = folded_search(guides, records["3"], rows=50)
+    assert [h.id for h in found.hits if h.group == held["0"][0]] == [orphaned[held["0"][0]][1]]

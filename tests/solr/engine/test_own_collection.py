@@ -132,7 +132,7 @@ def test_install_adds_only_ours_and_uninstall_removes_exactly_that(user_core, co
     assert all(fields_now[name] == spec for name, spec in fields_before.items())
     added = set(fields_now) - set(fields_before)
     assert added == {"md5_hash", "num_words", "num_shingles", "first_word", "dataset", "minhash_sig",
-                     "neardup_settings", "content_nh", "content_lsh"}
+                     "neardup_settings", "content_nh", "content_lsh", "nd_group", "nd_keep", "next_group_i"}
     types_before = {t["name"]: t for t in schema_before["fieldTypes"]}
     types_now = {t["name"]: t for t in schema["fieldTypes"]}
     assert all(types_now[name] == spec for name, spec in types_before.items())
@@ -467,3 +467,97 @@ def test_serve_sync_signs_what_others_post_and_the_service_finds_it(user_core, c
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_groups_written_into_an_installed_collection_and_given_to_what_sync_and_backfill_sign(user_core, corpus,
+                                                                                             tmp_path):
+    """Issue 38 on a user's own collection: install adds the group fields, 'groups --to-solr' writes them, and
+    what sync and backfill sign afterwards gets its group as check_and_add gives one (the nearest kept neighbour's
+    at or above the threshold, else a new group); nothing is grouped while the groups were never written; a
+    folded search works there; uninstall removes the group fields too."""
+    from neardup_solr.solr.folded_search import folded_search
+    from neardup_solr.solr.group_fields import read_groups
+
+    schema_before = user_core.schema()
+    user_core.post_json([user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:80])])
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    fields = {f["name"]: f for f in user_core.schema()["fields"]}
+    assert {k: fields["nd_group"][k] for k in ("indexed", "stored", "docValues")} == \
+        {"indexed": False, "stored": False, "docValues": True}
+    code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
+    assert code == 0 and "near-duplicate group" not in out, err
+    client = SolrClient(user_core.url)
+    assert {g for _, g, _ in read_groups(client)} == {None}  # groups never written: none given
+
+    pairs = tmp_path / "pairs.tsv"
+    assert run_cli("report", "--solr-url", user_core.url, "--threshold", "0.8", "--out", str(pairs))[0] == 0
+    code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
+    assert code == 0 and "80 documents" in out, err
+    written = {i: (g, k) for i, g, k in read_groups(client)}
+    assert all(g is not None for g, _ in written.values())
+    kept = next(i for i, (g, k) in sorted(written.items()) if k == 1 and
+                sum(1 for other, _ in written.values() if other == g) > 1)  # the kept document of a real group
+    texts = dict(corpus)
+    copy_text = texts[kept] + " indeed"
+    # A copy of a kept document, an unrelated text, and two new near duplicates of each other, posted by another
+    # client; sync signs them and gives them their groups.
+    fresh = "Quarterly figures of the regional water board show reservoir levels rising after the long wet winter"
+    user_core.post_json([user_doc("zcopy", copy_text, 1), user_doc("zlone", corpus[-1][1], 2),
+                         user_doc("zpair1", fresh, 3), user_doc("zpair2", fresh + " again", 4)])
+    code, out, err = run_cli("sync", "--solr-url", user_core.url)
+    assert code == 0 and "4 given their near-duplicate group" in out, (out, err)
+    now = {i: (g, k) for i, g, k in read_groups(client)}
+    assert now["zcopy"] == (written[kept][0], 0)
+    assert now["zlone"][1] == 1 and now["zlone"][0] not in {g for g, _ in written.values()}
+    assert now["zpair1"][1] == 1 and now["zpair2"] == (now["zpair1"][0], 0)
+    assert all(now[i] == written[i] for i in written)  # nothing else changed
+
+    # A text edited in place is signed again and keeps its group (until the next write-back).
+    edited = next(i for i in sorted(written) if i != kept and written[i][0] != written[kept][0])
+    user_core.atomic_set(edited, body=texts[edited] + " with a late correction")
+    # The user's atomic update keeps the group (install defines the fields useDocValuesAsStored for that).
+    assert {i: (g, k) for i, g, k in read_groups(client)}[edited] == written[edited]
+    code, out, err = run_cli("sync", "--solr-url", user_core.url)
+    assert code == 0 and "1 edited in place" in out and "given their near-duplicate group" not in out, (out, err)
+    assert {i: (g, k) for i, g, k in read_groups(client)}[edited] == written[edited]
+
+    # backfill the same way.
+    user_core.post_json([user_doc("zcopy2", texts[kept] + " surely", 5)])
+    code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
+    assert code == 0 and "1 given their near-duplicate group" in out, (out, err)
+    assert {i: (g, k) for i, g, k in read_groups(client)}["zcopy2"] == (written[kept][0], 0)
+
+    found = folded_search(client, texts[kept], rows=5)
+    head = next(h for h in found.hits if h.group == written[kept][0])
+    assert head.id == kept and {"zcopy", "zcopy2"} <= {c.id for c in head.copies}
+    assert sum(1 for h in found.hits if h.group == written[kept][0]) == 1
+
+    assert run_cli("uninstall", "--solr-url", user_core.url)[0] == 0
+    assert user_core.schema() == schema_before
+
+
+def test_a_collection_installed_before_the_group_fields_gets_them_on_the_first_write_back(user_core, corpus,
+                                                                                         tmp_path):
+    """An install from before the group fields (simulated: they are removed again): 'groups --to-solr' adds them
+    (and the counter's field, which a user's schema without *_i lacks) through the Schema API and writes."""
+    from neardup_solr.solr.group_fields import read_groups
+
+    user_core.post_json([user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])])
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    requests.post(f"{user_core.url}/schema", json={"delete-field": [{"name": n} for n in
+                                                                    ("nd_group", "nd_keep", "next_group_i")]},
+                  timeout=60).raise_for_status()
+    assert not {"nd_group", "nd_keep", "next_group_i"} & {f["name"] for f in user_core.schema()["fields"]}
+    assert run_cli("backfill", "--solr-url", user_core.url, "--no-progress")[0] == 0
+    pairs = tmp_path / "pairs.tsv"
+    assert run_cli("report", "--solr-url", user_core.url, "--out", str(pairs))[0] == 0
+    code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
+    assert code == 0 and "30 documents" in out, (out, err)
+    fields = {f["name"]: f for f in user_core.schema()["fields"]}
+    assert {"nd_group", "nd_keep", "next_group_i"} <= set(fields)
+    assert fields["nd_group"]["docValues"] is True and fields["nd_group"]["stored"] is False
+    held = list(read_groups(SolrClient(user_core.url)))
+    assert len(held) == 30 and all(g is not None and k in (0, 1) for _, g, k in held)
+    first_id, group, keep = held[0]
+    user_core.atomic_set(first_id, views=12345)  # the user's pipeline updating a field of theirs
+    assert dict((i, (g, k)) for i, g, k in read_groups(SolrClient(user_core.url)))[first_id] == (group, keep)
