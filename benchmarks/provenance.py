@@ -1,7 +1,7 @@
 """Where a benchmark's numbers come from, stamped into every results file: the tool's version and commit, Python,
 the machine, when it was written and the load average then (numbers from a busy machine say so themselves).
 
-Every benchmark writes its files through :func:`write_result_files`; ``tests/test_provenance.py`` checks
+Every benchmark writes its files through :func:`write_result_files`; ``tests/unit/base/test_provenance.py`` checks
 that no benchmark writes a results file any other way.
 """
 

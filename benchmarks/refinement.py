@@ -7,7 +7,7 @@ For each corpus the texts are shingled and signed exactly as the indexer does (`
 (``benchmarks/exact_pairs.py``), and the LSH pairs are what ``report --threshold T --method lsh`` reports from
 the same signatures: the candidates of :func:`~neardup_solr.pairs.candidates.candidate_pairs` (the bands
 ``dedupe_collection`` chooses), those whose estimate reaches the bar, and of those the pairs whose exact
-Jaccard reaches T. No Solr: the Solr path reads the same signatures back (``tests/test_refinement_recall.py``
+Jaccard reaches T. No Solr: the Solr path reads the same signatures back (``tests/solr/engine/test_collection_recall.py``
 runs it end to end at small size).
 
 Rules: ``split`` (every bucket over 10 members split by further values: the rule before issue 24), ``judged``

@@ -208,6 +208,11 @@ class SignatureDisagreementError(NeardupError, RuntimeError):
     executor would sign with another Unicode version than the driver."""
 
 
+class PinnedUnicodeError(NeardupError, ImportError):
+    """The pinned Unicode data normaliser version 3 reads is missing or of another version (a broken or hand-edited
+    install): reinstall neardup-solr."""
+
+
 class SparkUnavailableError(NeardupError, RuntimeError):
     """PySpark is not installed, or no Java runtime can be found to start its JVM."""
 
@@ -247,6 +252,22 @@ class IndexIncomplete(NeardupError):
     def __init__(self, summary: Any):  # a solr.indexer.IndexSummary (errors import nothing above them)
         self.summary = summary
         super().__init__(summary.verification.format() if summary.verification else "index incomplete")
+
+
+class GroupFieldsError(NeardupError):
+    """The collection's near-duplicate group fields (``nd_group``, ``nd_keep``) are missing and cannot be added
+    through the Schema API, or exist with a definition Solr cannot update in place."""
+
+
+class GroupWritebackIncomplete(NeardupError):
+    """After the commit, documents a group write-back wrote do not hold what was sent; ``wrong`` names them, and
+    running the write-back again resends them."""
+
+    def __init__(self, wrong: list[str]):
+        self.wrong = wrong
+        shown = ", ".join(repr(i) for i in wrong[:5]) + (" ..." if len(wrong) > 5 else "")
+        super().__init__(f"{len(wrong)} document(s) do not hold the group written to them after the commit "
+                         f"({shown}); run again to resend them")
 
 
 class OptionError(InvalidParameterError):
@@ -299,14 +320,17 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     SettingsConflictError: Outcome(EXIT_USAGE, 409),
     StoredSettingsError: Outcome(EXIT_USAGE, 409),
     ForeignCollectionError: Outcome(EXIT_USAGE, 409),
+    GroupFieldsError: Outcome(EXIT_USAGE, 409),
     OutputInUseError: Outcome(EXIT_USAGE, 409),
     # Solr: away, slow, failing, or refusing our credentials (the service's own configuration, not the caller's)
     SolrUnavailableError: Outcome(EXIT_UNAVAILABLE, 503),
     SolrAuthError: Outcome(EXIT_USAGE, 502),
     IndexIncomplete: Outcome(EXIT_INCOMPLETE, 502),
+    GroupWritebackIncomplete: Outcome(EXIT_INCOMPLETE, 502),
     # the machinery around Solr and Spark
     LauncherError: Outcome(EXIT_USAGE, 500),
     SparkUnavailableError: Outcome(EXIT_USAGE, 500),
+    PinnedUnicodeError: Outcome(EXIT_USAGE, 500),
     # bugs
     SignatureDisagreementError: Outcome(EXIT_INTERNAL, 500),
     ClientClosedError: Outcome(EXIT_INTERNAL, 500),

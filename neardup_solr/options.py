@@ -15,7 +15,7 @@ Three kinds of request find near duplicates, and every front door speaks of them
 The command line's flags are these keys with dashes (``max_edit_distance`` is ``--max-edit-distance``), the
 service's JSON fields are these keys, and the Spark jobs take the same names. A default lives here only: the
 front doors leave an option they were not given as ``None`` and let these classes fill it, so a default changed
-here changes for all of them (``tests/test_options.py`` checks that no front door carries its own). The same
+here changes for all of them (``tests/unit/base/test_options.py`` checks that no front door carries its own). The same
 goes for the rules between options (``num_hashes`` only in mode minhash, a method-lsh run does not resume, an
 IDF snapshot only with similarity idf and method lsh): they are checked here and nowhere else.
 :func:`lookup_from_given` and :func:`report_options_from_given` turn what a door was given into these objects,

@@ -41,7 +41,7 @@ if [ -z "${SOLR_URL:-}" ]; then
   .venv/bin/neardup-solr solr build
 fi
 
-# --- the browser the web page's test drives (tests/test_service_browser.py) ---------------------------------------
+# --- the browser the web page's test drives (tests/doors/service/test_browser.py) ---------------------------------
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium and chromium-driver with apt-get (for the web page's browser test)"

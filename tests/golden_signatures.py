@@ -1,13 +1,13 @@
 """Golden signatures: what every normaliser version signs a few hundred texts as, committed in
 tests/data/golden_signatures.json, so that a release that would sign any of them differently fails
-tests/test_golden_signatures.py instead of quietly splitting its users' collections.
+tests/unit/signing/test_golden_signatures.py instead of quietly splitting its users' collections.
 
 Per text and normaliser: the MD5 of the normalised text (the stored ``content_md5``); per text, normaliser and
 shingle unit (word 3-grams, character 3-grams): a digest of the 128-value MinHash signature and its LSH band keys
 (16 bands of 8), and a digest of the ICWS weighted signature of its words (each weighing its length). Texts come in
 two sets: ``common``, only characters every supported Python's Unicode (13.0 and later) has assigned the same, signed
 under versions 1, 2 and 3; ``new``, characters and scripts new since Unicode 13, signed under version 3 only (versions
-1 and 2 read the interpreter's Unicode, so those differ by Python; tests/test_signature_stability.py counts how).
+1 and 2 read the interpreter's Unicode, so those differ by Python; tests/unit/signing/test_signature_stability.py counts how).
 
 Changing a value is a deliberate act: a new normaliser (or settings) version, a changelog line, and then
 

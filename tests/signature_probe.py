@@ -1,4 +1,4 @@
-"""What one interpreter makes of texts: run under each Python by tests/test_signature_stability.py, which compares
+"""What one interpreter makes of texts: run under each Python by tests/unit/signing/test_signature_stability.py, which compares
 the results across interpreters.
 
     python tests/signature_probe.py TEXTS.pickle RESULT.pickle

@@ -6,7 +6,7 @@
 One page a command (``report.md``, ``solr.md``...), holding its ``--help`` and that of each of its subcommands
 (``solr start``, ``spark dedup``...), and ``commands.md`` listing the commands by job as ``neardup-solr --help``
 does. The help is formatted 100 columns wide whatever the terminal, so the pages are the same on every machine;
-``tests/test_cli_reference.py`` fails when a flag changed and the pages were not regenerated.
+``tests/doors/cli/test_cli_reference.py`` fails when a flag changed and the pages were not regenerated.
 """
 
 from __future__ import annotations

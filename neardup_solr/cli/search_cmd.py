@@ -319,10 +319,16 @@ def cmd_groups(args: argparse.Namespace) -> int:
     )
     from neardup_solr.io.outputs import check_output_path
 
+    if args.out is None and not args.to_solr:
+        raise UsageError("give --out (the groups as JSONL), --to-solr (each document's group written into the "
+                         "collection), or both")
+    if args.dataset is not None and not args.to_solr:
+        raise UsageError("--dataset chooses the documents whose groups --to-solr writes; give --to-solr with it")
     if args.keep is not None and args.keep == args.out:
         raise UsageError("--keep and --out name the same file; give them different paths"
                          + (" (only one of them can be standard output)" if args.out == "-" else ""))
-    check_output_path(args.out)  # before reading the pairs or asking Solr
+    if args.out is not None:
+        check_output_path(args.out)  # before reading the pairs or asking Solr
     if args.keep is not None:
         check_output_path(args.keep, name="keep")
     from neardup_solr.io.inputs import open_text_lines
@@ -335,20 +341,29 @@ def cmd_groups(args: argparse.Namespace) -> int:
         pairs = [(a, b, None if s is None else round(1.0 - s, 6)) for a, b, s in pairs]
     texts = None
     all_ids = None
-    if args.representative == "longest" or args.with_singletons:
+    if (args.representative == "longest" and (args.out or args.keep)) or args.with_singletons:
         from neardup_solr.engine.report import iter_documents
         from neardup_solr.solr.searcher import Searcher
 
         docs = list(iter_documents(Searcher(open_client(args))))
         texts = {d.id: d.content for d in docs}
         all_ids = list(texts) if args.with_singletons else None
+    if args.to_solr:
+        from neardup_solr.engine.group_writeback import write_groups
+
+        _say(args)("groups written into the collection: "
+                   + write_groups(open_client(args), pairs, representative=args.representative,
+                                  dataset=args.dataset).format())
+        if args.out is None and args.keep is None:
+            return 0
     groups = group_pairs(pairs, representative=args.representative, texts=texts)
-    write_groups_jsonl(groups, args.out)
+    if args.out is not None:
+        write_groups_jsonl(groups, args.out)
     kept = keep_list(groups, all_ids)
     if args.keep:
         write_keep_list(kept, args.keep)
     members = sum(len(g.members) for g in groups)
-    _say(args)(f"{len(groups)} groups holding {members} documents -> {args.out}"
+    _say(args)(f"{len(groups)} groups holding {members} documents" + (f" -> {args.out}" if args.out else "")
                + (f"; keep list of {len(kept)} ids -> {args.keep}" if args.keep else ""))
     return 0
 
@@ -467,13 +482,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("groups", help="turn a pairs file into groups of near duplicates and a keep list")
     p.add_argument("pairs", help="a report or threshold TSV (compressed or not; - for standard input)")
-    p.add_argument("--out", required=True,
+    p.add_argument("--out", default=None,
                    help="JSONL: group_id, representative, members, max_distance (written atomically; a few "
                         "seconds of work, so it reruns rather than resumes; '-': standard output)")
+    p.add_argument("--to-solr", action="store_true",
+                   help="write each document's group (nd_group) and kept flag (nd_keep) into the collection, for "
+                        "folded searches: in place, only what changed, verified; a re-run resumes (the pairs "
+                        "must cover the whole collection: a document in no pair becomes a group of its own)")
     p.add_argument("--keep", default=None,
                    help="write the ids to keep (one representative per group; '-': standard output)")
     p.add_argument("--representative", choices=["earliest", "longest"], default="earliest")
     p.add_argument("--with-singletons", action="store_true",
                    help="keep list also holds every indexed id that is in no group (reads ids from Solr)")
+    p.add_argument("--dataset", type=label("--dataset"), default=None,
+                   help="with --to-solr: write the groups of this data set's documents only (the pairs must cover "
+                        "it; pairs naming a document outside it are skipped, the other documents are left as they "
+                        "are)")
     add_solr_options(p)
     p.set_defaults(func=cmd_groups)

@@ -8,6 +8,7 @@ import os
 
 from neardup_solr.cli.common import add_min_replicas_option, add_solr_options, number
 from neardup_solr.errors import UsageError
+from neardup_solr.validation import Limit
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -44,10 +45,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
           + ("; bearer token required" if config.token else "")
           + ("; WARNING: reachable from other machines without a token" if exposed and not config.token else ""),
           flush=True)
-    uvicorn.run("neardup_solr.service.app:create_app", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level="warning" if args.verbose == 0 else "info",
-                access_log=args.verbose > 0)
+    stop_sync = _start_sync(args) if args.sync else None
+    try:
+        uvicorn.run("neardup_solr.service.app:create_app", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="warning" if args.verbose == 0 else "info",
+                    access_log=args.verbose > 0)
+    finally:
+        if stop_sync is not None:
+            stop_sync()
     return 0
+
+
+def _start_sync(args: argparse.Namespace):
+    """Run ``sync --follow`` in a thread of this process (once, whatever --workers says); returns its stop."""
+    import logging
+    import threading
+
+    from neardup_solr.cli.common import open_client
+    from neardup_solr.engine.sync import Syncer
+
+    syncer = Syncer(open_client(args), changed_field=args.changed_field)
+    stop = threading.Event()
+
+    def follow() -> None:
+        while not stop.is_set():
+            try:
+                syncer.follow(args.sync_interval, stop)
+            except Exception as exc:  # a pass that fails (Solr away longer than the client waits) is tried again
+                logging.getLogger("neardup_solr.sync").warning("sync pass failed (%s); trying again", exc)
+                stop.wait(max(args.sync_interval, 5.0))
+
+    thread = threading.Thread(target=follow, name="neardup-sync", daemon=True)
+    thread.start()
+    print(f"signing what other clients write to {syncer.client.url} every {args.sync_interval:g} s (--sync)",
+          flush=True)
+
+    def stop_sync() -> None:
+        stop.set()
+        thread.join(timeout=30)
+    return stop_sync
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +100,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=number("--workers", "workers"), default=1,
                    help="worker processes (default 1; check-and-add keeps near duplicates apart within a process, "
                         "identical texts across all of them)")
+    p.add_argument("--sync", action="store_true",
+                   help="also sign what other clients add, replace or edit in the collection, in the background "
+                        "(what 'sync --follow' does)")
+    p.add_argument("--sync-interval", type=number("--sync-interval", Limit("float", 0.05, 86_400, unit="seconds")),
+                   default=1.0, help="seconds between sync passes with --sync (default 1)")
+    p.add_argument("--changed-field", default=None, help="with --sync: as sync's --changed-field")
     add_solr_options(p)
     add_min_replicas_option(p, "the service's writes (check-and-add, deletes)")
     p.set_defaults(func=cmd_serve)

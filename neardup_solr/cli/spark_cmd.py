@@ -170,6 +170,12 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
             if not load.verify.ok:
                 return EXIT_INCOMPLETE
+            from neardup_solr.engine.group_writeback import write_groups
+
+            # Each document's group into the collection too, for folded searches (docs/folding.md).
+            written = write_groups(client, ((r["id"], r["neighbor_id"]) for r in result.pairs.toLocalIterator()),
+                                   dataset=args.dataset)
+            print(f"groups written into the collection: {written.format()}")
         rejected = _report_rejected([source], result)
     return EXIT_REJECTED if rejected else 0
 
@@ -261,7 +267,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", default=None, help="also write the keep list (every id except the non-representative "
                                                 "members of a group) here; needs --groups")
     p.add_argument("--to-solr", action="store_true",
-                   help="also load the records into the Solr core/collection as the indexer would, and check them")
+                   help="also load the records into the Solr core/collection as the indexer would, check them, and "
+                        "write each document's near-duplicate group into it (nd_group, nd_keep: see groups --to-solr)")
     p.add_argument("--dataset", type=label("--dataset"), default=None, help="data set name for --to-solr")
     add_solr_options(p)
     p.set_defaults(func=cmd_dedup)

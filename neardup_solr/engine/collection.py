@@ -61,6 +61,8 @@ from typing import Iterator
 
 import numpy as np
 
+from neardup_solr.engine.group_writeback import WritebackSummary, write_groups
+from neardup_solr.pairs.groups import REPRESENTATIVES
 from neardup_solr.pairs.candidates import (
     log_refinement,
     DEFAULT_FALSE_NEGATIVE_WEIGHT,
@@ -83,7 +85,7 @@ from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.queries import documents_of, filter_params
 from neardup_solr.solr.signatures import fetch_shingle_sets, parallel_pages, shard_readers, signature_pages
-from neardup_solr.validation import Limit, check_float, check_int
+from neardup_solr.validation import Limit, check_bool, check_choice, check_float, check_int
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,8 @@ class CollectionResult:
     stats: CollectionStats
     threshold: float
     exact: bool
+    # With to_solr=True: what writing the groups into the collection did.
+    groups: WritebackSummary | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -123,6 +127,8 @@ def dedupe_collection(
     page_size: int = 10_000,
     work_dir: str | None = None,
     verify_documents: int = VERIFY_DOCUMENTS,
+    to_solr: bool = False,
+    representative: str = "earliest",
 ) -> CollectionResult:
     """Every pair of documents (of ``dataset``, or of the whole collection) with Jaccard >= ``threshold``.
 
@@ -134,6 +140,9 @@ def dedupe_collection(
     ``work_dir`` holds the signature store (default: the system's temporary directory; about
     ``4 * num_hashes + 12 * bands + 8 + len(id)`` bytes a document, removed at the end).
     ``verify_documents`` caps the texts held at once during exact verification.
+    ``to_solr=True`` then writes every document's group and kept flag into the collection (the kept one chosen by
+    ``representative``, ``earliest`` or ``longest``): :func:`~neardup_solr.engine.group_writeback.write_groups`,
+    its summary in ``result.groups``.
 
     >>> result = dedupe_collection(SolrClient(), 0.8)
     >>> result.pairs[:1], result.stats.candidate_pairs
@@ -145,6 +154,8 @@ def dedupe_collection(
     max_bucket = check_int("max_bucket", max_bucket, minimum=2)
     check_split_bucket(split_bucket)
     verify_documents = check_int("verify_documents", verify_documents, minimum=2)
+    to_solr = check_bool("to_solr", to_solr)
+    representative = check_choice("representative", representative, REPRESENTATIVES)
     started = time.perf_counter()
     settings = read_index_settings(client)
     if settings is None:
@@ -245,7 +256,10 @@ def dedupe_collection(
     stats.peak_rss_mib = round(_peak_rss_mib(), 1)
     log.info("%d pairs >= %g (%s) among %d documents in %.1f s, peak RSS %.0f MiB", len(pairs), threshold,
              "exact" if exact else "estimated", n, stats.seconds["total"], stats.peak_rss_mib)
-    return CollectionResult(pairs=pairs, stats=stats, threshold=threshold, exact=exact)
+    result = CollectionResult(pairs=pairs, stats=stats, threshold=threshold, exact=exact)
+    if to_solr:
+        result.groups = write_groups(client, pairs, representative=representative, dataset=dataset)
+    return result
 
 
 def _pairs(ids: list[str], x: np.ndarray, y: np.ndarray, similarity: np.ndarray, threshold: float) -> list[SimilarPair]:

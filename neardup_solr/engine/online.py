@@ -381,6 +381,9 @@ def check_and_add(
                                                    band_keys_row=searcher.band_keys_of(query))
         if ttl is not None:
             document["ttl"] = ttl
+        from neardup_solr.engine.group_writeback import group_of_new_document  # it uses find_similar
+
+        document.update(group_of_new_document(searcher, query, doc_id, threshold))
         added = None
         if client.is_single_core():
             added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
@@ -443,17 +446,28 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
     missing = [i for i in wanted if i not in found]
     recent_adds(client).forget(wanted)
     targets = deleted + sorted({claim_id(d["md5_hash"]) for d in found.values() if d.get("md5_hash")})
+    from neardup_solr.engine.group_writeback import kept_groups, promote_kept
+
+    orphaned = kept_groups(client, deleted)  # before the delete: which groups lose their kept document
     for chunk in _chunks(targets):
         client.delete_ids(chunk)
     if targets:
         client.commit()
+    promote_kept(client, orphaned)
     log.info("deleted %d document(s) from %s (%d not found)", len(deleted), client.url, len(missing))
     return DeleteResult(deleted, missing)
 
 
 def delete_dataset(client: SolrClient, dataset: Any) -> int:
     """Delete every document of ``dataset`` and commit; returns how many. Their claims go stale (and are taken
-    over by the next check of the same text). Refuses a core whose schema is not ours."""
+    over by the next check of the same text). A group whose kept document was in the data set gets its earliest
+    remaining member as its kept one, as :func:`delete_documents` does. Refuses a core whose schema is not ours."""
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,), none_ok=False)
-    return clear(client, dataset)
+    from neardup_solr.engine.group_writeback import kept_groups_of_dataset, promote_kept
+
+    require_neardup_schema(client)
+    orphaned = kept_groups_of_dataset(client, dataset)  # before the delete: which groups lose their kept document
+    count = clear(client, dataset)  # committed
+    promote_kept(client, orphaned)
+    return count
 

@@ -34,6 +34,7 @@ from neardup_solr.options import (
 from neardup_solr.signing.settings import SETTINGS_DOC_ID
 from neardup_solr.solr.queries import documents_of, select_params
 from neardup_solr.io.outputs import ResumableOutput, digest_of
+from neardup_solr.solr.atomic import SIGNED, UNSIGNED, count_matching
 from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.validation import tsv_id
@@ -67,7 +68,13 @@ def iter_documents(searcher: Searcher, page_size: int = 1000, *, dataset: str | 
                    fields: str = STORED_FIELDS) -> Iterator[StoredDocument]:
     """Every indexed document (of ``dataset``, filtered by Solr), in id order, with a cursor (no deep paging
     cost). ``fields`` may name fewer of the stored fields; the others are left at their defaults."""
-    params = select_params(documents_of(dataset), sort="id asc", fields=fields)
+    # Signed documents only: one another client posted (to a collection of ours, or of the user's before sync saw
+    # it) has no tokens to be found by, so it is left out of both sides of every pair, and counted.
+    params = select_params([*documents_of(dataset), SIGNED], sort="id asc", fields=fields)
+    unsigned = count_matching(searcher.client, [UNSIGNED])
+    if unsigned:
+        log.warning("%d document(s) of %s have no signature yet and are left out (posted by another client: "
+                    "'neardup-solr sync' signs them)", unsigned, searcher.client.url)
     for doc in cursor_docs(searcher.client, params, page_size):
         if doc["id"] != SETTINGS_DOC_ID:
             yield StoredDocument.from_solr(doc)

@@ -46,7 +46,7 @@ Oversized buckets
     Why this rule, against the others the issue proposed: several independent extensions (a pair survives with
     ``1 - (1 - s^d)^m``) multiply the cost of every oversized bucket by m and still lose pairs at low s; a
     global candidate budget splits whichever buckets are largest, which is exactly the clusters. Judging each
-    bucket by its own pairs splits only what is noise. ``tests/test_refinement.py`` holds the rule to brute
+    bucket by its own pairs splits only what is noise. ``tests/unit/pairs/test_candidates.py`` holds the rule to brute
     force; ``benchmarks/refinement.py`` measures recall against the exact method on clustered, planted-copy and
     person-record corpora (README, "Oversized buckets").
 

@@ -1,8 +1,10 @@
 """The web page for people: look up a text or an id and see the near duplicates ranked, each with its similarity,
 edit distance and a word-level diff against the query; upload a file to index and watch its progress; run a
 report and watch it, then see the histogram of its similarities, the pairs nearest the threshold side by side,
-and its groups with each member's words against the representative's (``/reports``); and the S-curve of the
-collection's LSH bands against a threshold (``/tune``, the ``tune`` command's plot). Pictures are inline SVG.
+and its groups with each member's words against the representative's (``/reports``); search the collection for
+words, each group of near duplicates shown once with its copies and their word diffs under the kept document, or
+not folded (``/search``, the same search as ``GET /v1/search``); and the S-curve of the collection's LSH bands
+against a threshold (``/tune``, the ``tune`` command's plot). Pictures are inline SVG.
 Server-rendered with Jinja2 templates (autoescaped), no JavaScript and no build step:
 the progress page refreshes itself with a meta tag.
 
@@ -26,6 +28,7 @@ from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.errors import InvalidParameterError, InvalidTextError, NeardupError
 from neardup_solr.io.readers import FORMATS
 from neardup_solr.options import AnyLookup
+from neardup_solr.solr.folded_search import FoldedHit, folded_search
 from neardup_solr.solr.searcher import DocumentNotFoundError
 from neardup_solr.validation import check_label, parse_value
 from neardup_solr.engine.weighted_lsh import weighted_band_params
@@ -41,6 +44,8 @@ UPLOAD_SUFFIXES = {".txt", ".tsv", ".jsonl", ".json", ".csv"}
 NEAR_THRESHOLD_PAIRS = 10  # the borderline pairs a report page shows side by side
 LARGEST_GROUPS = 10
 GROUP_MEMBERS_SHOWN = 50
+SEARCH_ROWS = 20  # hits a search page shows
+SEARCH_COPIES = 10  # folded copies listed under each kept document
 
 
 def _texts(searcher: Any, ids: list) -> dict[str, str]:
@@ -83,6 +88,15 @@ def _report_view(searcher: Any, directory: Path, params: dict[str, Any]) -> dict
     groups = sorted(_groups(pairs), key=lambda g: (-len(g.members), g.group_id))
     return {"svg": Markup(histogram_svg(histogram, threshold)), "histogram": histogram, "near": near,
             "groups": groups[:LARGEST_GROUPS], "group_count": len(groups), "pair_count": len(pairs)}
+
+
+def _search_hit(hit: FoldedHit) -> dict[str, Any]:
+    """A search result as the page shows it: under a kept document, each folded copy with its words against the
+    kept text."""
+    return {"id": hit.id, "score": hit.score, "text": hit.content, "dataset": hit.dataset, "group": hit.group,
+            "kept": hit.kept, "copy_count": hit.copy_count,
+            "copies": [{"id": c.id, "score": c.score, "dataset": c.dataset,
+                        "segments": word_diff(hit.content, c.content)} for c in hit.copies]}
 
 
 def _form_lookup(mode: str, threshold: str, max_edit_distance: str) -> AnyLookup:
@@ -136,6 +150,23 @@ def install(app: FastAPI) -> None:
                    for n, m in enumerate(matches, start=1)]
         return page(request, "index.html", form=form, query=query.text, query_id=query.id, results=results,
                     options=lookups.options_in_force(chosen))
+
+    @app.get("/search", response_class=HTMLResponse, include_in_schema=False)
+    def search(request: Request, q: str = "", fold: str = "") -> HTMLResponse:
+        # A GET form, so a search is a link. The words go only to folded_search, which escapes them as plain
+        # words for edismax: nothing typed here becomes query syntax.
+        form = {"words": q, "folded": bool(fold)}
+        if not q.strip():
+            return page(request, "search.html", form=form)
+        try:
+            settings = request.app.state.searchers.get().settings
+            found = folded_search(request.app.state.client, q, fold=bool(fold), rows=SEARCH_ROWS,
+                                  copies=SEARCH_COPIES, settings=settings)
+        except (InvalidParameterError, InvalidTextError, ValueError) as exc:
+            return page(request, "search.html", 422, form=form, error=str(exc))
+        except NeardupError as exc:
+            return page(request, "search.html", 503, form=form, error=str(exc))
+        return page(request, "search.html", form=form, found=found.found, hits=[_search_hit(h) for h in found.hits])
 
     @app.get("/upload", response_class=HTMLResponse, include_in_schema=False)
     def upload_form(request: Request) -> HTMLResponse:

@@ -115,7 +115,7 @@ class DocumentBuilder:
         if not kept:
             return out
         # From the texts, not from the normalised ones: the kernel normalises them itself, and normalising twice is
-        # not always the same as once (a rare combining sequence, see tests/test_normalizer.py).
+        # not always the same as once (a rare combining sequence, see tests/solr/text/test_normalizer.py).
         hashes, offsets, signatures = self.minhash.hashes_and_signatures([items[row[0]][1] for row in kept])
         # The hash form's tokens and every text's count of distinct shingles, where no shingle strings are made.
         joined, distinct = ([], None) if text_shingles else joined_hash_tokens(hashes, offsets, settings.sample_mod)

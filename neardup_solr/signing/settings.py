@@ -18,7 +18,9 @@ from neardup_solr.validation import check_choice, check_float, check_int
 # (the settings, the online mode's claims): no record may use them.
 SETTINGS_DOC_ID = "__neardup_settings__"
 META_DATASET = "__meta__"
-RESERVED_IDS = frozenset({SETTINGS_DOC_ID})
+# The counter near-duplicate groups are numbered from (neardup_solr.solr.group_fields).
+GROUP_COUNTER_ID = "__neardup_group_counter__"
+RESERVED_IDS = frozenset({SETTINGS_DOC_ID, GROUP_COUNTER_ID})
 
 UNITS = ("word", "char")
 

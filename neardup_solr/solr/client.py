@@ -250,6 +250,10 @@ class SolrClient(NodeFailover):
         self._environments: dict[str, dict[str, Any]] = {}
         # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
         self._direct = DirectTransport(self.session)
+        # The stored field with the text: "content" in our own collections; in a user's collection prepared by
+        # `install`, their field, which every read then gets under the name "content" (Solr's field alias in fl),
+        # so no reader needs to know. Set by read_index_settings from the stored settings.
+        self.text_field: str = "content"
 
     @classmethod
     def from_zookeeper(cls, zk_host: str, collection: str = settings.CORE_NAME, **kwargs: Any) -> "SolrClient":
@@ -504,13 +508,29 @@ class SolrClient(NodeFailover):
 
     def select(self, params: dict | list) -> dict:
         """A /select request (POSTed: long queries outgrow URLs); Solr's JSON answer."""
-        return self.post_form("select", params)
+        return self.post_form("select", self._aliased(params))
+
+    def _aliased(self, params: dict | list) -> dict | list:
+        """``params`` with "content" in fl read from the user's text field (see text_field)."""
+        if self.text_field == "content":
+            return params
+        items = list(params.items()) if isinstance(params, dict) else list(params)
+        return [(k, self._text_fl(v) if k == "fl" else v) for k, v in items]
+
+    def _text_fl(self, fields: str) -> str:
+        if self.text_field == "content":
+            return fields
+        names = [f.strip() for f in str(fields).split(",")]
+        aliased = [f"content:{self.text_field}" if name == "content" else name for name in names]
+        if "*" in names and "content" not in names:
+            aliased.append(f"content:{self.text_field}")
+        return ",".join(aliased)
 
     def get_by_ids(self, ids: list[str], fields: str = "*", params: list | None = None) -> list[dict]:
         """Real-time get: exact id lookup with no query parsing, so any id (quotes, colons...) is safe."""
         if not ids:
             return []
-        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", fields),
+        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", self._text_fl(fields)),
                                       *(params or [])])
         docs = data.get("response", {}).get("docs", [])
         # A SolrCloud answers shard by shard; give the documents back in the order asked (missing ones left out).

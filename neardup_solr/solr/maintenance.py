@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.queries import ALL_DOCUMENTS, USER_DOCUMENTS, dataset_query, filter_params
+from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD
 from neardup_solr.errors import ForeignCollectionError, NeardupError
 from neardup_solr.solr.recent import recent_adds
 from neardup_solr.solr.client import SolrClient
@@ -32,9 +33,23 @@ SIGNATURE_FIELDS = {
 }
 
 
-def require_neardup_schema(client: SolrClient) -> None:
-    """Raise ForeignCollectionError unless the target's schema has our fields with our types."""
+def require_neardup_schema(client: SolrClient, *, installed_ok: bool = False) -> None:
+    """Raise ForeignCollectionError unless the target's schema has our fields with our types; ``installed_ok``
+    also accepts a user's collection that ``install`` prepared (our fields, their text)."""
     fields = client.schema_fields()
+    if INSTALLED_SETTINGS_FIELD in fields and "content" not in fields:
+        if installed_ok:
+            return
+        raise ForeignCollectionError(
+            f"{client.url} is your own collection with near-duplicate fields added by install: its documents are "
+            "your pipeline's to write and delete, so nothing was changed. Sign what it writes with 'neardup-solr "
+            "sync'; remove what install added with 'neardup-solr uninstall'")
+    if "minhash_sig" not in fields:
+        raise ForeignCollectionError(
+            f"{client.url} is not a neardup-solr core or collection and has no near-duplicate fields yet. Nothing "
+            f"was changed. Add them with 'neardup-solr install --solr-url {client.url} --text-field FIELD', or point "
+            "--solr-url at a collection made from the neardup configset ('neardup-solr solr start', or "
+            "'neardup-solr solr create-collection NAME')")
     problems = []
     for name, field_type in SIGNATURE_FIELDS.items():
         found = fields.get(name)
@@ -141,7 +156,7 @@ def merge_segments(client: SolrClient, max_segments: int = 1) -> MergeSummary:
     segments, and a merge rewrites the whole index (it needs free disk about the index's size, and it took 36 s
     for 1,000,000 documents on 2 cores). On a SolrCloud every shard is merged."""
     max_segments = check_int("max_segments", max_segments, "max_segments")
-    require_neardup_schema(client)
+    require_neardup_schema(client, installed_ok=True)
     before = segment_count(client)
     started = time.monotonic()
     # The merge of a big index takes minutes: the call waits up to an hour for it and for the new searcher.

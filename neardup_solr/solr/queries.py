@@ -153,3 +153,89 @@ def overlap_params(field: str, tokens: Sequence[tuple[str, float]], bound: float
         elif min_size is not None:
             params += filter_params([at_least("num_shingles", min_size)])
     return params + [("defType", "lucene"), ("df", field), ("q.op", "OR")]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Near-duplicate groups (nd_group, nd_keep: neardup_solr.solr.group_fields)
+
+
+def folded(group_field: str, keep_field: str) -> Filter:
+    """One document per group of ``group_field``: the one whose ``keep_field`` is highest (the kept one) among
+    those the query matches. Documents without a group are left out: Solr 9.10's collapse on an int field fails
+    (HTTP 500) with ``nullPolicy=expand`` or ``collapse`` as soon as a segment holds no value of the field, so
+    they are searched apart (:func:`ungrouped`)."""
+    return Filter(f"{{!collapse field={group_field} max={keep_field}}}")
+
+
+def ungrouped(group_field: str) -> Filter:
+    """The documents without a group (indexed since the groups were written)."""
+    return Filter(f"-{group_field}:[* TO *]")
+
+
+def has_group(group_field: str) -> Filter:
+    """The documents with a group."""
+    return Filter(f"{group_field}:[* TO *]")
+
+
+def grouping_params(group_field: str, keep_field: str, groups: int, per_group: int) -> Params:
+    """Result grouping on ``group_field``: the first ``groups`` groups, each with up to ``per_group`` of its
+    matching documents, the kept one (highest ``keep_field``) first; groups ordered by that first document's
+    score. Unlike collapse, grouping is correct across a SolrCloud's shards (a second phase fetches each top
+    group's documents from every shard); its ``ngroups`` counts a group split over shards once per shard."""
+    return [("group", "true"), ("group.field", group_field), ("group.limit", int(per_group)),
+            ("group.sort", f"{keep_field} desc,score desc,id asc"), ("group.ngroups", "true"),
+            ("rows", int(groups)), ("start", 0)]
+
+
+def not_a_copy(keep_field: str) -> Filter:
+    """Every document but the folded copies: the kept ones and those without a group yet."""
+    return Filter(f"-{keep_field}:0")
+
+
+# Separators an id list of a {!terms} query may use: it splits on the separator verbatim (no escaping).
+ID_SEPARATORS = ("\u001f", "\u001e", "\n", "\t", ",")
+
+
+def ids_in(doc_ids: Sequence[str]) -> Filter | None:
+    """The documents with these ids (a terms query whose list travels as a parameter), or None when every
+    separator occurs in some id (then ask for them one by one, with :func:`not_id`'s term parser)."""
+    separator = next((s for s in ID_SEPARATORS if not any(s in i for i in doc_ids)), None)
+    if separator is None:
+        return None
+    return Filter("{!terms f=id separator=$nd.sep v=$nd.ids}", (("nd.sep", separator), ("nd.ids", separator.join(doc_ids))))
+
+
+def has_id(doc_id: str) -> Filter:
+    """The document with this id."""
+    return Filter("{!term f=id v=$nd.id}", (("nd.id", doc_id),))
+
+
+def in_group(group_field: str, group: int) -> Filter:
+    """The documents of one group (its number is an int, checked here, so it is not user syntax)."""
+    return Filter(f"{group_field}:{int(group)}")
+
+
+_SPECIAL = set('+-&|!(){}[]^"~*?:\\/')
+
+
+def escaped_words(words: Iterable[str]) -> str:
+    """Words as literal terms of the (e)dismax and standard parsers: every character the syntax reads (a leading
+    ``-``, ``~``, ``*``, ``:``, quotes, brackets...) escaped with a backslash."""
+    return " ".join("".join("\\" + c if c in _SPECIAL else c for c in word) for word in words)
+
+
+def user_text_params(words: Sequence[str], fields: Sequence[str], *, min_match: str | None = None) -> Params:
+    """A user's search, its ``words`` (normalised as the index's words are) searched in ``fields`` (``field`` or
+    ``field^boost``) by edismax. Each word is escaped (:func:`escaped_words`) and travels in the ``q``
+    parameter; ``uf=-*`` denies the query any field of its own choosing and lowercase ``and``/``or`` stay words.
+    ``min_match``: edismax's ``mm`` (how many words a document must hold; default: any)."""
+    params: Params = [("defType", "edismax"), ("q", escaped_words(words)), ("qf", " ".join(fields)),
+                      ("uf", "-*"), ("q.op", "OR"), ("lowercaseOperators", "false")]
+    if min_match is not None:
+        params.append(("mm", min_match))
+    return params
+
+
+def expand_params(rows: int) -> Params:
+    """Ask the expand component for up to ``rows`` folded copies of every group shown."""
+    return [("expand", "true"), ("expand.rows", int(rows))]

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("neardup_solr.solr.documents")  # where these warnings were logged before the move
 
+# In a user's own collection prepared by ``install`` (neardup_solr.solr.schema_install) the settings JSON is kept in
+# a field of its own (the user may have a "content" of theirs), with one key more, "text_field": the user's field
+# the text is read from. read_index_settings tells the client, which then reads that field wherever "content" is
+# asked for (SolrClient.text_field).
+INSTALLED_SETTINGS_FIELD = "neardup_settings"
+
 
 def settings_document(settings: IndexSettings) -> dict:
     """The Solr document that stores ``settings`` in the collection."""
@@ -34,8 +40,36 @@ def _holds_no_documents(client: SolrClient) -> bool:
 
 
 def _stored_settings_json(client: SolrClient) -> str | None:
-    docs = client.get_by_ids([SETTINGS_DOC_ID], "content")
-    return docs[0].get("content") if docs else None
+    docs = client.get_by_ids([SETTINGS_DOC_ID], f"content,{INSTALLED_SETTINGS_FIELD}")
+    return _settings_text(docs[0]) if docs else None
+
+
+def _settings_text(doc: dict) -> str | None:
+    """The settings JSON of the settings document: ``content`` in our collections, INSTALLED_SETTINGS_FIELD in one
+    prepared by ``install``."""
+    return doc.get(INSTALLED_SETTINGS_FIELD) or doc.get("content")
+
+
+def _use_text_field(client: SolrClient, text: str | None) -> None:
+    """Point the client at the user's text field when the settings were stored by ``install``."""
+    try:
+        field_name = json.loads(text or "{}").get("text_field")
+    except (ValueError, AttributeError):
+        return
+    if isinstance(field_name, str) and field_name:
+        client.text_field = field_name
+
+
+def _no_neardup_fields(client: SolrClient) -> None:
+    """Raise ForeignCollectionError, naming ``install``, when the schema has none of our fields (Solr would
+    otherwise answer the first query with a bare "undefined field")."""
+    from neardup_solr.errors import ForeignCollectionError
+
+    if "minhash_sig" not in client.schema_fields():
+        raise ForeignCollectionError(
+            f"{client.url} has no near-duplicate fields yet: add them with 'neardup-solr install --solr-url "
+            f"{client.url} --text-field FIELD' (FIELD: your field with the text), then sign what is there with "
+            "'neardup-solr backfill'")
 
 
 def _settings_problem(text: str | None) -> str:
@@ -54,10 +88,12 @@ def read_index_settings(client: SolrClient) -> IndexSettings | None:
 
     Raises :class:`~neardup_solr.errors.StoredSettingsError` when the stored document is invalid (an older
     version stored what it did not check); :func:`repair_index_settings` replaces it."""
-    docs = client.get_by_ids([SETTINGS_DOC_ID], "content")
+    docs = client.get_by_ids([SETTINGS_DOC_ID], f"content,{INSTALLED_SETTINGS_FIELD}")
     if not docs:
+        _no_neardup_fields(client)
         return None
-    text = docs[0].get("content")
+    text = _settings_text(docs[0])
+    _use_text_field(client, text)
     problem = _settings_problem(text)
     if problem:
         why = f"the settings stored in {client.url} are invalid ({problem})"

@@ -5,7 +5,7 @@ Nothing here re-implements text processing: :func:`document_builder` builds the 
 :class:`~neardup_solr.signing.builder.DocumentBuilder` from an :class:`~neardup_solr.signing.settings.IndexSettings`, and the
 UDF calls its shingler (``batch_hashes``, the vectorised path the indexer's lean build uses), its MinHash and
 :func:`~neardup_solr.pairs.lsh.band_keys`. A signature computed here is therefore the indexer's, value for value
-(``tests/test_spark.py`` compares them with the ``minhash_sig`` Solr holds).
+(``tests/doors/spark/test_spark_jobs.py`` compares them with the ``minhash_sig`` Solr holds).
 
 Columns of a signed DataFrame (:data:`SIGNED_SCHEMA`):
 

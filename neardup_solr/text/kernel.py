@@ -5,7 +5,7 @@ What it does
     case folding), cut into word or character shingles, hash them (MurmurHash3_x86_32 with the shingler's seed,
     word shingles from their words' hashes), and take ``min_h fmix32(h XOR mask_i)`` over the masks, without a
     Python object per word or shingle. The values are the NumPy path's (``Shingler.batch_hashes``,
-    ``MinHash._sign``) bit for bit; ``tests/test_kernel.py`` checks it on random Unicode, every normaliser
+    ``MinHash._sign``) bit for bit; ``tests/unit/text/test_kernel.py`` checks it on random Unicode, every normaliser
     version and option, both units, and against signatures stored by an earlier version.
 
 Why a plain C extension (``_kernel.c``, built by setup.py), measured and weighed against the others:

@@ -363,7 +363,7 @@ class Normalizer:
 
         The kernel does that part itself for plain ASCII and calls this for the rest: entities, the Unicode
         normal form, case folding and the non-ASCII characters' mapping stay here, in one place with the
-        reference path (``tests/test_kernel.py`` checks both give the same shingles)."""
+        reference path (``tests/unit/text/test_kernel.py`` checks both give the same shingles)."""
         if "&" in text:
             text = html.unescape(text)
         if not text.isascii():

@@ -16,7 +16,7 @@ unassigned (an unassigned character stays in its word; once assigned it may beco
 signatures, so a newer pin changes fewer texts later), and its wheels cover CPython 3.10 to 3.13. Case folding is
 context-free (unlike ``str.lower``'s final sigma), so a per-code-point table is exact. The generated table agrees
 with ``str.casefold``, ``str.isspace`` and ``str.isdecimal`` of Pythons 3.10 and 3.13 on every character those
-assign (tests/test_signature_stability.py checks it against the running interpreter).
+assign (tests/unit/signing/test_signature_stability.py checks it against the running interpreter).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from neardup_solr.errors import NeardupError
+from neardup_solr.errors import PinnedUnicodeError
 
 PINNED_UNICODE_VERSION = "18.0.0"
 _TABLE_FILE = Path(__file__).with_name(f"unicode-{PINNED_UNICODE_VERSION}.txt")
@@ -36,10 +36,6 @@ _TABLE_FILE = Path(__file__).with_name(f"unicode-{PINNED_UNICODE_VERSION}.txt")
 def interpreter_unicode_version() -> str:
     """The Unicode version of this Python's ``unicodedata``: what normaliser versions 1 and 2 sign with."""
     return unicodedata.unidata_version
-
-
-class PinnedUnicodeError(NeardupError, ImportError):
-    """The pinned Unicode data is missing or of another version (a broken or hand-edited install)."""
 
 
 class PinnedUnicode:

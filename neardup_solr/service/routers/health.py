@@ -24,7 +24,7 @@ def ready(request: Request) -> Response:
         client.check()
         from neardup_solr.solr.maintenance import require_neardup_schema
 
-        require_neardup_schema(client)
+        require_neardup_schema(client, installed_ok=True)  # a user's own collection after install too
         settings = read_index_settings(client)
     except (NeardupError, ValueError) as exc:
         return problem(503, f"not ready: {exc}")

@@ -2,7 +2,7 @@
 out the URL of the core or collection that :class:`~neardup_solr.solr.client.SolrClient` talks to.
 
 :class:`Backend` states that shape as a :class:`typing.Protocol`; :class:`~.local.LocalSolr`,
-:class:`~.docker.DockerSolr` and :class:`~.cloud.LocalSolrCloud` implement it (``tests/test_backends.py``
+:class:`~.docker.DockerSolr` and :class:`~.cloud.LocalSolrCloud` implement it (``tests/unit/solr/test_backends.py``
 checks each), so code above this package can take "a backend" without knowing which one it is.
 """
 

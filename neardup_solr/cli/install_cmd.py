@@ -1,0 +1,148 @@
+"""``install``, ``uninstall``, ``backfill`` and ``sync``: near-duplicate detection on a collection of your own.
+
+Python: :func:`neardup_solr.solr.schema_install.install` / ``uninstall``,
+:func:`neardup_solr.engine.backfill.backfill`, :class:`neardup_solr.engine.sync.Syncer`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from neardup_solr.cli.index_cmd import _with_normalizer
+from neardup_solr.validation import Limit
+from neardup_solr.cli.common import (
+    INDEX_SETTINGS_FLAGS,
+    add_index_settings_options,
+    add_solr_options,
+    index_settings_from_args,
+    number,
+    open_client,
+)
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    """Add our field types, fields and settings to the collection (or say what would be added)."""
+    from neardup_solr.solr.schema_install import check_atomic_updates, install
+
+    client = open_client(args)
+    settings = _with_normalizer(index_settings_from_args(args), args)
+    plan = install(client, args.text_field, settings, dry_run=args.dry_run)
+    print(plan.format())
+    check = check_atomic_updates(client)
+    if not check.ok:
+        print(f"note: backfill and sync will refuse this collection until this is fixed: {'; '.join(check.problems)}",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    """Remove what install added."""
+    from neardup_solr.solr.schema_install import uninstall
+
+    summary = uninstall(open_client(args), batch_size=args.batch_size)
+    print(summary.format())
+    return 0
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    """Sign the documents that have no signature yet."""
+    from neardup_solr.engine.backfill import backfill
+
+    summary = backfill(open_client(args), batch_size=args.batch_size, max_passes=args.max_passes,
+                       progress=not args.no_progress and not args.json)
+    print(json.dumps({"signed": summary.signed, "refused": summary.refused, "passes": summary.passes,
+                      "conflicts": summary.conflicts, "seconds": summary.seconds,
+                      "docs_per_second": round(summary.docs_per_second, 1)})
+          if args.json else summary.format())
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    """One sync pass, or passes until interrupted (--follow)."""
+    from neardup_solr.engine.sync import Syncer
+
+    syncer = Syncer(open_client(args), changed_field=args.changed_field, batch_size=args.batch_size,
+                    full_scan=args.full_scan)
+
+    def show(summary) -> None:
+        if args.json:
+            print(json.dumps({"added": summary.added, "edited": summary.edited, "checked": summary.checked,
+                              "refused": summary.refused, "seconds": summary.seconds}), flush=True)
+        elif not args.follow or summary.added or summary.edited:
+            print(summary.format(), flush=True)
+
+    if not args.follow:
+        show(syncer.run_once())
+        return 0
+    try:
+        syncer.follow(args.interval, on_pass=show)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``install``, ``uninstall``, ``backfill`` and ``sync``."""
+    p = sub.add_parser("install", help="add near-duplicate fields to a collection of your own",
+                       description="Add our field types, our fields and the settings document to an existing "
+                                   "collection through the Schema API, touching none of its own fields. The text "
+                                   "is read from --text-field. Then sign what is there with 'backfill' and keep "
+                                   "it current with 'sync --follow'; 'uninstall' removes all of it again.")
+    p.add_argument("--text-field", required=True, help="your field that holds the text (stored, single-valued)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be added; change nothing")
+    add_index_settings_options(p)
+    p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,
+                   help="text normaliser (default 3, the latest, as index's)")
+    p.add_argument("--fold-diacritics", action="store_true", help="normaliser option: cafe = café")
+    p.add_argument("--fold-digits", action="store_true", help="normaliser option: every run of digits is the same token")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_install, param_flags=dict(INDEX_SETTINGS_FLAGS, rows="--rows-per-band"))
+
+    p = sub.add_parser("uninstall", help="remove what install added (our fields, types and documents)",
+                       description="Remove our fields' values from every document (atomic updates: an update of "
+                                   "yours meanwhile is kept), our settings document, then our fields and field "
+                                   "types. Your own fields and documents stay as they are.")
+    p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
+                   help="documents per update request (default 500)")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_uninstall, param_flags={"batch_size": "--batch-size"})
+
+    p = sub.add_parser("backfill", help="sign the documents already in a collection (after install)",
+                       description="Read the text of every document without a signature (a cursor), sign it and "
+                                   "write only our fields, with atomic updates at the version read: an update "
+                                   "your pipeline makes meanwhile is never overwritten, the document is signed "
+                                   "again on the next pass. Run it again to resume. Checked at the end: exit "
+                                   "code 4 when documents are still unsigned.")
+    p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
+                   help="documents per request (default 500)")
+    p.add_argument("--max-passes", type=number("--max-passes", Limit("int", 1, 1000)), default=10,
+                   help="passes over what other writers changed meanwhile (default 10)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_backfill, param_flags={"batch_size": "--batch-size", "max_passes": "--max-passes"})
+
+    p = sub.add_parser("sync", help="sign what other clients added, replaced or edited since",
+                       description="Sign the documents that have no fields of ours (added or replaced whole by "
+                                   "another client) and those whose text changed in place (the digest of the "
+                                   "text signed against the current text, for the documents whose version (Solr's "
+                                   "update log) moved on since the previous pass; with --changed-field, those whose date "
+                                   "field did). Deleted documents take their signatures with them. --follow "
+                                   "repeats it every --interval seconds.")
+    p.add_argument("--follow", action="store_true", help="keep syncing until interrupted")
+    p.add_argument("--interval", type=number("--interval", Limit("float", 0.05, 86_400, unit="seconds")), default=1.0,
+                   help="seconds between passes with --follow (default 1)")
+    p.add_argument("--changed-field", default=None,
+                   help="your date field set on every change: only documents changed since the last pass are "
+                        "compared (the first pass compares all)")
+    p.add_argument("--full-scan", action="store_true",
+                   help="compare every signed document's text on every pass, not only the documents updated since "
+                        "the previous one")
+    p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
+                   help="documents per request (default 500)")
+    p.add_argument("--json", action="store_true", help="print each pass's summary as JSON")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_sync, param_flags={"batch_size": "--batch-size", "interval": "--interval",
+                                               "changed_field": "--changed-field"})

@@ -1,0 +1,306 @@
+"""Signing the documents already in a collection: ``neardup-solr backfill``, and the passes ``sync`` repeats.
+
+The text is read with a cursor (from the user's field in a collection ``install`` prepared, from ``content`` in
+ours), signed by the one signer every path uses (:class:`~neardup_solr.solr.documents.DocumentBuilder`), and only
+our fields are written back, by atomic updates at the version read (:mod:`neardup_solr.solr.atomic`): an update
+the user's pipeline makes in between is never overwritten, the document is read and signed again on the next
+pass instead. A pass reads only documents without our digest, so a run that stops resumes where it was by
+running again. At the end the collection is checked as ``index`` checks its own: every document is signed (or
+was refused with a reason), else :class:`~neardup_solr.errors.IndexIncomplete`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from neardup_solr.engine.group_writeback import group_signed_documents
+from neardup_solr.errors import ForeignCollectionError, IndexIncomplete, SolrRequestError, SolrServerError
+from neardup_solr.solr.atomic import (
+    SEEN,
+    SIGNING_FIELDS,
+    UNSEEN,
+    count_matching,
+    read_pages,
+    send_updates,
+    set_update,
+    version_of,
+)
+from neardup_solr.solr.queries import Filter
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.signing.tokens import md5_hex
+from neardup_solr.solr.group_fields import groups_in_use
+from neardup_solr.solr.settings_store import read_index_settings
+from neardup_solr.solr.schema_install import require_atomic_updates
+from neardup_solr.validation import check_int
+
+log = logging.getLogger(__name__)
+
+# Fields of a built document that are not ours to write into a user's document: the id, the text (theirs), and
+# what only records read from a file carry.
+_NOT_WRITTEN = frozenset({"id", "content", "dataset", "fields_json", "content_fwords"})
+# Update requests in flight at once (index's default workers).
+_WRITERS = 2
+
+
+@dataclass
+class Verification:
+    """The final check: documents still without our fields after the last pass (the first few named)."""
+
+    unsigned: int
+    examples: list[str]
+    solr_refused: list[tuple[str, str]] = field(default_factory=list)
+
+    def format(self) -> str:
+        if not self.unsigned:
+            return "every document is signed"
+        if self.solr_refused:
+            shown = "; ".join(f"{i!r}: {why}" for i, why in self.solr_refused[:3])
+            return (f"{self.unsigned} document(s) are still unsigned, {len(self.solr_refused)} of them refused by "
+                    f"Solr ({shown}): fix those documents in your collection, then run backfill (or sync) again")
+        return (f"{self.unsigned} document(s) are still unsigned (changed by another writer on every pass?), e.g. "
+                f"{', '.join(map(repr, self.examples))}: run backfill (or sync) again")
+
+
+@dataclass
+class BackfillSummary:
+    """What a backfill (or one sync pass) did: documents ``signed``, ``refused`` (a text with nothing to sign, an
+    id we cannot use: marked as seen, never signed; the first reasons in ``refusals``), ``passes`` over the
+    collection, ``conflicts`` (documents another writer changed while we signed them, signed again on a later
+    pass), and the final ``verification``."""
+
+    signed: int = 0
+    refused: int = 0
+    passes: int = 0
+    conflicts: int = 0
+    seconds: float = 0.0
+    refusals: list[tuple[str, str]] = field(default_factory=list)
+    # Documents whose update Solr refused (HTTP 400: the document no longer fits the schema, say), with Solr's
+    # reason; they stay unsigned, the rest of their batch is written.
+    solr_refused: dict[str, str] = field(default_factory=dict)
+    verification: Verification | None = None
+    interrupted: str | None = None
+    # Documents given their near-duplicate group after they were signed (once the collection's groups are written).
+    grouped: int = 0
+    # (id, text) of the documents signed since they were last grouped; None while the groups are not written.
+    signed_texts: list[tuple[str, str]] | None = field(default=None, repr=False)
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.signed / self.seconds if self.seconds > 0 else 0.0
+
+    def format(self) -> str:
+        text = (f"signed {self.signed} document(s) in {self.seconds:.1f} s ({self.docs_per_second:,.0f} docs/s), "
+                f"{self.passes} pass(es)")
+        if self.conflicts:
+            text += f", {self.conflicts} changed by another writer meanwhile and signed on a later pass"
+        if self.refused:
+            shown = "; ".join(f"{i!r}: {why}" for i, why in self.refusals[:3])
+            text += f", {self.refused} with nothing to sign ({shown})"
+        if self.solr_refused:
+            shown = "; ".join(f"{i!r}: {why}" for i, why in list(self.solr_refused.items())[:3])
+            text += f", {len(self.solr_refused)} refused by Solr ({shown})"
+        if self.grouped:
+            text += f", {self.grouped} given their near-duplicate group"
+        if self.verification is not None:
+            text += f"; {self.verification.format()}"
+        return text
+
+
+def settings_of(client: SolrClient) -> IndexSettings:
+    """The collection's stored settings (this also points the client at the user's text field); one line naming
+    ``install`` when there are none."""
+    settings = read_index_settings(client)
+    if settings is None:
+        raise ForeignCollectionError(
+            f"{client.url} has near-duplicate fields but no settings document: run 'neardup-solr install' (a "
+            "collection of ours gets its settings from its first 'neardup-solr index')")
+    return settings
+
+
+def written_fields(built: dict) -> dict:
+    """Our fields of a built document, as an atomic update sets them."""
+    return {name: value for name, value in built.items() if name not in _NOT_WRITTEN}
+
+
+def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillSummary) -> list[dict]:
+    """The atomic updates that sign ``docs`` (id, content, _version_ as read). A document that cannot be signed
+    is marked as seen (its digest, no signature), so later passes do not read it again until its text changes."""
+    items = [(d["id"], d.get("content") if isinstance(d.get("content"), str) else "") for d in docs]
+    built = builder.build(items)
+    version = {d["id"]: version_of(d) for d in docs}
+    updates = [set_update(doc["id"], version[doc["id"]], written_fields(doc)) for doc in built.documents]
+    normalize = builder.shingler.normalizer.normalize
+    for index, reason in built.rejected:
+        doc_id, text = items[index]
+        summary.refused += 1
+        if len(summary.refusals) < 20:
+            summary.refusals.append((str(doc_id), reason))
+        log.warning("document %r not signed: %s", doc_id, reason)
+        marker = {"md5_hash": md5_hex(normalize(text or "")), "num_words": 0, "num_shingles": 0}
+        updates.append(set_update(str(doc_id), version[doc_id], marker))
+    summary.signed += len(built.documents)
+    if summary.signed_texts is not None:
+        texts = dict(items)
+        summary.signed_texts.extend((str(doc["id"]), texts[doc["id"]]) for doc in built.documents)
+    return updates
+
+
+def track_groups(client: SolrClient, summary: BackfillSummary) -> None:
+    """Have ``summary`` keep what is signed, to be grouped (:func:`group_signed`), when the collection's groups are
+    written."""
+    summary.signed_texts = [] if groups_in_use(client) else None
+
+
+def group_signed(client: SolrClient, settings: IndexSettings, summary: BackfillSummary) -> None:
+    """Give what the passes signed (committed) its near-duplicate group, as ``check_and_add`` gives one to what it
+    adds (:func:`~neardup_solr.engine.group_writeback.group_signed_documents`)."""
+    if not summary.signed_texts:
+        return
+    refused = set(summary.solr_refused)
+    summary.grouped += group_signed_documents(client, settings,
+                                              [(i, t) for i, t in summary.signed_texts if i not in refused])
+    summary.signed_texts.clear()
+
+
+def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence[Filter], summary: BackfillSummary, *,
+                 batch_size: int = 500, on_page: Callable[[int], None] | None = None,
+                 select: Callable[[list[dict]], list[dict]] | None = None) -> int:
+    """One pass: read what ``filters`` match, sign it, write our fields; returns how many updates were sent.
+    ``select`` keeps only some of a page's documents (sync: those whose text changed)."""
+    sent = 0
+    in_flight: deque[Future] = deque()
+    # Solr applies one batch while the next page is read and signed: the two overlap, as index's workers do.
+    with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
+        for page in read_pages(client, filters, SIGNING_FIELDS, page_size=batch_size):
+            chosen = select(page) if select is not None else page
+            updates = sign_page(builder, chosen, summary) if chosen else []
+            if updates:
+                in_flight.append(writers.submit(send_each, client, updates))
+                sent += len(updates)
+            while len(in_flight) >= _WRITERS:
+                _count_refused(in_flight.popleft().result(), summary)
+            if on_page is not None:
+                on_page(len(page))
+        while in_flight:
+            _count_refused(in_flight.popleft().result(), summary)
+    if sent:  # an idle sync pass sends nothing and opens no searcher
+        client.commit()
+    summary.passes += 1
+    return sent
+
+
+def send_each(client: SolrClient, updates: list[dict]) -> list[tuple[str, str]]:
+    """Send a batch of updates; when Solr refuses the batch (a document it cannot re-index: HTTP 400, or the 500
+    some such documents give), halve it until the documents it refuses are found, and send the rest. Returns the
+    refused ones: (id, Solr's reason). One bad document never sinks a batch; a batch whose every document fails
+    is Solr's failure, not theirs, and raises."""
+    try:
+        send_updates(client, updates)
+        return []
+    except (SolrRequestError, SolrServerError) as exc:
+        first = exc
+    refused = _refused_within(client, updates, first)
+    if len(updates) > 1 and len(refused) == len(updates):
+        raise first
+    for doc_id, reason in refused:
+        log.warning("Solr refused the update of document %r: %s", doc_id, reason)
+    return refused
+
+
+def _refused_within(client: SolrClient, updates: list[dict], error: Exception) -> list[tuple[str, str]]:
+    if len(updates) == 1:
+        return [(str(updates[0]["id"]), str(error))]
+    refused = []
+    for half in (updates[:len(updates) // 2], updates[len(updates) // 2:]):
+        try:
+            send_updates(client, half)
+        except (SolrRequestError, SolrServerError) as exc:
+            refused += _refused_within(client, half, exc)
+    return refused
+
+
+def _count_refused(refused: list[tuple[str, str]], summary: BackfillSummary) -> None:
+    for doc_id, reason in refused:
+        summary.signed = max(0, summary.signed - 1)  # counted when it was signed, in this pass
+        summary.solr_refused[doc_id] = reason
+
+
+def count_unseen(client: SolrClient) -> int:
+    """Documents without our fields (never signed, or replaced whole since)."""
+    return count_matching(client, [UNSEEN])
+
+
+def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10, progress: bool = False,
+             verify: bool = True) -> BackfillSummary:
+    """Sign every document of the collection that has no signature yet (see the module docstring). Raises
+    :class:`~neardup_solr.errors.InstallRefused` when atomic updates would lose the user's data (what is missing
+    is named), :class:`~neardup_solr.errors.IndexIncomplete` when documents are still unsigned after
+    ``max_passes`` (each pass signs what other writers changed during the one before)."""
+    batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
+    max_passes = check_int("max_passes", max_passes, minimum=1, maximum=1000)
+    settings = settings_of(client)
+    require_atomic_updates(client)
+    builder = DocumentBuilder(settings)
+    summary = BackfillSummary()
+    track_groups(client, summary)
+    started = time.monotonic()
+    total = count_unseen(client)
+    bar = _progress_bar(progress, total, client.url)
+    try:
+        for number in range(max_passes):
+            before = summary.signed + summary.refused
+            refused_before = set(summary.solr_refused)
+            signing_pass(client, builder, [UNSEEN], summary, batch_size=batch_size, on_page=bar.update)
+            group_signed(client, settings, summary)
+            left = count_unseen(client)
+            if left == 0 or (number and left <= len(summary.solr_refused) and set(summary.solr_refused) == refused_before):
+                break  # signed, or only what Solr refuses again is left
+            # What this pass wrote but Solr skipped (a newer version), and what was added meanwhile: the next
+            # pass reads them again.
+            summary.conflicts += max(0, min(left, summary.signed + summary.refused - before))
+            log.info("pass %d left %d document(s) unsigned (changed or added meanwhile); signing them again",
+                     number + 1, left)
+            if bar is not None:
+                bar.total = (bar.total or 0) + left
+    finally:
+        bar.close()
+    summary.seconds = round(time.monotonic() - started, 3)
+    if verify:
+        left = count_unseen(client)
+        examples = [d["id"] for d in next(read_pages(client, [UNSEEN], "id", page_size=5), [])] if left else []
+        summary.verification = Verification(left, examples, list(summary.solr_refused.items()))
+        if left:
+            raise IndexIncomplete(summary)
+    log.info("backfill of %s: %s", client.url, summary.format())
+    return summary
+
+
+def signed_count(client: SolrClient) -> int:
+    """Documents with our digest (signed, or seen with nothing to sign)."""
+    return count_matching(client, [SEEN])
+
+
+class _NoBar:
+    total: int | None = None
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(enabled: bool, total: int, url: str):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"signing {url.rsplit('/', 1)[-1]}", unit=" docs", unit_scale=True,
+                dynamic_ncols=True)

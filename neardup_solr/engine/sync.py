@@ -1,0 +1,166 @@
+"""Keeping the signatures current while other clients write the collection: ``neardup-solr sync [--follow]``.
+
+What another writer can do to a document, and how a pass finds it:
+
+- **added, or replaced whole** (a plain JSON post, CSV, SolrJ's ``add``): the new document has none of our
+  fields, so it is found by their absence (the same pass as ``backfill``);
+- **text edited in place** (an atomic update of the user's text field): our fields stay, stale. Found by the
+  digest of the text it was signed from (``md5_hash``, the MD5 of the normalised text) compared with the
+  current text's. The first pass compares every signed document; later ones only those whose ``_version_`` (the
+  update log's version, which every update of a document raises) is above the highest version seen when the
+  previous pass began, so an idle pass reads nothing. With ``changed_field`` (a date the user's pipeline sets on
+  each change, e.g. ``last_modified``), that date chooses instead;
+- **deleted**: its fields of ours go with it; nothing to do.
+
+Once the collection's groups are written (``groups --to-solr``), what a pass signs gets its near-duplicate group
+as ``check_and_add`` gives one (:func:`~neardup_solr.engine.group_writeback.group_signed_documents`); a document
+edited in place keeps the group it holds until the next write-back.
+
+Every write is an atomic update at the version read (:mod:`neardup_solr.solr.atomic`), so sync never overwrites a
+newer version of a user's document. ``follow`` repeats the pass every ``interval`` seconds; an idle pass costs
+a count query and two small queries that find nothing (``full_scan`` reads every text on every pass instead).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+from neardup_solr.errors import InvalidParameterError
+from neardup_solr.engine.backfill import (
+    BackfillSummary,
+    count_unseen,
+    group_signed,
+    settings_of,
+    signing_pass,
+    track_groups,
+)
+from neardup_solr.solr.atomic import SEEN, UNSEEN, dated_since, highest_version, updated_since
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.tokens import md5_hex
+from neardup_solr.solr.schema_install import require_atomic_updates
+from neardup_solr.validation import Limit, check_float, check_int
+
+log = logging.getLogger(__name__)
+
+# With changed_field, a pass reads what changed since this long before the previous pass began.
+_CLOCK_MARGIN_S = 30
+
+
+@dataclass
+class SyncSummary:
+    """One sync pass: documents signed because they had no fields of ours (``added``: new or replaced), because
+    their text changed in place (``edited``), how many signed texts were compared (``checked``), and the time."""
+
+    added: int = 0
+    edited: int = 0
+    checked: int = 0
+    refused: int = 0
+    solr_refused: int = 0
+    grouped: int = 0
+    seconds: float = 0.0
+    started_at: str = ""
+
+    def format(self) -> str:
+        return (f"sync: {self.added} new or replaced, {self.edited} edited in place (of {self.checked} checked)"
+                + (f", {self.refused} with nothing to sign" if self.refused else "")
+                + (f", {self.solr_refused} refused by Solr (see the log)" if self.solr_refused else "")
+                + (f", {self.grouped} given their near-duplicate group" if self.grouped else "")
+                + f" in {self.seconds:.2f} s")
+
+
+class Syncer:
+    """Sync passes over one collection (see the module docstring). ``changed_field``: the user's date field set on
+    every change, which chooses the documents to compare instead of their versions; ``full_scan``: compare every
+    signed document's text on every pass; ``version_margin_s``: how much further back than the previous pass's
+    start a pass looks by version, for shard leaders whose clocks differ a little."""
+
+    def __init__(self, client: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
+                 batch_size: int = 500, version_margin_s: float = 5.0):
+        self.client = client
+        self.settings = settings_of(client)
+        require_atomic_updates(client)
+        if changed_field is not None:
+            fields = client.schema_fields()
+            found = fields.get(changed_field)
+            field_class = str(client.schema_field_types().get(str((found or {}).get("type")), {}).get("class", ""))
+            if found is None or "Date" not in field_class:
+                raise InvalidParameterError("changed_field", "a date field of the collection that the writers set "
+                                            "on every change", changed_field, f"{client.url} has no such date field")
+        self.changed_field = changed_field
+        self.full_scan = full_scan
+        self.version_margin_s = check_float("version_margin_s", version_margin_s, Limit("float", 0, 86_400))
+        self.batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
+        self.builder = DocumentBuilder(self.settings)
+        self._since: str | None = None
+        self._since_version: int | None = None
+
+    def run_once(self) -> SyncSummary:
+        """One pass: sign what has no fields of ours, then what changed in place."""
+        started = time.monotonic()
+        # Read before the pass: a change made while the pass runs is seen by the next one.
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        version = highest_version(self.client)
+        summary = SyncSummary(started_at=now)
+        work = BackfillSummary()
+        track_groups(self.client, work)
+        if count_unseen(self.client):
+            signing_pass(self.client, self.builder, [UNSEEN], work, batch_size=self.batch_size)
+            summary.added = work.signed
+        filters = [SEEN]
+        if self.full_scan:
+            pass  # every signed document, every pass
+        elif self.changed_field and self._since is not None:
+            # The field name was checked against the schema; the date is ours. Documents changed a little
+            # before the last pass began are read again (clocks differ); the digest keeps them from being
+            # signed twice.
+            filters.append(dated_since(self.changed_field, self._since, _CLOCK_MARGIN_S))
+        elif self._since_version is not None:
+            filters.append(updated_since(self._since_version, self.version_margin_s))
+        edited = BackfillSummary(signed_texts=work.signed_texts)
+        signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
+                     select=self._changed(summary))
+        summary.edited = edited.signed
+        # New and replaced documents, and edited ones that hold no group, get one; edited ones keep theirs.
+        work.solr_refused.update(edited.solr_refused)
+        group_signed(self.client, self.settings, work)
+        summary.grouped = work.grouped
+        summary.refused = work.refused + edited.refused
+        summary.solr_refused = len(work.solr_refused) + len(edited.solr_refused)
+        self._since, self._since_version = now, version
+        summary.seconds = round(time.monotonic() - started, 3)
+        if summary.added or summary.edited:
+            log.info("%s: %s", self.client.url, summary.format())
+        return summary
+
+    def _changed(self, summary: SyncSummary) -> Callable[[list[dict]], list[dict]]:
+        normalize = self.builder.shingler.normalizer.normalize
+
+        def select(page: list[dict]) -> list[dict]:
+            summary.checked += len(page)
+            return [d for d in page
+                    if d.get("md5_hash") != md5_hex(normalize(d["content"] if isinstance(d.get("content"), str)
+                                                              else ""))]
+        return select
+
+    def follow(self, interval: float = 1.0, stop: threading.Event | None = None,
+               on_pass: Callable[[SyncSummary], None] | None = None) -> None:
+        """Pass after pass, ``interval`` seconds apart, until ``stop`` is set (or KeyboardInterrupt)."""
+        interval = check_float("interval", interval, Limit("float", 0.05, 86_400))
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            summary = self.run_once()
+            if on_pass is not None:
+                on_pass(summary)
+            stop.wait(interval)
+
+
+def sync(client: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
+         batch_size: int = 500) -> SyncSummary:
+    """One sync pass over ``client``'s collection (see :class:`Syncer`)."""
+    return Syncer(client, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size).run_once()

@@ -1,0 +1,135 @@
+"""The Spark jobs on a real standalone cluster: a master and a worker in their own JVMs, started from the pyspark
+package's own ``spark-class`` (nothing downloaded). The dedup is submitted with ``spark-submit`` (the package's
+``neardup_solr/cli/spark_submit.py``, the master from spark-submit's ``--master``), the join by the CLI with
+``--master spark://``. Both must write the files a ``local`` run writes, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup-solr[spark]')")
+pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'neardup-solr[spark]')")
+
+from benchmarks.corpus import generate  # noqa: E402
+from neardup_solr.io import restaurants  # noqa: E402
+from neardup_solr.spark.session import java_executable  # noqa: E402
+from repo_paths import REPO as ROOT
+
+if java_executable() is None:
+    pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark", allow_module_level=True)
+
+SPARK_HOME = Path(pyspark.__file__).parent
+FODORS = 533
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"spark-class exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"nothing listens on port {port} after {seconds} s: {log.read_text()[-2000:]}")
+
+
+def _env() -> dict:
+    return {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """``spark://127.0.0.1:PORT``: one master, one worker with 2 cores and 2 GB."""
+    work = tmp_path_factory.mktemp("spark-cluster")
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    master_port, worker_port = _free_port(), _free_port()
+    started: list[subprocess.Popen] = []
+    try:
+        master_log = work / "master.log"
+        master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                   "--port", str(master_port), "--webui-port", str(_free_port())],
+                                  stdout=open(master_log, "w"), stderr=subprocess.STDOUT, env=_env())
+        started.append(master)
+        _wait_for_port(master_port, master, master_log)
+        url = f"spark://127.0.0.1:{master_port}"
+        worker_log = work / "worker.log"
+        worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                                   "--port", str(worker_port), "--webui-port", str(_free_port()), "--cores", "2",
+                                   "--memory", "2g", "--work-dir", str(work / "worker")],
+                                  stdout=open(worker_log, "w"), stderr=subprocess.STDOUT, env=_env())
+        started.append(worker)
+        _wait_for_port(worker_port, worker, worker_log)
+        deadline = time.monotonic() + 60
+        while "Successfully registered with master" not in worker_log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        yield url
+    finally:
+        for proc in reversed(started):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                          env={**_env(), "PYSPARK_DRIVER_PYTHON": sys.executable}, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "neardup_solr.cli", *args])
+
+
+def _submit(master: str, *args: str) -> subprocess.CompletedProcess:
+    """``spark-submit`` as a cluster's users run it, with the package's submit file and no --master of ours."""
+    from neardup_solr.cli import spark_submit
+
+    return _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, spark_submit.__file__, *args])
+
+
+def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cluster, tmp_path):
+    generate(3000, 11, tmp_path / "corpus", workers=0)
+    docs = tmp_path / "corpus" / "docs.jsonl"
+    outputs = {}
+    common = ("--threshold", "0.7", "--staging-dir", str(tmp_path))
+    _cli("spark", "dedup", str(docs), "--out", str(tmp_path / "pairs-local.tsv"), "--master", "local[2]", *common)
+    submitted = _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster.tsv"), *common)
+    assert " pairs with jaccard >= 0.7 among 3000 records" in submitted.stdout
+    # The worker sees the file here: its tasks read and sign it (locally, too, the default), not the driver.
+    _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster-read.tsv"), "--read-on", "executors",
+            *common)
+    for name in ("local", "cluster", "cluster-read"):
+        outputs[name] = (tmp_path / f"pairs-{name}.tsv").read_text(encoding="utf-8")
+    assert outputs["cluster"] == outputs["local"] == outputs["cluster-read"] and outputs["local"].count("\n") > 100
+
+    path = tmp_path / "addresses.txt"
+    restaurants.prepare_default(path)
+    rows = [line.split(" ", 1) for line in path.read_text(encoding="utf-8").splitlines()]
+    left, right = tmp_path / "fodors.tsv", tmp_path / "zagats.tsv"
+    left.write_text("".join(f"{i}\t{t}\n" for i, t in rows if int(i) <= FODORS), encoding="utf-8")
+    right.write_text("".join(f"{i}\t{t}\n" for i, t in rows if int(i) > FODORS), encoding="utf-8")
+    joined = {}
+    for name, master in (("local", "local[2]"), ("cluster", cluster)):
+        out = tmp_path / f"join-{name}.tsv"
+        _cli("spark", "join", str(left), str(right), "--threshold", "0.5", "--out", str(out), "--master", master,
+             "--staging-dir", str(tmp_path))
+        joined[name] = out.read_text(encoding="utf-8")
+    assert joined["cluster"] == joined["local"] and joined["local"].count("\n") > 30

@@ -1,0 +1,56 @@
+"""neardup_solr.solr.claims against a real Solr: the create-only add that check_and_add and NearDupIndex.insert
+share, and the claim on a text (won, lost to an owner, pending, stale and taken over). The whole protocol under
+concurrency is tests/solr/engine/test_online.py's."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from neardup_solr.signing.settings import META_DATASET
+from neardup_solr.solr.claims import (
+    CLAIM_LEASE_SECONDS,
+    claim,
+    claim_holder,
+    claim_id,
+    create_only,
+    release,
+)
+
+MD5 = "0123456789abcdef0123456789abcdef"
+
+
+def test_create_only_never_overwrites(solr):
+    assert create_only(solr, {"id": "k", "content": "first"})  # soft-committed: visible at once
+    assert solr.count("id:k") == 1
+    assert not create_only(solr, {"id": "k", "content": "second"})
+    assert solr.get_by_ids(["k"], "content")[0]["content"] == "first"
+    assert create_only(solr, {"id": "later", "content": "x"}, commit_within_ms=60_000)
+    assert solr.get_by_ids(["later"], "id")  # real-time get sees it before any commit
+
+
+def test_a_claim_is_won_once_and_names_its_owner(solr):
+    won = claim(solr, MD5, "a")
+    assert won.won and claim_holder(solr, MD5) == "a"
+    stored = solr.get_by_ids([claim_id(MD5)], "dataset,content")[0]
+    assert stored["dataset"] == META_DATASET and json.loads(stored["content"])["owner"] == "a"
+    # The owner's document is not there yet: another text's check sees the add under way.
+    lost = claim(solr, MD5, "b")
+    assert not lost.won and lost.owner == "a" and lost.pending and lost.owner_document is None
+    # Once the owner's document holds the text, the claim names it.
+    solr.add([{"id": "a", "content": "the text", "md5_hash": MD5}])
+    lost = claim(solr, MD5, "b")
+    assert not lost.won and lost.owner == "a" and not lost.pending and lost.owner_document["content"] == "the text"
+    # The same record claiming again (an earlier attempt whose answer was lost) goes on.
+    solr.delete_ids(["a"])
+    assert claim(solr, MD5, "a").won
+
+
+def test_a_stale_claim_is_taken_over_and_a_released_one_is_gone(solr):
+    old = time.time() - CLAIM_LEASE_SECONDS - 1
+    solr.add([{"id": claim_id(MD5), "dataset": META_DATASET,
+               "content": json.dumps({"owner": "gone", "md5": MD5, "claimed_at": old})}])
+    assert claim(solr, MD5, "new").won
+    assert claim_holder(solr, MD5) == "new"
+    release(solr, claim_id(MD5))
+    assert claim_holder(solr, MD5) is None
