@@ -20,6 +20,7 @@ from neardup_solr.cli import (
     index_cmd,
     install_cmd,
     optimize_cmd,
+    records_cmd,
     search_cmd,
     serve_cmd,
     settings_cmd,
@@ -38,7 +39,7 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "Run Solr and look after a collection": ("solr", "settings", "optimize", "delete"),
     "Load documents": ("index", "verify"),
     "Near duplicates in a collection of your own": ("install", "backfill", "sync", "uninstall"),
-    "Find near duplicates": ("near-dups", "report", "join", "groups"),
+    "Find near duplicates": ("near-dups", "report", "join", "groups", "match-records"),
     "Choose and measure settings": ("tune", "evaluate", "demo"),
     "Serve and run in batch": ("serve", "spark"),
 }
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND",
                                 prog="neardup-solr", help=argparse.SUPPRESS)
     for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, optimize_cmd,
-                   serve_cmd, install_cmd):
+                   serve_cmd, install_cmd, records_cmd):
         module.register(sub)
     spark_cmd.register(sub)
     parser.epilog = _grouped_commands(sub)
