@@ -127,7 +127,7 @@ def step_lookups(core_url: str, docs_path: str, lookups: int, warmup: int, seed:
     latencies, found = [], 0
     for i, (doc_id, text) in enumerate(texts):
         t0 = time.perf_counter()
-        results = searcher.find_near_dups(text=text, mode="lsh", max_distance=None, min_jaccard=THRESHOLD,
+        results = searcher.find_near_dups(text=text, mode="lsh", max_edit_distance=None, min_jaccard=THRESHOLD,
                                           rows=50, first_word_filter=False)
         dt = time.perf_counter() - t0
         if i >= warmup:

@@ -469,7 +469,7 @@ def sec_lookup(*, deadline, core_url: str, corpus_dir: str, fresh_dir: str, look
     for i, doc_id in enumerate(sample):
         new_texts.append(_edited(texts[doc_id], rng) if i % 2 == 0 else fresh[i % len(fresh)])
     searcher = Searcher(SolrClient(core_url))
-    kw = dict(max_distance=None, min_jaccard=THRESHOLD, rows=rows, first_word_filter=False)
+    kw = dict(max_edit_distance=None, min_jaccard=THRESHOLD, rows=rows, first_word_filter=False)
     out = {"params": {**kw, "lookups": lookups, "warmup": warmup}, "modes": {}}
     truncated = False
     for mode in MODES:
@@ -576,7 +576,7 @@ def sec_solr_minhash(*, deadline, core_url: str, corpus_dir: str, queries: int, 
         if time.time() > deadline:
             break
         t0 = time.perf_counter()
-        res = searcher.find_near_dups(doc_id, mode="lsh", max_distance=None, min_jaccard=THRESHOLD, rows=rows,
+        res = searcher.find_near_dups(doc_id, mode="lsh", max_edit_distance=None, min_jaccard=THRESHOLD, rows=rows,
                                       first_word_filter=False)
         dt = time.perf_counter() - t0
         if i >= warm:

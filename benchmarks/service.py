@@ -306,7 +306,7 @@ def service_options(service: Service) -> dict[str, Any]:
     options = httpx.post(f"{service.url}/v1/near-dups", json={"text": "warm up", "mode": "lsh"},
                          timeout=30).json()["options"]
     distance = options["max_edit_distance"]
-    return {"mode": options["mode"], "max_distance": distance, "rows": options["rows"],
+    return {"mode": options["mode"], "max_edit_distance": distance, "rows": options["rows"],
             "first_word_filter": options["first_word_filter"], "min_jaccard": options["min_jaccard"],
             "num_hashes": options["num_hashes"]}
 
@@ -324,7 +324,7 @@ def same_answers(service: Service, solr_url: str, texts: list[str], kw: dict[str
             # The service's defaults have no edit-distance limit, so edited copies match and there are answers.
             body = {"text": text, "mode": "lsh"}
             over_http = [r["id"] for r in http.post("/v1/near-dups", json=body).json()["results"]]
-            in_python = [m.id for m in searcher.find_near_dups(text=text, **{**kw, "max_distance": None})]
+            in_python = [m.id for m in searcher.find_near_dups(text=text, **{**kw, "max_edit_distance": None})]
             differ += over_http != in_python
             found += bool(in_python)
     return {"compared": len(texts), "different": differ, "with_a_match": found}

@@ -89,6 +89,9 @@ def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = 
     if everything and dataset is not None:
         raise ValueError("clear either one data set or everything, not both")
     require_neardup_schema(client)
+    # Adds still waiting for their commitWithin (another process's check_and_add, say) are deleted too, so they
+    # are made visible first: the count then says what was deleted, not what happened to be searchable.
+    client.commit()
     if everything:
         query = ALL_DOCUMENTS
         count = client.count(params=filter_params([USER_DOCUMENTS]))

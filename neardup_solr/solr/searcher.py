@@ -430,7 +430,7 @@ class Searcher:
         min_jaccard = self._min_jaccard(options)
         if options.mode == "lsh" and options.rows is None:
             docs = self._every_band_candidate(query, options, other_datasets_than)
-            return self.rerank(query, docs, max_distance=options.max_edit_distance, min_jaccard=min_jaccard,
+            return self.rerank(query, docs, max_edit_distance=options.max_edit_distance, min_jaccard=min_jaccard,
                                only_greater_ids=only_greater_ids)
         params = self.candidate_params(query, options.mode, options.rows, options.first_word_filter,
                                        options.num_hashes, other_datasets_than,
@@ -439,7 +439,7 @@ class Searcher:
             docs = cursor_docs(self.client, params, _PAGE_SIZE)
         else:
             docs = self.client.select(params)["response"]["docs"]
-        matches = self.rerank(query, docs, max_distance=options.max_edit_distance, min_jaccard=min_jaccard,
+        matches = self.rerank(query, docs, max_edit_distance=options.max_edit_distance, min_jaccard=min_jaccard,
                               only_greater_ids=only_greater_ids)
         if options.mode == "minhash":
             # With position-tagged MinHash tokens the overlap score counts agreeing hash functions.
@@ -479,7 +479,7 @@ class Searcher:
         query: Query,
         docs: Iterable[dict],
         *,
-        max_distance: int | None,
+        max_edit_distance: int | None,
         min_jaccard: float | None = None,
         only_greater_ids: bool = False,
     ) -> list[NearDuplicate]:
@@ -504,7 +504,7 @@ class Searcher:
                 if min_jaccard is not None and jac < min_jaccard:
                     continue  # checked before the edit distance, which costs more
                 distance = Levenshtein.distance(query.processed.words, other.words)
-                if max_distance is not None and distance > max_distance:
+                if max_edit_distance is not None and distance > max_edit_distance:
                     continue
             results.append(NearDuplicate(
                 id=doc_id, content=content, edit_distance=distance, score=float(doc.get("score", 0.0)),

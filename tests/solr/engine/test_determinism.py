@@ -138,7 +138,7 @@ def test_a_capped_report_does_not_depend_on_the_indexing_order(solr, tmp_path):
             random.Random(11).shuffle(items)
         Indexer(solr, batch_size=7, workers=1).index_records(items)
         out = tmp_path / f"report-{order}.tsv"
-        report_near_dups(Searcher(solr), out, rows=3, max_distance=None, first_word_filter=False)
+        report_near_dups(Searcher(solr), out, rows=3, max_edit_distance=None, first_word_filter=False)
         files.append(out.read_bytes())
     assert files[0] == files[1] == files[2]
     assert files[0].count(b"\n") > 20

@@ -67,7 +67,7 @@ def test_lsh_lookup_finds_close_copies(solr):
     searcher = Searcher(solr)
     hits = 0
     for a, b in truth:
-        found = {m.id for m in searcher.find_near_dups(a, mode="lsh", max_distance=None, first_word_filter=False,
+        found = {m.id for m in searcher.find_near_dups(a, mode="lsh", max_edit_distance=None, first_word_filter=False,
                                                         rows=100)}
         hits += b in found
     assert hits / len(truth) >= 0.95

@@ -91,7 +91,7 @@ def test_odd_ids_and_query_syntax_are_stored_and_found_verbatim(solr, tmp_path):
     searcher = Searcher(solr)
     for n, doc_id in enumerate(ODD_IDS):
         assert searcher.get_by_id(doc_id).content == f"{SYNTAX_TEXT} {n}"
-        found = {m.id for m in searcher.find_near_dups(doc_id, max_distance=None, rows=50)}
+        found = {m.id for m in searcher.find_near_dups(doc_id, max_edit_distance=None, rows=50)}
         assert found == set(ODD_IDS) - {doc_id}
 
 
@@ -101,7 +101,7 @@ def test_queries_built_to_inject_match_nothing_they_should_not(solr, tmp_path):
     searcher = Searcher(solr)
     for attack in ["*:*", "} OR id:*", "{!lucene}*:*", '" OR *:* OR "', "id:* OR content_ng:*", "\\", "*"]:
         for mode in ("shingles", "minhash", "lsh"):
-            assert searcher.find_near_dups_of_text(attack + " x", mode=mode, max_distance=None,
+            assert searcher.find_near_dups_of_text(attack + " x", mode=mode, max_edit_distance=None,
                                                    first_word_filter=True) == []
         with pytest.raises(Exception) as info:
             searcher.get_by_id(attack)

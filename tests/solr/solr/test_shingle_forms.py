@@ -37,7 +37,7 @@ def _answers(solr, records, form: str) -> dict:
     searcher = Searcher(solr)
     assert searcher.settings.shingle_tokens == form
     lookups = {doc_id: [(m.id, m.score, m.jaccard, m.edit_distance) for m in
-                        searcher.find_near_dups(doc_id, max_distance=None, min_jaccard=None, rows=20)]
+                        searcher.find_near_dups(doc_id, max_edit_distance=None, min_jaccard=None, rows=20)]
                for doc_id, _ in records}
     shares = {doc_id: searcher.find_by_shingle_share(text, 0.3) for doc_id, text in records[:200]}
     pairs = threshold_pairs(ThresholdFinder(searcher, threshold=0.5), strategy="queries")
@@ -62,7 +62,7 @@ def test_a_collection_stored_before_the_hash_form_keeps_its_text_shingles(solr, 
     Indexer(solr).index_records(restaurants[400:])  # no settings given: the collection's own
     hits = solr.select({"q": "content_ng:*", "rows": 0})["response"]["numFound"]
     assert hits == len(restaurants) and solr.select({"q": "content_nh:*", "rows": 0})["response"]["numFound"] == 0
-    found = Searcher(solr).find_near_dups("3", max_distance=None, min_jaccard=0.3)
+    found = Searcher(solr).find_near_dups("3", max_edit_distance=None, min_jaccard=0.3)
     assert "536" in [m.id for m in found]  # the write-up's pair, one document from each run
 
 

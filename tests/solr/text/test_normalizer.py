@@ -129,7 +129,7 @@ def test_a_version_1_index_keeps_answering_with_version_1(solr, solr_url, tmp_pa
         # Exact duplicates by MD5 are those of version 1's normal form, as stored; the overlap is version 1's.
         found = {n.id: n for n in searcher.find_near_dups_of_text(text, mode="shingles", rows=50,
                                                                    first_word_filter=False,
-                                                                   max_distance=None)}
+                                                                   max_edit_distance=None)}
         assert found[copy_id].exact and found[copy_id].jaccard == 1.0
         expected = jaccard(shingler.shingle_hashes(text), shingler.shingle_hashes(dict(records)[original_id]))
         if original_id in found:

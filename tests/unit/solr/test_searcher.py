@@ -89,9 +89,9 @@ def test_only_greater_ids_compares_ids_as_numbers():
     searcher = _searcher()
     docs = recorded("lookup_id")[1]["body"]["response"]["docs"]
     text = docs[0]["content"]
-    after_3 = searcher.rerank(searcher.prepare(text, "3"), docs, max_distance=None, only_greater_ids=True)
+    after_3 = searcher.rerank(searcher.prepare(text, "3"), docs, max_edit_distance=None, only_greater_ids=True)
     assert [m.id for m in after_3] == ["10", "536"]  # "10" sorts before "3" as a string, after it as a number
-    after_536 = searcher.rerank(searcher.prepare(text, "536"), docs, max_distance=None, only_greater_ids=True)
+    after_536 = searcher.rerank(searcher.prepare(text, "536"), docs, max_edit_distance=None, only_greater_ids=True)
     assert after_536 == []
     assert searcher.client.sent == []
 
