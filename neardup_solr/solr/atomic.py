@@ -49,17 +49,8 @@ def read_pages(client: SolrClient, filters: Sequence[Filter], fields: str, *,
                page_size: int = 500) -> Iterator[list[dict]]:
     """The user's documents matching ``filters`` (never our own), a cursor page at a time in id order; ``fields``
     as fl ("content" is the text, whatever field holds it, and "_version_" the version to update at)."""
-    query = select_params([USER_DOCUMENTS, *filters], fields=fields, sort="id asc", rows=page_size)
-    cursor = "*"
-    while True:
-        data = client.select(query + [("cursorMark", cursor)])
-        docs = data["response"]["docs"]
-        if docs:
-            yield docs
-        next_cursor = data.get("nextCursorMark", cursor)
-        if next_cursor == cursor or not docs:
-            return
-        cursor = next_cursor
+    yield from client.cursor_pages(select_params([USER_DOCUMENTS, *filters], fields=fields, sort="id asc"),
+                                   page_size)
 
 
 def highest_version(client: SolrClient) -> int | None:

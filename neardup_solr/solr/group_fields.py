@@ -112,17 +112,11 @@ def read_groups(client: SolrClient, dataset: str | None = None,
     """``(id, nd_group, nd_keep)`` of every user document (of ``dataset`` when given; None where unset), in id
     order, with cursor paging (one request a page, on a SolrCloud collection over every shard, read from the
     leaders)."""
-    cursor = "*"
     fields = ",".join(("id", *GROUP_FIELDS))
-    while True:
-        params = select_params(documents_of(dataset), fields=fields, sort="id asc", rows=page_size)
-        data = client.select(params + [("cursorMark", cursor), FROM_LEADERS])
-        for doc in data["response"]["docs"]:
+    params = select_params(documents_of(dataset), fields=fields, sort="id asc") + [FROM_LEADERS]
+    for page in client.cursor_pages(params, page_size):
+        for doc in page:
             yield str(doc["id"]), doc.get(GROUP_FIELD), doc.get(KEEP_FIELD)
-        following = data.get("nextCursorMark", cursor)
-        if following == cursor:
-            return
-        cursor = following
 
 
 def groups_of(client: SolrClient, ids: list[str]) -> dict[str, tuple[int | None, int | None]]:

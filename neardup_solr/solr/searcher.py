@@ -544,12 +544,5 @@ def cursor_docs(client: SolrClient, params: Sequence[tuple[str, object]], page_s
     confirm an unchanged cursor, which for a one-page answer (the usual case of a bounded candidate query) halves
     the requests, and on SolrCloud each request is a distributed round trip to every shard.
     """
-    cursor = "*"
-    while True:
-        data = client.select(list(params) + [("rows", page_size), ("cursorMark", cursor)])
-        docs = data["response"]["docs"]
-        yield from docs
-        next_cursor = data.get("nextCursorMark", cursor)
-        if len(docs) < page_size or next_cursor == cursor:
-            return
-        cursor = next_cursor
+    for page in client.cursor_pages(list(params), page_size, until_short_page=True):
+        yield from page
