@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from neardup_solr.engine.group_writeback import group_signed_documents
+from neardup_solr.io.progress import progress_bar
 from neardup_solr.errors import ForeignCollectionError, IndexIncomplete, SolrRequestError, SolrServerError
 from neardup_solr.solr.atomic import (
     SEEN,
@@ -252,7 +253,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     track_groups(client, summary)
     started = time.monotonic()
     total = count_unseen(client)
-    bar = _progress_bar(progress, total, client.url)
+    bar = progress_bar(progress, desc=f"signing {client.url.rsplit('/', 1)[-1]}", total=total)
     try:
         for number in range(max_passes):
             before = summary.signed + summary.refused
@@ -285,22 +286,3 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
 def signed_count(client: SolrClient) -> int:
     """Documents with our digest (signed, or seen with nothing to sign)."""
     return count_matching(client, [SEEN])
-
-
-class _NoBar:
-    total: int | None = None
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(enabled: bool, total: int, url: str):
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=f"signing {url.rsplit('/', 1)[-1]}", unit=" docs", unit_scale=True,
-                dynamic_ncols=True)

@@ -43,6 +43,7 @@ from neardup_solr.errors import (
     SolrUnavailableError,
 )
 from neardup_solr.solr.maintenance import require_neardup_schema, require_token_fields
+from neardup_solr.io.progress import progress_bar
 from neardup_solr.io.outputs import check_output_path
 from neardup_solr.io.inputs import STDIN, STDIN_NAME, is_stdin
 from neardup_solr.io.readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
@@ -357,7 +358,7 @@ class Indexer:
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)
         builder = DocumentBuilder(settings)
-        bar = _progress_bar(self.progress, summary.source)
+        bar = progress_bar(self.progress, desc=f"indexing {Path(summary.source).name}")
         seen_ids: set[str] = set()
         in_flight: deque[tuple[Future, int, int]] = deque()  # (future, last line, docs)
         acknowledged = SortedSpill()
@@ -519,19 +520,3 @@ def _ids_up_to(records: Iterable, last_line: int):
             return
         if isinstance(record, Record):
             yield record.id, record.line
-
-
-class _NoBar:
-    def update(self, n=1):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress_bar(enabled: bool, source: str):
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(desc=f"indexing {Path(source).name}", unit=" docs", unit_scale=True, dynamic_ncols=True)
