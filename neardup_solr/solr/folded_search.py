@@ -93,7 +93,8 @@ def _hit(doc: dict) -> FoldedHit:
 def _collapsed(client: SolrClient, base: list, filters: list, depth: list, copies: int) -> tuple[list[FoldedHit], int]:
     """A single core: collapse on the group (kept document first), expand for the copies."""
     data = client.select(base + filter_params(filters + [folded(GROUP_FIELD, KEEP_FIELD)]) + depth
-                         + (expand_params(copies) + [("expand.sort", "score desc,id asc")] if copies else []))
+                         + (expand_params(copies, GROUP_FIELD, filters) + [("expand.sort", "score desc,id asc")]
+                            if copies else []))
     hits = [_hit(d) for d in data["response"]["docs"]]
     expanded = data.get("expanded") or {}
     for hit in hits:

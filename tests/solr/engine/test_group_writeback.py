@@ -208,6 +208,38 @@ def test_documents_indexed_after_the_writeback_stand_alone_in_a_folded_search(gu
 
 
 @pytest.mark.solr
+def test_a_folded_search_matching_only_documents_without_a_group_lists_them(guides, records):
+    # Found by the API fuzz: the page holds no group, so Solr's expand read every match's group value and failed
+    # (HTTP 500) in the new segment, which has none; expand.fq keeps it to documents with a group.
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    Indexer(guides, IndexSettings()).index_records([("2001", "bloomsbury quince and bloomsbury pear"),
+                                                    ("2002", "bloomsbury quince and bloomsbury plum")])
+    found = folded_search(guides, "bloomsbury", rows=10)
+    assert {h.id for h in found.hits} == {"2001", "2002"} and found.found == 2
+    assert all(h.group is None and h.copies == [] for h in found.hits)
+
+
+@pytest.mark.solr
+def test_a_folded_page_of_two_hundred_groups_or_more_with_ungrouped_matches(solr):
+    # With 200 or more groups on the page Solr's expand no longer narrows to them: the same failure as above.
+    pairs = 210
+    texts = {}
+    for n in range(pairs):
+        words = f"harbour lantern{n} quay{n} mooring{n} tide{n} gull{n} rope{n}"
+        texts[f"a{n}"] = words + " anchor"
+        texts[f"b{n}"] = words + " anchors"
+    Indexer(solr, IndexSettings()).index_records(list(texts.items()))
+    dedupe_collection(solr, THRESHOLD, to_solr=True)
+    Indexer(solr, IndexSettings()).index_records([("new", "harbour lantern without a group yet")])
+    found = folded_search(solr, "harbour", rows=300, copies=1)
+    assert found.found == pairs + 1
+    grouped = [h for h in found.hits if h.group is not None]
+    assert len(grouped) == pairs == len({h.group for h in grouped})
+    assert all(h.copy_count == 1 and len(h.copies) == 1 for h in grouped)
+    assert "new" in {h.id for h in found.hits}
+
+
+@pytest.mark.solr
 def test_updates_never_bring_back_a_deleted_document(guides):
     gone = send_group_updates(guides, [group_update("1", 1, True), group_update("no-such-id", 1, False),
                                        group_update("2", 1, False)])
