@@ -34,7 +34,7 @@ import threading
 import time
 from datetime import date
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import requests
@@ -80,6 +80,36 @@ def index_bytes(base_url: str, core: str) -> int:
 def user_doc(doc_id: str, text: str, n: int) -> dict:
     return {"id": doc_id, "title": f"Article {doc_id}", "body": text, "url": f"https://example.org/{doc_id}",
             "published": f"2024-01-{1 + n % 28:02d}T00:00:00Z"}
+
+
+def measure_lag(client: SolrClient, indexed: Sequence[tuple[str, str]], late: Sequence[tuple[str, str]],
+                make_doc: Callable[[str, str, int], dict], interval: float) -> list[float]:
+    """With ``sync --follow`` running, post each of ``late`` by plain HTTP as a near copy of an indexed document
+    (``make_doc(id, text, k)`` the JSON document), then look its source up until the copy is found: the seconds
+    from each post to that moment (60 at most)."""
+    syncer = Syncer(client)
+    stop = threading.Event()
+    follower = threading.Thread(target=syncer.follow, args=(interval, stop), daemon=True)
+    follower.start()
+    searcher = Searcher(SolrClient(client.url))
+    session = requests.Session()
+    lags = []
+    try:
+        for k, (doc_id, text) in enumerate(late):
+            source_id, source_text = indexed[(k * 7919) % len(indexed)]
+            copy_id = f"late-{doc_id}"
+            posted = time.perf_counter()
+            session.post(f"{client.url}/update", params={"commitWithin": 1000}, timeout=60,
+                         json=[make_doc(copy_id, source_text + " " + text[:80], k)]).raise_for_status()
+            while not any(d.id == copy_id for d in searcher.find_near_dups(source_id, min_jaccard=0.5)):
+                if time.perf_counter() - posted > 60:
+                    break
+                time.sleep(0.02)
+            lags.append(time.perf_counter() - posted)
+    finally:
+        stop.set()
+        follower.join()
+    return lags
 
 
 def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> dict:
@@ -128,25 +158,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                     "index_bytes": index_bytes(solr.base_url, solr.core)}
 
         # 4. Lag of sync --follow: post, then look up the source until the copy is found.
-        syncer = Syncer(client)
-        stop = threading.Event()
-        follower = threading.Thread(target=syncer.follow, args=(args.interval, stop), daemon=True)
-        follower.start()
-        searcher = Searcher(SolrClient(core.url))
-        lags = []
-        for k, (doc_id, text) in enumerate(late):
-            source_id, source_text = indexed[(k * 7919) % n]
-            copy_id = f"late-{doc_id}"
-            posted = time.perf_counter()
-            session.post(f"{core.url}/update", params={"commitWithin": 1000}, timeout=60,
-                         json=[user_doc(copy_id, source_text + " " + text[:80], k)]).raise_for_status()
-            while not any(d.id == copy_id for d in searcher.find_near_dups(source_id, min_jaccard=0.5)):
-                if time.perf_counter() - posted > 60:
-                    break
-                time.sleep(0.02)
-            lags.append(time.perf_counter() - posted)
-        stop.set()
-        follower.join()
+        lags = measure_lag(client, indexed, late, user_doc, args.interval)
 
         # 5. Idle cost: as shipped (versions), the changed field, every text on every pass.
         idle = {}

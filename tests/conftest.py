@@ -72,3 +72,21 @@ def solr(solr_url) -> SolrClient:
     client = SolrClient(solr_url)
     client.delete_all()
     return client
+
+
+@pytest.fixture(scope="session")
+def shared_cloud():
+    """One local SolrCloud (ZooKeeper, 2 nodes; collection ``neardup`` of 2 shards x 1 replica) for the test
+    modules that need a cluster and leave its nodes running: started when the first of them asks, stopped at the
+    end of the session. One start instead of one a module (each about half a minute on 2 cores). A module empties
+    the ``neardup`` collection before it uses it, or makes a collection of its own; the fault tests, which stop
+    and starve nodes, start their own clusters."""
+    from neardup_solr.solr.backends.cloud import LocalSolrCloud
+
+    cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-shared-cloud-")),
+                           nodes=2, shards=2, replicas=1)
+    cloud.start()
+    try:
+        yield cloud
+    finally:
+        cloud.stop()

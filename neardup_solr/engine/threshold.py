@@ -26,13 +26,14 @@ import math
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from neardup_solr.signing.settings import SETTINGS_DOC_ID
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.outputs import ResumableOutput, digest_of
+from neardup_solr.io.progress import progress_bar
 from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import iter_documents, ordered_map
@@ -325,25 +326,25 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
         parts = []
         batch: list[StoredDocument] = []
         total = finder.client.count(params=filter_params([USER_DOCUMENTS])) if progress else None
-        bar = _tqdm(progress, desc="reading texts", total=total, unit=" docs")
+        bar = progress_bar(progress, desc="reading texts", total=total)
 
         def flush() -> None:
             parts.append(token_sets(shingler, [d.content for d in batch]))
             meta.extend((d.id, d.md5_hash, d.dataset, d.fields) for d in batch)
             batch.clear()
 
+        seen = 0
         for seen, doc in enumerate(iter_documents(finder.searcher), start=1):
             if doc.num_shingles and (dataset is None or doc.dataset == dataset):
                 batch.append(doc)
                 if len(batch) >= _READ_BATCH:
                     flush()
-            if bar is not None and seen % 1000 == 0:
+            if seen % 1000 == 0:
                 bar.update(1000)  # every document read counts, those of other data sets too
         if batch:
             flush()
-        if bar is not None:
-            bar.update(bar.total - bar.n if bar.total and bar.total > bar.n else 0)
-            bar.close()
+        bar.update(seen % 1000)
+        bar.close()
         sets = concat_token_sets(parts)
         del parts
         keys = [id_sort_key(m[0]) for m in meta]
@@ -355,22 +356,20 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
         found: dict[int, list[tuple[str, float]]] = {}
         if todo:
             stats = AllPairsStats()
-            bars: dict[str, object] = {}
+            bars: dict[str, Any] = {}
+            counted: dict[str, int] = {}
 
             def on_progress(stage: str, done: int, total: int) -> None:
-                if not progress:
-                    return
                 if stage not in bars:
                     for other in bars.values():
-                        other.close()  # type: ignore[attr-defined]
-                    bars[stage] = _tqdm(True, desc=f"all-pairs {stage}", total=total, unit=" pairs",
-                                        unit_scale=True)
-                b = bars[stage]
-                b.update(done - b.n)  # type: ignore[attr-defined]
+                        other.close()
+                    bars[stage] = progress_bar(progress, desc=f"all-pairs {stage}", total=total, unit=" pairs")
+                bars[stage].update(done - counted.get(stage, 0))
+                counted[stage] = done
 
             x, y, sim = prefix_join(sets, finder.threshold, stats=stats, on_progress=on_progress)
             for b in bars.values():
-                b.close()  # type: ignore[attr-defined]
+                b.close()
             log.info("client join: %d documents, %d candidates verified, %d pairs (%s s)", stats.documents,
                      stats.candidates, stats.pairs, stats.seconds)
             for i, j, s in zip(x.tolist(), y.tolist(), sim.tolist()):
@@ -384,15 +383,6 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
             _add_unit(output, pairs, meta[i][0], results)
         output.commit(pair_lines(pairs))
     return pairs
-
-
-def _tqdm(enabled: bool, **kw):
-    """A progress bar, or None when not shown."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(dynamic_ncols=True, **kw)
 
 
 def join_pairs(

@@ -18,11 +18,11 @@ class NoProgressBar:
         pass
 
 
-def progress_bar(enabled: bool, *, desc: str, total: int | None = None) -> Any:
-    """A tqdm bar counting documents (``desc`` before the count), or a :class:`NoProgressBar` when not enabled.
-    tqdm is imported only when a bar is shown."""
+def progress_bar(enabled: bool, *, desc: str, total: int | None = None, unit: str = " docs") -> Any:
+    """A tqdm bar counting ``unit`` (documents by default; ``desc`` before the count), or a
+    :class:`NoProgressBar` when not enabled. tqdm is imported only when a bar is shown."""
     if not enabled:
         return NoProgressBar()
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=" docs", unit_scale=True, dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True)

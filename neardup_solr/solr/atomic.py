@@ -67,6 +67,11 @@ def updated_since(version: int, margin_s: float) -> Filter:
     return Filter(f"_version_:{{{version - (int(margin_s * 1000) << _VERSION_MS_SHIFT)} TO *]")
 
 
+def updated_at_or_before(version: int) -> Filter:
+    """Documents whose last update is ``version`` or older."""
+    return Filter(f"_version_:[* TO {int(version)}]")
+
+
 def dated_since(date_field: str, since_utc: str, margin_s: int) -> Filter:
     """Documents whose ``date_field`` (a field name the schema has: the caller checked it) is at most
     ``margin_s`` seconds before ``since_utc`` (an ISO instant of ours, never user text)."""

@@ -49,16 +49,14 @@ def signature_pages(
     stats = stats if stats is not None else CollectionStats()
     # base64 of 4 * num_hashes bytes; anything else was written with other settings or is damaged.
     expected_chars = 4 * math.ceil(4 * num_hashes / 3)
-    params = select_params(documents_of(dataset), sort="id asc", rows=page_size, fields="id,minhash_sig")
+    params = select_params(documents_of(dataset), sort="id asc", fields="id,minhash_sig")
     if local:
         params.append(("distrib", "false"))
-    cursor = "*"
     bad: list[str] = []
-    while True:
-        data = client.select(params + [("cursorMark", cursor)])
+    for docs in client.cursor_pages(params, page_size):
         stats.requests += 1
         ids, values = [], []
-        for doc in data["response"]["docs"]:
+        for doc in docs:
             value = doc.get("minhash_sig")
             if doc["id"] == SETTINGS_DOC_ID:
                 continue
@@ -69,10 +67,7 @@ def signature_pages(
             values.append(value)
         yield ids, (decode_signatures(values, num_hashes) if values
                     else np.empty((0, num_hashes), dtype=np.uint32))
-        next_cursor = data.get("nextCursorMark", cursor)
-        if next_cursor == cursor:
-            break
-        cursor = next_cursor
+    stats.requests += 1  # the request that found the end
     if bad:
         log.warning(
             "%d document(s) without a usable minhash_sig of %d values were skipped (indexed by another version "

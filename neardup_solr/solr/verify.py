@@ -143,18 +143,12 @@ class VerifyResult:
 
 def _index_rows(client: SolrClient, fields: tuple[str, ...]) -> Iterator[dict]:
     """Every document of the collection (settings document excluded) in id order, a page at a time."""
-    cursor = "*"
-    while True:
-        # The proof reads each shard's leader (FROM_LEADERS).
-        data = client.select([*select_params([USER_DOCUMENTS], sort="id asc", rows=_PAGE_ROWS, fields=",".join(fields)),
-                              ("cursorMark", cursor), FROM_LEADERS])
-        for doc in data["response"]["docs"]:
+    # The proof reads each shard's leader (FROM_LEADERS).
+    params = [*select_params([USER_DOCUMENTS], sort="id asc", fields=",".join(fields)), FROM_LEADERS]
+    for docs in client.cursor_pages(params, _PAGE_ROWS):
+        for doc in docs:
             if doc["id"] != SETTINGS_DOC_ID:
                 yield doc
-        next_cursor = data.get("nextCursorMark", cursor)
-        if next_cursor == cursor:
-            return
-        cursor = next_cursor
 
 
 def _rows_by_get(client: SolrClient, expected: Iterator[tuple], fields: tuple[str, ...]) -> Iterator[dict]:

@@ -1,11 +1,11 @@
 """One core and a SolrCloud collection give the same answers, byte for byte (issue 10, item 3).
 
-The module starts its own pair of Solrs, whatever ``NEARDUP_TEST_BACKEND`` says: a single core, and a local
-SolrCloud of 2 nodes holding a collection of 2 shards x 1 replica (documents are spread over the shards by the
-hash of their id, so every lookup is a distributed query whose answer the coordinator merges). Both get the
-same inputs through the real command line, each in its own directory with the same relative file names, and
-every output is compared: pair files, groups, keep lists, rejects, the settings stored in the index, the stored
-documents, and what the commands print (with times and the Solr URL masked).
+The module compares two Solrs, whatever ``NEARDUP_TEST_BACKEND`` says: a single core of its own, and the session's
+local SolrCloud (``shared_cloud``: 2 nodes holding a collection of 2 shards x 1 replica; documents are spread
+over the shards by the hash of their id, so every lookup is a distributed query whose answer the coordinator
+merges). Both get the same inputs through the real command line, each in its own directory with the same
+relative file names, and every output is compared: pair files, groups, keep lists, rejects, the settings
+stored in the index, the stored documents, and what the commands print (with times and the Solr URL masked).
 
 The two sides also run with different ``PYTHONHASHSEED`` values, so any output that depended on the iteration
 order of a set or a dict of strings would differ here too.
@@ -13,7 +13,7 @@ order of a set or a dict of strings would differ here too.
 Data: the packaged restaurant guides (the README's worked example, every mode) and a generated corpus of 20,000
 documents with planted near-duplicate clusters (whole-collection dedup, and capped LSH lookups where whole
 clusters tie at the row cap). Measured on this project's 2-core machine while it was shared with other jobs:
-2 min 22 s for the module at a load of 5, 3 min 53 s at a load of 7, of which 17-25 s start the two Solrs. Freshly
+2 min 22 s for the module at a load of 5, 3 min 53 s at a load of 7, of which 17-25 s started the two Solrs. Freshly
 started JVMs answer their first thousands of lookups 2-4 times slower than warm ones (``-s`` prints each
 command's time).
 """
@@ -36,7 +36,6 @@ from pathlib import Path
 import pytest
 
 from benchmarks.corpus import generate
-from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.documents import SETTINGS_DOC_ID
 from neardup_solr.io.restaurants import FODORS_COUNT, prepare_default, read_addresses
@@ -96,23 +95,21 @@ class Side:
 
 
 @pytest.fixture(scope="module")
-def sides():
-    """A single core and a 2-node, 2-shard SolrCloud, each on free ports with a throwaway data dir."""
+def sides(shared_cloud):
+    """A single core (its own, on a free port with a throwaway data dir) and the session's 2-node, 2-shard
+    SolrCloud (``shared_cloud``), its collection emptied first."""
     dirs = [Path(tempfile.mkdtemp(prefix=f"neardup-parity-{name}-")) for name in ("core", "cloud")]
     core = LocalSolr(port=0, data_dir=dirs[0] / "solr")
-    cloud = LocalSolrCloud(port=0, data_dir=dirs[1] / "solr", nodes=2, shards=2, replicas=1)
-    started = []
+    with SolrClient(shared_cloud.core_url) as cloud:
+        cloud.delete_all()
     try:
-        # One after the other: two launchers choosing free ports at the same moment could pick the same one.
-        for solr in (core, cloud):
-            t0 = time.monotonic()
-            solr.start()
-            started.append(solr)
-            print(f"{type(solr).__name__} started in {time.monotonic() - t0:.1f} s")
-        yield [Side("core", core.core_url, dirs[0] / "work", "1"), Side("cloud", cloud.core_url, dirs[1] / "work", "2")]
+        t0 = time.monotonic()
+        core.start()
+        print(f"LocalSolr started in {time.monotonic() - t0:.1f} s")
+        yield [Side("core", core.core_url, dirs[0] / "work", "1"),
+               Side("cloud", shared_cloud.core_url, dirs[1] / "work", "2")]
     finally:
-        for solr in reversed(started):
-            solr.stop()
+        core.stop()
         for d in dirs:
             shutil.rmtree(d, ignore_errors=True)
 

@@ -9,17 +9,14 @@ group usually sit on different shards. ``-s`` prints the latencies of the three 
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from neardup_solr.engine.collection import dedupe_collection
 from neardup_solr.io import restaurants
 from neardup_solr.signing.settings import IndexSettings
-from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.folded_search import folded_search
 from neardup_solr.solr.group_fields import read_groups
@@ -29,16 +26,11 @@ pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-cloud-groups-")),
-                           nodes=2, shards=2, replicas=1)
-    cloud.start()
-    try:
-        client = SolrClient(cloud.core_url)
-        client.check()
-        yield client
-    finally:
-        cloud.stop()
+def cluster(shared_cloud):
+    client = SolrClient(shared_cloud.core_url)
+    client.check()
+    client.delete_all()
+    return client
 
 
 @pytest.fixture(scope="module")

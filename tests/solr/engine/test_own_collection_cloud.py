@@ -1,20 +1,18 @@
 """Near-duplicate detection on a user's own collection on a local SolrCloud (issue 37, "on a core and on the local
 SolrCloud"): a user's collection of 2 shards x 2 replicas made from tests/data/user_configset, filled by plain
 JSON, pysolr and CSV, then install, backfill and sync --follow while more is posted, replaced, edited and
-deleted; the same report pairs and lookups as the same data indexed by ``index`` into a neardup collection of the
-same shape on the same cluster (the scenario of tests/solr/engine/test_own_collection.py).
+deleted; the same report pairs and lookups as the same data indexed by ``index`` into the neardup collection
+(2 shards x 1 replica) on the same cluster (the scenario of tests/solr/engine/test_own_collection.py).
 
-The module starts its own cluster (ZooKeeper and 2 nodes), whatever ``NEARDUP_TEST_BACKEND`` says.
+The module runs on the session's shared cluster (``shared_cloud`` in conftest.py: ZooKeeper and 2 nodes), whatever
+``NEARDUP_TEST_BACKEND`` says.
 """
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
+import requests
 
-from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.documents import SETTINGS_DOC_ID
 from neardup_solr.solr.cluster import create_collection
@@ -26,14 +24,11 @@ pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cloud():
-    cluster = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-owncloud-")), nodes=2,
-                             shards=2, replicas=2)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def cloud(shared_cloud):
+    """The session's cluster; the user's collection made on it (2 shards x 2 replicas) is dropped at the end."""
+    yield shared_cloud
+    requests.get(f"{shared_cloud.node_urls[0]}/admin/collections", params={"action": "DELETE",
+                 "name": "user_articles"}, timeout=120).raise_for_status()
 
 
 def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):  # noqa: F811

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -163,17 +162,9 @@ def test_ttl_through_the_http_api(local_solr, solr_url, tmp_path):
 
 @pytest.mark.solr
 @pytest.mark.slow
-def test_documents_expire_on_solrcloud(tmp_path):
+def test_documents_expire_on_solrcloud(shared_cloud, tmp_path):
     """The same configset on a 2-shard SolrCloud: the deleter runs on the first shard's leader and its
     delete-by-query reaches both shards."""
-    from neardup_solr.solr.backends.cloud import LocalSolrCloud
-
-    cluster = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-ttl-cloud-")), nodes=2,
-                             shards=2, replicas=1, heap="512m")
-    cluster.start()
-    try:
-        with fast_expiring_collection(cluster.core_url, True) as client:
-            assert is_cloud(client.url)
-            exercise_expiry(client, tmp_path)
-    finally:
-        cluster.stop()
+    with fast_expiring_collection(shared_cloud.core_url, True) as client:
+        assert is_cloud(client.url)
+        exercise_expiry(client, tmp_path)
