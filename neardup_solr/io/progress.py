@@ -17,6 +17,12 @@ class NoProgressBar:
     def close(self) -> None:
         pass
 
+    def set_description(self, desc: str | None = None) -> None:
+        pass
+
+    def refresh(self) -> None:
+        pass
+
 
 def progress_bar(enabled: bool, *, desc: str, total: int | None = None) -> Any:
     """A tqdm bar counting documents (``desc`` before the count), or a :class:`NoProgressBar` when not enabled.
