@@ -25,7 +25,7 @@ REJECTIONS_PRINTED = 20
 
 def cmd_dedupe(args: argparse.Namespace) -> int:
     """Index, find the pairs, group them and write the kept records; exit 1 when records were rejected."""
-    from neardup_solr.engine.dedupe import dedupe_file
+    from neardup_solr.engine.dedupe import check_files, dedupe_file
     from neardup_solr.errors import IndexIncomplete, IndexingInterrupted
 
     if args.clear and args.clear_all:
@@ -35,6 +35,8 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
     if args.resume and (args.clear or args.clear_all):
         raise UsageError("--resume continues a stopped run; --clear/--clear-all would delete what it indexed")
     clear = "all" if args.clear_all else "dataset" if args.clear else None
+    check_files(args.file, args.out, args.format, pairs_out=args.pairs, groups_out=args.groups, keep_out=args.keep,
+                rejects_path=args.rejects)  # before Solr is asked anything
     try:
         summary = dedupe_file(
             open_client(args), args.file, args.out, args.threshold, fmt=args.format, id_field=args.id_column,

@@ -57,7 +57,7 @@ from neardup_solr.validation import check_bool, check_choice, check_float, check
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DedupeSummary", "dedupe_file", "CLEAR_CHOICES"]
+__all__ = ["DedupeSummary", "dedupe_file", "check_files", "CLEAR_CHOICES"]
 
 RUN_DIR_SUFFIX = ".dedupe-run"
 REJECTS_SUFFIX = ".rejects.jsonl"
@@ -214,13 +214,7 @@ def dedupe_file(
     started = time.monotonic()
     if client is not None and not isinstance(client, SolrClient):
         raise ParameterTypeError("client", "a SolrClient or None", client)
-    if not isinstance(path, (str, Path)):
-        raise ParameterTypeError("path", "a file path (str or Path)", path)
-    if is_stdin(path):
-        raise InputFormatError("dedupe reads its input more than once, so it needs a file, not standard input "
-                               "('-'): save the records to a file first")
     threshold = check_float("threshold", threshold, "threshold")
-    check_choice("fmt", fmt, FORMATS, none_ok=True)
     check_str("id_field", id_field)
     check_str("text_field", text_field)
     check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
@@ -237,12 +231,10 @@ def dedupe_file(
     check_int("batch_size", batch_size, "batch_size")
     check_int("workers", workers, "workers")
     # Everything that can be refused is refused before Solr is asked anything.
-    fmt = input_format(path, fmt)
-    out = check_output_path(out)
-    check_output_format(out, fmt)
+    fmt = check_files(path, out, fmt, pairs_out=pairs_out, groups_out=groups_out, keep_out=keep_out,
+                      rejects_path=rejects_path)
+    out = Path(out)
     rejects = Path(rejects_path) if rejects_path is not None else sibling(out, REJECTS_SUFFIX)
-    _check_distinct_outputs(Path(path), out, {"pairs_out": pairs_out, "groups_out": groups_out,
-                                              "keep_out": keep_out, "rejects_path": rejects})
     client = client or SolrClient()
     reading = dict(fmt=fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
 
@@ -301,6 +293,27 @@ def dedupe_file(
     summary.seconds = time.monotonic() - started
     log.info("%s", summary.format())
     return summary
+
+
+def check_files(path: str | Path, out: str | Path, fmt: str | None = None, *, pairs_out: str | Path | None = None,
+                groups_out: str | Path | None = None, keep_out: str | Path | None = None,
+                rejects_path: str | Path | None = None) -> str:
+    """The input's format, once the input is found readable and every output writable, each its own file and
+    ``out`` named for the input's format; else the error :func:`dedupe_file` would raise, before any Solr work
+    (the command line asks this before it connects)."""
+    if not isinstance(path, (str, Path)):
+        raise ParameterTypeError("path", "a file path (str or Path)", path)
+    if is_stdin(path):
+        raise InputFormatError("dedupe reads its input more than once, so it needs a file, not standard input "
+                               "('-'): save the records to a file first")
+    check_choice("fmt", fmt, FORMATS, none_ok=True)
+    fmt = input_format(path, fmt)
+    checked_out = check_output_path(out)
+    check_output_format(checked_out, fmt)
+    rejects = rejects_path if rejects_path is not None else sibling(checked_out, REJECTS_SUFFIX)
+    _check_distinct_outputs(Path(path), checked_out, {"pairs_out": pairs_out, "groups_out": groups_out,
+                                                      "keep_out": keep_out, "rejects_path": rejects})
+    return fmt
 
 
 def _check_distinct_outputs(source: Path, out: Path, others: dict[str, Any]) -> None:

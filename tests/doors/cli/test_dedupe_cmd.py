@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -90,3 +94,25 @@ def test_refusals(solr_url, tmp_path, capsys):
     code, _, err = run(["dedupe", "-", "--out", out, "--solr-url", solr_url], capsys)
     assert code == 2 and "standard input" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_killed_run_resumes_to_the_same_output(corpus, solr_url, tmp_path):
+    """The process killed (SIGKILL: no clean-up of its own) part way, then the same command with --resume."""
+    command = [sys.executable, "-m", "neardup_solr.cli", "dedupe", str(corpus), "--out", str(tmp_path / "out.jsonl"),
+               "--solr-url", solr_url, "-q"]
+    first = subprocess.Popen([*command, "--clear-all", "--batch-size", "100", "--workers", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_file = tmp_path / "out.jsonl.dedupe-run" / "run.json"
+    deadline = time.monotonic() + 60
+    while not run_file.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)  # into the indexing
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    assert first.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not (tmp_path / "out.jsonl").exists() and run_file.exists()
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    dedupe_file(SolrClient(solr_url), corpus, tmp_path / "clean.jsonl", 0.8, clear="all")
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+    assert not (tmp_path / "out.jsonl.dedupe-run").exists()
