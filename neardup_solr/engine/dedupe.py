@@ -106,6 +106,16 @@ class DedupeSummary:
                 f"{self.out} ({self.pairs} pairs with jaccard similarity >= {self.threshold:g}, {self.groups} groups)")
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """How the input is read, the same in every pass (RecordReader's arguments)."""
+
+    fmt: str
+    id_field: str
+    text_field: str
+    on_decode_error: str
+
+
 @dataclass
 class _Scan:
     """One pass over the input after indexing: which records count, and the texts ``longest`` compares."""
@@ -236,13 +246,13 @@ def dedupe_file(
     out = Path(out)
     rejects = Path(rejects_path) if rejects_path is not None else sibling(out, REJECTS_SUFFIX)
     client = client or SolrClient()
-    reading = dict(fmt=fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error)
+    reading = _Reading(fmt, id_field, text_field, on_decode_error)
 
     summary = DedupeSummary(source=str(path), out=str(out), threshold=threshold)
     with OutputLock(out):
         stat = Path(path).stat()
         state = _RunState(sibling(out, RUN_DIR_SUFFIX), {
-            "input": str(Path(path).resolve()), "size": stat.st_size, "mtime": stat.st_mtime, **reading,
+            "input": str(Path(path).resolve()), "size": stat.st_size, "mtime": stat.st_mtime, **asdict(reading),
             "threshold": threshold, "dataset": dataset, "solr": client.url,
             "settings": None if settings is None else asdict(settings)})
         summary.resumed = resume and state.load()
@@ -278,7 +288,9 @@ def dedupe_file(
 
             bar.set_description("dedupe: writing")
             keep = _keeper(rejected_lines, scan.last_line, dropped)
-            written = write_kept_records(path, out, keep, on_progress=bar.update, **reading)
+            written = write_kept_records(path, out, keep, fmt=reading.fmt, id_field=reading.id_field,
+                                         text_field=reading.text_field, on_decode_error=reading.on_decode_error,
+                                         on_progress=bar.update)
         finally:
             bar.close()
         _write_extras(summary, inside, groups, scan.accepted, pairs_out, groups_out, keep_out)
@@ -330,7 +342,7 @@ def _check_distinct_outputs(source: Path, out: Path, others: dict[str, Any]) -> 
         seen[target] = name
 
 
-def _index(client: SolrClient, path: str | Path, state: _RunState, summary: DedupeSummary, reading: dict,
+def _index(client: SolrClient, path: str | Path, state: _RunState, summary: DedupeSummary, reading: _Reading,
            bar: Any, *, settings: IndexSettings | None, dataset: str | None, clear: str | None, rejects: Path,
            batch_size: int, workers: int) -> None:
     if state.indexed is not None:  # a resumed run whose records are all in the index
@@ -340,8 +352,8 @@ def _index(client: SolrClient, path: str | Path, state: _RunState, summary: Dedu
         deleted = clear_collection(client, dataset if clear == "dataset" else None, everything=clear == "all")
         log.info("cleared %d documents before indexing", deleted)
     indexer = Indexer(client, settings, batch_size=batch_size, workers=workers, dataset=dataset)
-    indexed = indexer.index_file(path, reading["fmt"], id_field=reading["id_field"],
-                                 text_field=reading["text_field"], on_decode_error=reading["on_decode_error"],
+    indexed = indexer.index_file(path, reading.fmt, id_field=reading.id_field, text_field=reading.text_field,
+                                 on_decode_error=reading.on_decode_error,
                                  rejects_path=rejects, resume=summary.resumed, checkpoint_path=state.checkpoint_path,
                                  bar=bar)
     state.indexed = indexed.read + indexed.skipped_by_resume
@@ -384,11 +396,11 @@ def _read_rejects(rejects: Path, summary: DedupeSummary) -> set[int]:
     return lines
 
 
-def _scan(path: str | Path, reading: dict, rejected_lines: set[int], text_ids: set[str],
+def _scan(path: str | Path, reading: _Reading, rejected_lines: set[int], text_ids: set[str],
           on_progress: Callable[[int], None]) -> _Scan:
     scan = _Scan()
-    for item in RecordReader(path, reading["fmt"], id_field=reading["id_field"], text_field=reading["text_field"],
-                             on_decode_error=reading["on_decode_error"]):
+    for item in RecordReader(path, reading.fmt, id_field=reading.id_field, text_field=reading.text_field,
+                             on_decode_error=reading.on_decode_error):
         scan.records += 1
         if scan.records % 1000 == 0:
             on_progress(1000)
