@@ -66,6 +66,7 @@ CLEAR_CHOICES = ("dataset", "all")
 REJECTIONS_SHOWN = 100
 # The run's stages, each a share of the progress bar counted in input records.
 STAGES = 4
+RUN_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 
 
 @dataclass
@@ -260,17 +261,20 @@ def dedupe_file(
             state.remove()
             rejects.unlink(missing_ok=True)
             state.save()
-        bar = progress_bar(progress, desc="dedupe: indexing")
+        bar = progress_bar(progress, desc="dedupe 1/4 indexing")
         try:
             _index(client, path, state, summary, reading, bar, settings=settings, dataset=dataset, clear=clear,
                    rejects=rejects, batch_size=batch_size, workers=workers)
             records = state.indexed or 0
+            # The input's size is known from here on: the bar shows the share of the whole run done (every
+            # stage counts the input's records once), no longer a count of records that would pass the total.
             bar.total = STAGES * records
+            bar.bar_format = RUN_BAR_FORMAT
             bar.refresh()
             pairs = _find_pairs(client, state, threshold, dataset, work_dir, bar)
             bar.update(records)
 
-            bar.set_description("dedupe: grouping")
+            bar.set_description_str("dedupe 3/4 grouping")
             rejected_lines = _read_rejects(rejects, summary)
             pair_ids = {a for a, _, _ in pairs} | {b for _, b, _ in pairs}
             scan = _scan(path, reading, rejected_lines, pair_ids if representative == "longest" else set(),
@@ -286,7 +290,7 @@ def dedupe_file(
                                  texts=scan.texts if representative == "longest" else None)
             dropped = {m for g in groups for m in g.members if m != g.representative}
 
-            bar.set_description("dedupe: writing")
+            bar.set_description_str("dedupe 4/4 writing")
             keep = _keeper(rejected_lines, scan.last_line, dropped)
             written = write_kept_records(path, out, keep, fmt=reading.fmt, id_field=reading.id_field,
                                          text_field=reading.text_field, on_decode_error=reading.on_decode_error,
@@ -366,7 +370,7 @@ def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset:
     from neardup_solr.engine.find import find_pairs
 
     if not state.pairs_found:
-        bar.set_description("dedupe: finding pairs")
+        bar.set_description_str("dedupe 2/4 finding pairs")
         found = find_pairs(client, ThresholdOptions(threshold=threshold, method="lsh", dataset=dataset),
                            work_dir=work_dir)
         write_pairs(found.pairs, state.pairs_path)

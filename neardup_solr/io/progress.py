@@ -17,7 +17,7 @@ class NoProgressBar:
     def close(self) -> None:
         pass
 
-    def set_description(self, desc: str | None = None) -> None:
+    def set_description_str(self, desc: str | None = None) -> None:
         pass
 
     def refresh(self) -> None:

@@ -116,3 +116,16 @@ def test_a_killed_run_resumes_to_the_same_output(corpus, solr_url, tmp_path):
     dedupe_file(SolrClient(solr_url), corpus, tmp_path / "clean.jsonl", 0.8, clear="all")
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
     assert not (tmp_path / "out.jsonl.dedupe-run").exists()
+
+
+def test_one_progress_bar_over_the_whole_run(solr_url, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"{i} record number {i} with some words of its own {i * 7}\n" for i in range(50)),
+                      encoding="utf-8")
+    code, out, err = run(["dedupe", str(source), "--out", str(tmp_path / "out.txt"), "--clear-all",
+                          "--solr-url", solr_url], capsys)
+    assert code == 0 and out.startswith("50 records in, kept 50, dropped 0, rejected 0 in ")
+    stages = [line.split(":")[0] for line in err.replace("\r", "\n").splitlines() if line.startswith("dedupe ")]
+    assert list(dict.fromkeys(stages)) == ["dedupe 1/4 indexing", "dedupe 2/4 finding pairs", "dedupe 3/4 grouping",
+                                           "dedupe 4/4 writing"]
+    assert "dedupe 4/4 writing: 100%" in err
