@@ -231,3 +231,19 @@ def test_refusals_before_any_solr_work(solr_url, tmp_path):
     with pytest.raises(ValueError, match="pairs_out"):
         dedupe_file(client, source, tmp_path / "out.jsonl", THRESHOLD, pairs_out=tmp_path / "out.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_dataset_of_its_own_keeps_the_corpus_apart(solr_url, solr, tmp_path):
+    Indexer(solr).index_records([("other", "The harbour road closes for the winter storms again this year")])
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"x1 The harbour road closes for the winter storms again this year\n"
+                       b"x2 The harbour road closes for the winter storms again this year!\n"
+                       b"x3 A different text about the market square and its stalls\n")
+    for _ in range(2):  # clear="dataset" deletes the data set's documents only, the other one stays
+        summary = dedupe_file(SolrClient(solr_url), source, tmp_path / "out.txt", THRESHOLD, dataset="mine",
+                              clear="dataset")
+        assert (tmp_path / "out.txt").read_bytes() == (b"x1 The harbour road closes for the winter storms again "
+                                                       b"this year\nx3 A different text about the market square "
+                                                       b"and its stalls\n")
+        assert (summary.pairs, summary.foreign_pairs, summary.kept, summary.dropped) == (1, 0, 2, 1)
+    assert solr.count("id:other") == 1
