@@ -16,6 +16,7 @@ import sys
 
 from neardup_solr.errors import EXIT_INTERNAL, InvalidParameterError, outcome_of
 from neardup_solr.cli import (
+    dedupe_cmd,
     delete_cmd,
     index_cmd,
     install_cmd,
@@ -39,7 +40,7 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "Run Solr and look after a collection": ("solr", "settings", "optimize", "delete"),
     "Load documents": ("index", "verify"),
     "Near duplicates in a collection of your own": ("install", "backfill", "sync", "uninstall"),
-    "Find near duplicates": ("near-dups", "report", "join", "groups", "match-records"),
+    "Find near duplicates": ("near-dups", "report", "join", "groups", "dedupe", "match-records"),
     "Choose and measure settings": ("tune", "evaluate", "demo"),
     "Serve and run in batch": ("serve", "spark"),
 }
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND",
                                 prog="neardup-solr", help=argparse.SUPPRESS)
     for module in (solr_cmd, index_cmd, search_cmd, settings_cmd, tools_cmd, delete_cmd, optimize_cmd,
-                   serve_cmd, install_cmd, records_cmd):
+                   serve_cmd, install_cmd, records_cmd, dedupe_cmd):
         module.register(sub)
     spark_cmd.register(sub)
     parser.epilog = _grouped_commands(sub)

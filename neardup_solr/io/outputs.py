@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
@@ -171,11 +172,21 @@ def _fsync_directory(directory: Path) -> None:
 
 def _replace_atomically(path: Path, chunks: Iterable[str]) -> None:
     """Write chunks to ``<path>.tmp`` and rename it over ``path`` once complete (caller holds the lock)."""
+    with replacing(path) as fh:
+        for chunk in chunks:
+            fh.write(chunk.encode("utf-8"))
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file that becomes ``path`` when the block ends without an error: written as ``<path>.tmp``,
+    fsynced, then renamed over ``path``; on an error the temporary file is removed and ``path`` is left as it
+    was. The caller holds ``path``'s :class:`OutputLock`."""
+    path = Path(path)
     tmp = sibling(path, TMP_SUFFIX)
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
+        with open(tmp, "wb") as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

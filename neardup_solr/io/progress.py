@@ -17,6 +17,12 @@ class NoProgressBar:
     def close(self) -> None:
         pass
 
+    def set_description_str(self, desc: str | None = None) -> None:
+        pass
+
+    def refresh(self) -> None:
+        pass
+
 
 def progress_bar(enabled: bool, *, desc: str, total: int | None = None, unit: str = " docs") -> Any:
     """A tqdm bar counting ``unit`` (documents by default; ``desc`` before the count), or a

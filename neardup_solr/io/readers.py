@@ -27,9 +27,10 @@ import json
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Any, Iterator, Union
 
 from neardup_solr.errors import InputFormatError, InvalidParameterError, InvalidRecordError, ParameterTypeError
 from neardup_solr.io.inputs import (
@@ -40,7 +41,7 @@ from neardup_solr.io.inputs import (
     open_input,
     strip_compression_suffix,
 )
-from neardup_solr.validation import check_choice, check_str, id_problem
+from neardup_solr.validation import check_bool, check_choice, check_str, id_problem
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,9 @@ class Record:
     line: int
     # Set when the record was read from several text columns: {column: text}, for per-field weights.
     fields: dict | None = None
+    # With keep_raw=True (text formats): the record's bytes as the file holds them, without the end of line (a
+    # CSV record over several lines: its lines joined by b"\n"), for writers that copy records unchanged.
+    raw: bytes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -115,7 +119,10 @@ class RecordReader:
         id_field: str = "id",
         text_field: str = "text",
         on_decode_error: str = "latin-1",
+        keep_raw: bool = False,
     ):
+        """``keep_raw=True`` sets each record's :attr:`Record.raw` (text formats) and, for CSV,
+        :attr:`header_raw`: the bytes read, for copying kept records out unchanged."""
         if not isinstance(path, (str, Path)):
             raise ParameterTypeError("path", "a file path (str or Path, '-' for standard input)", path)
         self.path = Path(path)
@@ -132,6 +139,10 @@ class RecordReader:
         self.text_fields = [f.strip() for f in text_field.split(",") if f.strip()] or [text_field]
         self.on_decode_error = on_decode_error
         self.stats = ReadStats()
+        self.keep_raw = check_bool("keep_raw", keep_raw)
+        # A CSV file's header line(s) as read (keep_raw=True), set before its first record is yielded.
+        self.header_raw: bytes | None = None
+        self._raw_lines: list[tuple[int, bytes]] = []
 
     def __iter__(self) -> Iterator[ReadItem]:
         self.fmt = input_format("-" if self.stdin else self.path, self._given_fmt)
@@ -144,6 +155,9 @@ class RecordReader:
         for lineno, text in self._decoded_lines():
             item = self._parse_text(text, lineno)
             if item is not None:
+                if self.keep_raw and isinstance(item, Record):
+                    item.raw = self._raw_lines.pop()[1]
+                self._raw_lines.clear()
                 yield item
 
     def parse_line(self, raw: bytes, lineno: int) -> ReadItem | None:
@@ -191,7 +205,10 @@ class RecordReader:
                     self.stats.lines += 1
                     if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                         raw = raw[3:]
-                    yield lineno, self._decode(raw.rstrip(b"\r\n"), lineno)
+                    raw = raw.rstrip(b"\r\n")
+                    if self.keep_raw:
+                        self._raw_lines.append((lineno, raw))
+                    yield lineno, self._decode(raw, lineno)
             except decompression_errors() as exc:
                 if not opened.info.compression:
                     raise
@@ -290,8 +307,11 @@ class RecordReader:
         header = reader.fieldnames or []
         if any(c not in header for c in (self.id_field, *self.text_fields)):
             raise self._missing_columns_error(list(header), 1)
+        if self.keep_raw:
+            self.header_raw = self._take_raw_lines(reader.line_num)
         for row in reader:
             lineno = reader.line_num
+            raw = self._take_raw_lines(lineno) if self.keep_raw else None
             if None in row:
                 item: ReadItem = InvalidRecordError(
                     f"{len(header) + len(row[None])} fields where the header has {len(header)}",
@@ -303,8 +323,18 @@ class RecordReader:
             else:
                 item = self._from_mapping(row, lineno, what="column")
             self._count(item)
+            if raw is not None and isinstance(item, Record):
+                item.raw = raw
             yield item
 
+    def _take_raw_lines(self, last: int) -> bytes:
+        """The raw lines read up to line ``last``, joined: one CSV row (or the header). Empty lines before the
+        row are the blank lines the csv module skips, not part of it (a quoted field's empty line is inside)."""
+        taken = [raw for lineno, raw in self._raw_lines if lineno <= last]
+        del self._raw_lines[:len(taken)]
+        while taken and not taken[0]:
+            taken.pop(0)
+        return b"\n".join(taken)
 
     def _missing_columns_error(self, header: list[str], line: int | None) -> InvalidRecordError:
         what = (f"{'CSV header' if self.fmt == 'csv' else 'Parquet schema'} has no column "
@@ -317,18 +347,11 @@ class RecordReader:
 
     def _read_parquet(self) -> Iterator[ReadItem]:
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet  # noqa: F401  (refused here, with what to install, rather than mid-read)
         except ImportError:
             raise InputFormatError(f"{self.source} is Parquet, and reading Parquet needs pyarrow: "
                                    "pip install 'neardup-solr[parquet]'") from None
-        with open_input("-" if self.stdin else self.path) as opened, tempfile.TemporaryFile() as spool:
-            if self.stdin or opened.info.compression:
-                # Parquet keeps its schema at the end of the file: a stream is spooled to disk (not memory) first.
-                shutil.copyfileobj(opened.stream, spool, 1 << 20)
-                spool.seek(0)
-                parquet = pq.ParquetFile(spool)
-            else:
-                parquet = pq.ParquetFile(self.path)
+        with open_parquet("-" if self.stdin else self.path) as parquet:
             header = parquet.schema_arrow.names
             if any(c not in header for c in (self.id_field, *self.text_fields)):
                 raise self._missing_columns_error(header, None)
@@ -342,6 +365,21 @@ class RecordReader:
                     item = self._from_mapping({name: values[name][j] for name in columns}, row, what="column")
                     self._count(item)
                     yield item
+
+
+@contextmanager
+def open_parquet(path: str | Path) -> Iterator[Any]:
+    """A ``pyarrow.parquet.ParquetFile`` of ``path`` (or ``-``), compressed or not; needs pyarrow."""
+    import pyarrow.parquet as pq
+
+    with open_input(path) as opened, tempfile.TemporaryFile() as spool:
+        if is_stdin(path) or opened.info.compression:
+            # Parquet keeps its schema at the end of the file: a stream is spooled to disk (not memory) first.
+            shutil.copyfileobj(opened.stream, spool, 1 << 20)
+            spool.seek(0)
+            yield pq.ParquetFile(spool)
+        else:
+            yield pq.ParquetFile(path)
 
 
 def _cp1252_ok(raw: bytes) -> bool:

@@ -257,11 +257,13 @@ class Indexer:
         rejects_path: str | Path | None = None,
         resume: bool = False,
         checkpoint_path: str | Path | None = None,
+        bar: Any = None,
     ) -> IndexSummary:
         """Index the records of a file (``fmt``: lines, tsv, jsonl or csv; None guesses from the name).
 
         Rejected records go to ``rejects_path`` (JSONL) with their reasons; ``resume=True`` continues a stopped
-        run from its checkpoint. Raises :class:`IndexingInterrupted` when Solr stays away (the summary says how
+        run from its checkpoint. ``bar``: a progress bar of a longer run to count the records on (left open),
+        instead of the indexer's own. Raises :class:`IndexingInterrupted` when Solr stays away (the summary says how
         far the run got) and :class:`IndexIncomplete` when the final check finds documents missing."""
         if not isinstance(path, (str, Path)):
             raise ParameterTypeError("path", "a file path (str or Path, '-' for standard input)", path)
@@ -300,7 +302,8 @@ class Indexer:
         rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
         summary.rejects_path = str(rejects_path) if rejects_path else None
         try:
-            self._run(records, summary, rejects, checkpoint, start_line, skipped=lambda line: _ids_up_to(reader(), line))
+            self._run(records, summary, rejects, checkpoint, start_line,
+                      skipped=lambda line: _ids_up_to(reader(), line), bar=bar)
         finally:
             rejects.close()
             summary.recoded_lines = records.stats.recoded_lines
@@ -345,7 +348,7 @@ class Indexer:
         return restart
 
     def _run(self, items, summary: IndexSummary, rejects: _Rejects, checkpoint: _Checkpoint | None,
-             start_line: int, skipped=None):
+             start_line: int, skipped=None, bar: Any = None):
         started = time.monotonic()
         self.client.check()
         # Before anything is written: a core that is not ours gets no settings document and no records.
@@ -358,7 +361,9 @@ class Indexer:
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)
         builder = DocumentBuilder(settings)
-        bar = progress_bar(self.progress, desc=f"indexing {Path(summary.source).name}")
+        own_bar = bar is None
+        if own_bar:
+            bar = progress_bar(self.progress, desc=f"indexing {Path(summary.source).name}")
         seen_ids: set[str] = set()
         in_flight: deque[tuple[Future, int, int]] = deque()  # (future, last line, docs)
         acknowledged = SortedSpill()
@@ -458,7 +463,8 @@ class Indexer:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             acknowledged.close()
-            bar.close()
+            if own_bar:
+                bar.close()
             summary.rejected = rejects.count
             summary.seconds = time.monotonic() - started
         if summary.interrupted:

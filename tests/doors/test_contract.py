@@ -142,6 +142,11 @@ NUMBER_FLAGS = [
         ("--bloom-fp-rate", "bloom_fp_rate"),
     ]
 ] + [
+    (["dedupe", "{FILE}", "--out", "{OUT}"], flag, limit) for flag, limit in [
+        ("--threshold", "threshold"), ("--batch-size", "batch_size"), ("--workers", "workers"),
+        ("--num-hashes", "num_hashes"), ("--timeout", "timeout"),
+    ]
+] + [
     (["tune"], flag, limit) for flag, limit in [
         ("--threshold", "threshold"), ("--num-hashes", "num_hashes"), ("--false-positive-weight", "error_weight"),
         ("--false-negative-weight", "error_weight"), ("--min-recall", "min_recall"), ("--bands", "bands"),
@@ -232,6 +237,11 @@ def test_the_limits_of_the_cli_and_the_api_are_the_same_table():
     (["groups", "{PAIRS}", "--out", "{DIR}"], ["--out", "is a directory"]),
     (["groups", "{PAIRS}", "--out", "{OUT}", "--keep", "{DIR}"], ["--keep", "is a directory"]),
     (["groups", "{PAIRS}", "--out", "{OUT}", "--keep", "{OUT}"], ["--keep", "same file"]),
+    (["dedupe", "{FILE}", "--out", "{DIR}"], ["--out", "is a directory"]),
+    (["dedupe", "{FILE}", "--out", "{DIR}/out.csv"], ["--out", "csv"]),
+    (["dedupe", "{FILE}", "--out", "{DIR}/out.txt", "--groups", "{DIR}/out.txt"], ["--groups", "another file"]),
+    (["dedupe", "{FILE}", "--out", "{FILE}"], ["--out", "another file than the input"]),
+    (["dedupe", "{FILE}", "--out", "{DIR}/out.txt", "--clear"], ["--clear", "--dataset"]),
     (["settings", "--ngram", "3"], ["--ngram", "without --repair"]),
     (["solr", "stop", "--shards", "2"], ["--shards"]),
     (["solr", "status", "--overwrite-configset"], ["--overwrite-configset"]),
