@@ -155,6 +155,18 @@ def overlap_params(field: str, tokens: Sequence[tuple[str, float]], bound: float
     return params + [("defType", "lucene"), ("df", field), ("q.op", "OR")]
 
 
+def best_overlap_params(field: str, tokens: Sequence[tuple[str, float]], bound: float, prefix: Sequence[str],
+                        rows: int) -> Params:
+    """The ``rows`` documents with the highest weighted overlap with ``tokens`` (token, boost) in ``field``, among
+    those that hold a ``prefix`` token and whose overlap reaches ``bound``; the score is the overlap. The prefix
+    (rare tokens) leads the search, so the frequent tokens' posting lists are only advanced to its documents,
+    and the bound is a post filter scored for those alone. Uncached: every lookup's prefix is its own."""
+    prefix_filter = Filter(f"{{!terms f={field} cache=false v=$nd.prefix}}", (("nd.prefix", ",".join(prefix)),))
+    return [("q", boosted_terms(tokens)), *filter_params([prefix_filter, score_at_least(bound, post_filter=True)]),
+            ("sort", "score desc,id asc"), ("rows", int(rows)), ("defType", "lucene"), ("df", field),
+            ("q.op", "OR")]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Near-duplicate groups (nd_group, nd_keep: neardup_solr.solr.group_fields)
 
