@@ -478,6 +478,11 @@ class SolrRecordMatcher:
         """The records the weights were counted over (when the matcher started or was refreshed)."""
         return self._search.num_docs
 
+    @property
+    def shared_tokens(self) -> int:
+        """How many candidate tokens (held by two records or more) the matcher holds a frequency for."""
+        return len(self._search.frequencies)
+
     def match(self, record: Mapping[str, Any], *, threshold: float = DEFAULT_MATCH_PROBABILITY,
               limit: int | None = 10) -> list[RecordMatch]:
         """The indexed records ``record`` matches with probability >= ``threshold``, best first, at most
