@@ -66,7 +66,7 @@ from neardup_solr.solr.claims import create_only
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.idf import frequent_terms
 from neardup_solr.solr.indexer import RECORDS_SOURCE, Indexer, IndexSummary
-from neardup_solr.solr.queries import USER_DOCUMENTS, best_overlap_params, filter_params, not_id, select_params
+from neardup_solr.solr.queries import USER_DOCUMENTS, best_overlap_params, filter_params, select_params
 from neardup_solr.solr.record_model import (
     StoredRecords,
     check_fields_fit,
@@ -278,16 +278,19 @@ class _CandidateSearch:
         kept = boosted[:MAX_CLAUSES]
         # A record's overlap with the tokens left out of the query is at most their weight: the bound over the
         # kept ones is lowered by it, so no record that can reach the threshold is lost.
-        bound = self.threshold * total * (1 - _FLOAT32_SLACK * len(kept)) - math.fsum(w for _, w in boosted[MAX_CLAUSES:])
+        left_out = math.fsum(w for _, w in boosted[MAX_CLAUSES:])
+        bound = self.threshold * total * (1 - _FLOAT32_SLACK * len(kept)) - left_out
         prefix = weighted_prefix(dict(kept), self.frequencies, bound)
-        filters = [USER_DOCUMENTS] + ([not_id(exclude_id)] if exclude_id is not None else [])
-        params = [*best_overlap_params(self.field, kept, bound, prefix, self.rows), *filter_params(filters),
+        # The record itself (when indexed) is skipped here rather than filtered out in Solr: a filter on its id
+        # would be a filter cache entry (a bitset over the collection) per lookup.
+        rows = self.rows + (exclude_id is not None)
+        params = [*best_overlap_params(self.field, kept, bound, prefix, rows), *filter_params([USER_DOCUMENTS]),
                   ("fl", "id,fields_json")]
-        answer = self.client.select(params)["response"]
-        if answer.get("numFound", 0) > self.rows:
-            log.debug("%d records reach the overlap bound; the %d best are verified", answer["numFound"], self.rows)
+        docs = [d for d in self.client.select(params)["response"]["docs"] if str(d["id"]) != exclude_id]
+        if len(docs) >= self.rows:
+            log.debug("%d or more records reach the overlap bound; the %d best are verified", len(docs), self.rows)
         found = []
-        for doc in answer["docs"]:
+        for doc in docs[: self.rows]:
             try:
                 fields = json.loads(doc.get("fields_json") or "null")
             except ValueError:
@@ -329,8 +332,8 @@ def _sample_records(client: SolrClient, size: int, seed: int) -> tuple[list[tupl
     return sample, seen
 
 
-def _stored_or_refuse(client: SolrClient) -> StoredRecords:
-    stored = read_stored_records(client)
+def _stored_or_refuse(client: SolrClient, *, unreadable_model_ok: bool = False) -> StoredRecords:
+    stored = read_stored_records(client, unreadable_model_ok=unreadable_model_ok)
     if stored is None:
         raise RecordModelError(
             f"{client.url} holds no field records: index them first with index_field_records(client, FILE, fields)",
@@ -354,7 +357,7 @@ def train_stored_model(client: SolrClient, fields: Fields | None = None, *,
     random_pairs = check_int("random_pairs", random_pairs, minimum=1, maximum=10_000_000)
     candidate_threshold = check_float("candidate_threshold", candidate_threshold, "threshold")
     rows = check_int("rows", rows, minimum=1, maximum=10_000)
-    stored = _stored_or_refuse(client)
+    stored = _stored_or_refuse(client, unreadable_model_ok=True)  # training replaces an unreadable model
     comparisons = stored.fields if fields is None else _comparisons(fields)
     started = time.perf_counter()
     settings = read_index_settings(client)

@@ -160,11 +160,13 @@ def best_overlap_params(field: str, tokens: Sequence[tuple[str, float]], bound: 
     """The ``rows`` documents with the highest weighted overlap with ``tokens`` (token, boost) in ``field``, among
     those that hold a ``prefix`` token and whose overlap reaches ``bound``; the score is the overlap. The prefix
     (rare tokens) leads the search, so the frequent tokens' posting lists are only advanced to its documents,
-    and the bound is a post filter scored for those alone. Uncached: every lookup's prefix is its own."""
+    and the bound is a post filter scored for those alone. Uncached: every lookup's prefix is its own. The hit
+    count need not be exact (``minExactCount``), which lets Lucene skip the documents whose overlap cannot
+    enter the best ``rows`` (each clause's score is its boost: its highest is known)."""
     prefix_filter = Filter(f"{{!terms f={field} cache=false v=$nd.prefix}}", (("nd.prefix", ",".join(prefix)),))
     return [("q", boosted_terms(tokens)), *filter_params([prefix_filter, score_at_least(bound, post_filter=True)]),
-            ("sort", "score desc,id asc"), ("rows", int(rows)), ("defType", "lucene"), ("df", field),
-            ("q.op", "OR")]
+            ("sort", "score desc,id asc"), ("rows", int(rows)), ("minExactCount", int(rows)), ("defType", "lucene"),
+            ("df", field), ("q.op", "OR")]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -67,10 +67,10 @@ class StoredRecords:
         return self.model
 
 
-def read_stored_records(client: SolrClient) -> StoredRecords | None:
+def read_stored_records(client: SolrClient, *, unreadable_model_ok: bool = False) -> StoredRecords | None:
     """The collection's record fields and model (None when no field records were ever indexed there). Raises
     :class:`~neardup_solr.errors.RecordModelError` for a model this release cannot read (another format
-    version: train again)."""
+    version: train again), unless ``unreadable_model_ok`` (training, which replaces it): it then reads as none."""
     docs = client.get_by_ids([RECORD_MODEL_DOC_ID], "id,content,_version_")
     if not docs:
         return None
@@ -79,13 +79,23 @@ def read_stored_records(client: SolrClient) -> StoredRecords | None:
         if not isinstance(data, dict) or data.get("format") != RECORDS_FORMAT:
             raise InputFormatError(f"not a {RECORDS_FORMAT} document")
         fields = [FieldComparison(f["field"], f["kind"]) for f in data["fields"]]
-        model = FellegiSunterModel.from_dict(data["model"]) if data.get("model") is not None else None
+        revision = int(data.get("revision", 0))
     except (ValueError, KeyError, TypeError) as exc:  # InputFormatError is a ValueError
         raise RecordModelError(
-            f"the record model stored in {client.url} cannot be read ({exc}); train it again with "
-            "train_stored_model(client)", cli_message=f"the record model stored in {client.url} cannot be read "
-                                                      f"({exc}); run '{TRAIN_COMMAND}'") from None
-    return StoredRecords(fields, model, int(data.get("revision", 0)), data.get("trained_at"), data.get("trained_on"),
+            f"the record fields stored in {client.url} cannot be read ({exc}); index the records again into an "
+            "empty collection", cli_message=f"the record fields stored in {client.url} cannot be read ({exc}); "
+                                            "index the records again with index-records --clear-all") from None
+    try:
+        model = FellegiSunterModel.from_dict(data["model"]) if data.get("model") is not None else None
+    except (ValueError, KeyError, TypeError) as exc:
+        if not unreadable_model_ok:
+            raise RecordModelError(
+                f"the record model stored in {client.url} cannot be read ({exc}); train it again with "
+                "train_stored_model(client)", cli_message=f"the record model stored in {client.url} cannot be read "
+                                                          f"({exc}); run '{TRAIN_COMMAND}'") from None
+        log.warning("%s: the stored record model cannot be read (%s); it is replaced", client.url, exc)
+        model = None
+    return StoredRecords(fields, model, revision, data.get("trained_at"), data.get("trained_on"),
                          int(docs[0].get("_version_", -1)))
 
 
@@ -116,7 +126,7 @@ def store_record_fields(client: SolrClient, fields: Sequence[FieldComparison], *
     """Record that the collection's field records are indexed with ``fields``. Refused
     (:class:`~neardup_solr.errors.SettingsConflictError`) when other fields are stored, unless ``replace`` (the
     collection holds none of the records indexed with them), which also drops the model trained on them."""
-    stored = read_stored_records(client)
+    stored = read_stored_records(client, unreadable_model_ok=True)
     wanted = [(c.field, c.kind) for c in fields]
     if stored is not None and [(c.field, c.kind) for c in stored.fields] == wanted:
         return stored

@@ -107,6 +107,9 @@ def test_a_model_that_does_not_fit_the_records_is_refused(solr, persons, trained
     solr.commit()
     with pytest.raises(RecordModelError, match="cannot be read .*model version 99.*train it again"):
         SolrRecordMatcher(solr)
+    # ... and training again replaces it.
+    assert train_stored_model(solr).revision == 3
+    assert SolrRecordMatcher(solr).revision == 3
 
 
 def test_no_model_or_no_records_is_said(solr, persons):
