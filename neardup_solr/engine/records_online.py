@@ -19,11 +19,13 @@ Three steps, each one call (and one command):
 One Solr request per lookup. The matcher holds the document frequency of every candidate token that two or more
 records share (one ``/terms`` request when it starts, :func:`neardup_solr.solr.idf.frequent_terms`); a token it
 does not hold is in one record or none, and weighs ``ln N``, as in ``match_records``. The request asks for the
-records holding one of the record's heaviest tokens (a prefix: a record holding none of them cannot reach the
-candidate threshold), keeps those whose IDF-weighted overlap with the record can reach it, and returns the
-``rows`` best with their fields. Each is then checked with the exact IDF-weighted Jaccard over its tokens and
-compared field by field; the model gives the probability. The candidates are therefore those ``match_records``
-finds over the same records with the same threshold, as long as fewer than ``rows`` records pass the bound. The
+``rows`` records with the highest IDF-weighted overlap with the record's tokens (each token a query clause
+boosted by its weight, at most :data:`MAX_CLAUSES`), sorted by that overlap alone so that Lucene can skip the
+records that cannot enter them. Those whose overlap can reach the candidate threshold are checked with the exact
+IDF-weighted Jaccard over their tokens and compared field by field; the model gives the probability. The
+candidates are therefore those ``match_records`` finds over the same records with the same threshold, as long as
+no more than ``rows`` records overlap the record more than a candidate does (a person's records share little
+with other people's; raise ``rows`` for data where many records look alike). The
 weights are those of the records indexed when the matcher started: :meth:`SolrRecordMatcher.refresh` reads them
 again, with the model when a new revision was stored.
 """
@@ -58,7 +60,6 @@ from neardup_solr.errors import (
 from neardup_solr.io.readers import ReadItem, Record
 from neardup_solr.pairs.comparisons import FieldComparison, comparison_vectors, parse_field_kinds
 from neardup_solr.pairs.fellegi_sunter import FellegiSunterModel, train
-from neardup_solr.pairs.prefix_filter import weighted_prefix
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import RESERVED_IDS, IndexSettings
@@ -66,7 +67,7 @@ from neardup_solr.solr.claims import create_only
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.idf import frequent_terms
 from neardup_solr.solr.indexer import RECORDS_SOURCE, Indexer, IndexSummary
-from neardup_solr.solr.queries import USER_DOCUMENTS, best_overlap_params, filter_params, select_params
+from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params, select_params, top_overlap_params
 from neardup_solr.solr.record_model import (
     StoredRecords,
     check_fields_fit,
@@ -88,8 +89,9 @@ __all__ = ["SolrRecordMatcher", "RecordMatch", "RecordCheckResult", "OnlineMatch
 RECORD_TOKEN_FIELDS = ("lsh", "grams")
 # Records whose candidates train the model (all of them in a smaller collection).
 DEFAULT_TRAINING_QUERIES = 20_000
-# Candidates a lookup reads at most, the best weighted overlaps first: a record rarely has more than a few.
-DEFAULT_ROWS = 50
+# Candidates a lookup reads at most, the best weighted overlaps first: a record rarely has more than a few
+# that reach the candidate threshold.
+DEFAULT_ROWS = 20
 # Clauses of the overlap query at most: Solr refuses more than its maxBooleanClauses (1024 unless configured;
 # neardup-solr's configset allows more, a collection of your own may not).
 MAX_CLAUSES = 1000
@@ -250,43 +252,46 @@ class _CandidateSearch:
         self.frequencies = frequent_terms(client, self.field, 2)
         self.num_docs = max(1, client.count(params=filter_params([USER_DOCUMENTS])))
         self._log_n = math.log(self.num_docs)
+        # Each token's weight once: the frequencies and N are fixed for this search's life.
+        self._weights: dict[str, float] = {}
         log.info("%s: document frequencies of %d shared candidate tokens over %d records read in %.2f s",
                  client.url, len(self.frequencies), self.num_docs, time.perf_counter() - started)
 
     def weight(self, token: str) -> float:
         """ln(N / df); a token not held is in one record or none (df 1)."""
-        df = self.frequencies.get(token)
-        return self._log_n if df is None else math.log(self.num_docs / min(df, self.num_docs))
+        weight = self._weights.get(token)
+        if weight is None:
+            df = self.frequencies.get(token)
+            weight = self._log_n if df is None else math.log(self.num_docs / min(df, self.num_docs))
+            self._weights[token] = weight
+        return weight
 
     def tokens(self, values: Mapping[str, Any]) -> set[str]:
         return set(self.builder.gram_tokens(candidate_text(self.indexed, values)))
-
-    def similarity(self, tokens: set[str], weights: Mapping[str, float], total: float, other: set[str]) -> float:
-        shared = math.fsum(weights[t] for t in tokens & other)
-        union = total + math.fsum(self.weight(t) for t in other) - shared
-        return shared / union if union > 0 else float(tokens == other)
 
     def search(self, values: Mapping[str, Any], exclude_id: str | None) -> list[tuple[str, dict, float]]:
         """(id, fields, IDF-weighted Jaccard) of the records whose similarity with ``values`` reaches the
         threshold, most similar first."""
         tokens = self.tokens(values)
-        weights = {t: self.weight(t) for t in tokens}
+        weight = self.weight
+        weights = {t: weight(t) for t in tokens}
         total = math.fsum(weights.values())
         if total <= 0:
             return []
         boosted = sorted(((t, w) for t, w in weights.items() if w > 0), key=lambda tw: (-tw[1], tw[0]))
         kept = boosted[:MAX_CLAUSES]
-        # A record's overlap with the tokens left out of the query is at most their weight: the bound over the
-        # kept ones is lowered by it, so no record that can reach the threshold is lost.
+        # J >= t needs an overlap of at least t * total (the union weighs at least the record's own total). The
+        # overlap with the tokens left out of the query is at most their weight, so the bound over the kept ones
+        # is lowered by it; and by Lucene's float32 rounding of the summed boosts.
         left_out = math.fsum(w for _, w in boosted[MAX_CLAUSES:])
         bound = self.threshold * total * (1 - _FLOAT32_SLACK * len(kept)) - left_out
-        prefix = weighted_prefix(dict(kept), self.frequencies, bound)
         # The record itself (when indexed) is skipped here rather than filtered out in Solr: a filter on its id
         # would be a filter cache entry (a bitset over the collection) per lookup.
         rows = self.rows + (exclude_id is not None)
-        params = [*best_overlap_params(self.field, kept, bound, prefix, rows), *filter_params([USER_DOCUMENTS]),
-                  ("fl", "id,fields_json")]
-        docs = [d for d in self.client.select(params)["response"]["docs"] if str(d["id"]) != exclude_id]
+        params = [*top_overlap_params(self.field, kept, rows), *filter_params([USER_DOCUMENTS]),
+                  ("fl", "id,content,fields_json,score")]
+        docs = [d for d in self.client.select(params)["response"]["docs"]
+                if str(d["id"]) != exclude_id and float(d.get("score", 0.0)) >= bound]
         if len(docs) >= self.rows:
             log.debug("%d or more records reach the overlap bound; the %d best are verified", len(docs), self.rows)
         found = []
@@ -297,7 +302,11 @@ class _CandidateSearch:
                 fields = None
             if not isinstance(fields, dict):
                 continue  # not a field record (a text indexed into the same collection)
-            similarity = self.similarity(tokens, weights, total, self.tokens(fields))
+            # The stored text is the record's candidate text: its tokens, without preparing its fields again.
+            other = set(self.builder.gram_tokens(doc.get("content") or ""))
+            shared = math.fsum(weights[t] for t in tokens & other)
+            union = total + math.fsum(weight(t) for t in other) - shared
+            similarity = shared / union if union > 0 else float(tokens == other)
             if similarity >= self.threshold - 1e-12:
                 found.append((str(doc["id"]), fields, similarity))
         found.sort(key=lambda f: (-f[2], id_sort_key(f[0])))
