@@ -44,6 +44,7 @@ from neardup_solr.errors import (
     SolrUnavailableError,
     SparkUnavailableError,
     PinnedUnicodeError,
+    RecordModelError,
     StoredSettingsError,
     UsageError,
     outcome_of,
@@ -94,5 +95,5 @@ __all__ = [
     "SparkUnavailableError", "PinnedUnicodeError", "UsageError", "ReplicationShortfallError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
     "LookupOptions", "LookupReportOptions", "WRITEUP_LOOKUP", "ThresholdOptions", "JoinOptions", "find_pairs",
     "find_cross_pairs", "PairsResult", "run_report", "ReportResult",
-    "GroupFieldsError", "GroupWritebackIncomplete", "dedupe_file", "DedupeSummary",
+    "GroupFieldsError", "GroupWritebackIncomplete", "dedupe_file", "DedupeSummary", "RecordModelError",
 ]

@@ -278,6 +278,11 @@ class OptionError(InvalidParameterError):
         self.options = options
 
 
+class RecordModelError(NeardupError, ValueError):
+    """The record-matching model stored with a collection is missing, from another release, or does not fit
+    the records indexed there (other fields): train it again on the indexed records."""
+
+
 class UsageError(NeardupError, ValueError):
     """A combination of command-line options the command refuses."""
 
@@ -321,6 +326,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     StoredSettingsError: Outcome(EXIT_USAGE, 409),
     ForeignCollectionError: Outcome(EXIT_USAGE, 409),
     GroupFieldsError: Outcome(EXIT_USAGE, 409),
+    RecordModelError: Outcome(EXIT_USAGE, 409),
     OutputInUseError: Outcome(EXIT_USAGE, 409),
     # Solr: away, slow, failing, or refusing our credentials (the service's own configuration, not the caller's)
     SolrUnavailableError: Outcome(EXIT_UNAVAILABLE, 503),

@@ -125,7 +125,10 @@ def candidate_tokens(builder: DocumentBuilder, comparisons: Sequence[FieldCompar
     return set(builder.gram_tokens(" ".join(c.candidate_text(v) for c, v in zip(comparisons, values))))
 
 
-def _random_pairs(n_left: int, n_right: int | None, count: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+def random_pair_positions(n_left: int, n_right: int | None, count: int,
+                          rng: np.random.Generator) -> list[tuple[int, int]]:
+    """``count`` random pairs of positions: two different records of one list (``n_right`` None), or one of
+    each list; u is estimated from their comparison levels."""
     if n_right is None:
         if n_left < 2:
             return []
@@ -224,8 +227,8 @@ def _run(records: Records, comparisons: list[FieldComparison], right: Records | 
             raise InvalidParameterError("candidate_threshold", "low enough for some pairs to train on",
                                         candidate_threshold, f"no pair of the {n} records reaches it: train on more "
                                         "records, or pass a trained model")
-        sampled = _random_pairs(len(left.ids), None if other is None else len(other.ids), random_pairs,
-                                np.random.default_rng(seed))
+        sampled = random_pair_positions(len(left.ids), None if other is None else len(other.ids), random_pairs,
+                                        np.random.default_rng(seed))
         random_levels = comparison_vectors(comparisons, left.values, (other or left).values, sampled)
         model = train(comparisons, levels, random_levels)
         model.training["candidate_threshold"] = candidate_threshold

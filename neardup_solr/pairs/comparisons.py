@@ -59,11 +59,17 @@ def _name_level(a: str, b: str) -> int:
     if fuzz.token_sort_ratio(a, b) >= 80:
         return 2
     # "j smith" / "john smith", "marl smith" / "marlowen smith": every word of the shorter list starts a word of
-    # the longer one, in any order (swapped names), the words of two letters or more counting as prefixes.
-    short, long_ = (wa, wb) if len(wa) <= len(wb) else (wb, wa)
-    if short and all(any(w.startswith(s) or s.startswith(w) for w in long_) for s in short):
-        return 1
-    return 0
+    # the longer one, in any order (swapped names), the words of two letters or more counting as prefixes. Two
+    # lists of one length are tried both ways, so that the level of a pair does not depend on which comes first.
+    if len(wa) < len(wb):
+        return int(_words_start(wa, wb))
+    if len(wb) < len(wa):
+        return int(_words_start(wb, wa))
+    return int(_words_start(wa, wb) or _words_start(wb, wa))
+
+
+def _words_start(short: list[str], long_: list[str]) -> bool:
+    return bool(short) and all(any(w.startswith(s) or s.startswith(w) for w in long_) for s in short)
 
 
 def _text_level(a: str, b: str) -> int:

@@ -34,6 +34,7 @@ from neardup_solr.service.models import (  # the request models, importable from
     BulkDelete,
     CheckRequest,
     DocumentIn,
+    MatchRequest,
     LookupOptions,
     LookupRequest,
     ReportRequest,
@@ -44,7 +45,8 @@ from neardup_solr.service.routers import ROUTERS
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 
 __all__ = ["create_app", "problem", "Guard", "PROBLEM", "TOKEN_COOKIE", "OPEN_PATHS", "MAX_RECORDS", "DocumentIn",
-           "LookupRequest", "LookupOptions", "TextLookup", "CheckRequest", "BulkDelete", "ReportRequest"]
+           "LookupRequest", "LookupOptions", "TextLookup", "CheckRequest", "MatchRequest", "BulkDelete",
+           "ReportRequest"]
 
 
 def create_app(config: ServiceConfig | None = None, client: SolrClient | None = None) -> FastAPI:
@@ -58,6 +60,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     jobs = JobStore(config.resolved_jobs_dir())
     metrics = Metrics()
     searchers = lookups.SearcherCache(client)
+    record_matchers = lookups.RecordMatcherCache(client)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -75,6 +78,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     app.state.jobs = jobs
     app.state.metrics = metrics
     app.state.searchers = searchers
+    app.state.record_matchers = record_matchers
     install_error_handlers(app, metrics)
 
     if config.cors_origins:

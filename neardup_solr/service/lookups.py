@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any
 
 from neardup_solr.engine.online import Match, describe, sort_matches
+from neardup_solr.engine.records_online import SolrRecordMatcher
 from neardup_solr.options import (
     SIMILARITIES,
     AnyLookup,
@@ -28,6 +29,7 @@ from neardup_solr.options import (
 )
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.record_model import stored_revision
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.searcher import Query, Searcher
 
@@ -73,6 +75,38 @@ class SearcherCache:
             self._read_at = 0.0
 
 
+class RecordMatcherCache:
+    """The service's :class:`~neardup_solr.engine.records_online.SolrRecordMatcher`, made at the first record
+    lookup (it reads the collection's token frequencies once) and shared by the requests. The stored model's
+    revision is read again at most every ``max_age`` seconds (one real-time get); a new revision (a retraining)
+    makes a new matcher."""
+
+    def __init__(self, client: SolrClient, max_age: float = 5.0):
+        self.client = client
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._matcher: SolrRecordMatcher | None = None
+        self._read_at = 0.0
+
+    def get(self) -> SolrRecordMatcher:
+        """The matcher for the stored model (RecordModelError when the collection has none)."""
+        with self._lock:
+            now = time.monotonic()
+            if self._matcher is None:
+                self._matcher = SolrRecordMatcher(self.client)
+                self._read_at = now
+            elif now - self._read_at > self.max_age:
+                if stored_revision(self.client) != self._matcher.revision:
+                    self._matcher = SolrRecordMatcher(self.client)
+                self._read_at = now
+            return self._matcher
+
+    def invalidate(self) -> None:
+        """Make a new matcher at the next record lookup (the records or the model changed)."""
+        with self._lock:
+            self._matcher = None
+
+
 def resolve(options: dict[str, Any]) -> AnyLookup:
     """The lookup a request asks for (None: not given): :func:`neardup_solr.options.lookup_from_given`."""
     return lookup_from_given(options)
@@ -99,5 +133,5 @@ def run(searcher: Searcher, query: Query, lookup: AnyLookup) -> list[Match]:
     return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in candidates]
 
 
-__all__ = ["SearcherCache", "resolve", "options_in_force", "run", "sort_matches", "SIMILARITIES",
+__all__ = ["SearcherCache", "RecordMatcherCache", "resolve", "options_in_force", "run", "sort_matches", "SIMILARITIES",
            "LookupOptions"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from neardup_solr.options import DEFAULT_SPLIT_BUCKET
 
@@ -47,15 +47,37 @@ class TextLookup(LookupRequest):
     text: StrictStr
 
 
+# A field record's values: text or numbers, null for unknown (bools, lists and objects are refused).
+RecordValue = Union[StrictStr, StrictInt, StrictFloat, None]
+
+
 class CheckRequest(BaseModel):
+    """Exactly one of ``text`` (checked by shingle Jaccard) and ``record`` (field values, checked by the
+    collection's record model: POST /v1/match)."""
+
     model_config = ConfigDict(extra="forbid")
     id: Union[StrictStr, StrictInt]
-    text: StrictStr
-    threshold: float | None = Field(None, description="Jaccard similarity (default: the collection's lsh_threshold)")
+    text: StrictStr | None = None
+    record: dict[StrictStr, RecordValue] | None = Field(
+        None, description="a field record instead of a text: matched with the stored record model, added only when "
+                          "it matches nothing at or above threshold (then a match probability, default 0.5)")
+    threshold: float | None = Field(None, description="Jaccard similarity (default: the collection's lsh_threshold); "
+                                                      "with record, a match probability (default 0.5)")
     add: StrictBool = True
     dataset: StrictStr | None = None
     ttl: StrictStr | None = Field(None, description="time to live of the added text, Solr date math (e.g. +30DAYS)")
     with_text: StrictBool = False
+
+
+class MatchRequest(BaseModel):
+    """One field record matched against the collection's field records with the stored model."""
+
+    model_config = ConfigDict(extra="forbid")
+    record: dict[StrictStr, RecordValue] = Field(
+        ..., description="the record's fields and their values (its id, when given, is left out of the matches)")
+    threshold: float | None = Field(None, description="the match probability a match needs (default 0.5)")
+    limit: StrictInt | None = Field(None, description="at most this many matches, best first (default 10)")
+    with_fields: StrictBool = Field(False, description="include each match's fields")
 
 
 class BulkDelete(BaseModel):
@@ -100,4 +122,5 @@ class ReportRequest(BaseModel):
 #: library's options class, :class:`neardup_solr.options.LookupOptions`).
 LookupOptions = LookupRequest
 
-__all__ = ["MAX_RECORDS", "DocumentIn", "LookupRequest", "TextLookup", "CheckRequest", "BulkDelete", "ReportRequest"]
+__all__ = ["MAX_RECORDS", "DocumentIn", "LookupRequest", "TextLookup", "CheckRequest", "MatchRequest", "BulkDelete",
+           "ReportRequest"]

@@ -20,7 +20,9 @@ SETTINGS_DOC_ID = "__neardup_settings__"
 META_DATASET = "__meta__"
 # The counter near-duplicate groups are numbered from (neardup_solr.solr.group_fields).
 GROUP_COUNTER_ID = "__neardup_group_counter__"
-RESERVED_IDS = frozenset({SETTINGS_DOC_ID, GROUP_COUNTER_ID})
+# The record fields of a collection of field records and its trained model (neardup_solr.solr.record_model).
+RECORD_MODEL_DOC_ID = "__neardup_record_model__"
+RESERVED_IDS = frozenset({SETTINGS_DOC_ID, GROUP_COUNTER_ID, RECORD_MODEL_DOC_ID})
 
 UNITS = ("word", "char")
 

@@ -28,7 +28,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import META_DATASET, IndexSettings
@@ -46,7 +46,7 @@ from neardup_solr.solr.maintenance import require_neardup_schema, require_token_
 from neardup_solr.io.progress import progress_bar
 from neardup_solr.io.outputs import check_output_path
 from neardup_solr.io.inputs import STDIN, STDIN_NAME, is_stdin
-from neardup_solr.io.readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
+from neardup_solr.io.readers import DECODE_POLICIES, FORMATS, ReadItem, Record, RecordReader, input_format
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
 from neardup_solr.validation import (
@@ -258,13 +258,16 @@ class Indexer:
         resume: bool = False,
         checkpoint_path: str | Path | None = None,
         bar: Any = None,
+        transform: Callable[[ReadItem], ReadItem] | None = None,
     ) -> IndexSummary:
         """Index the records of a file (``fmt``: lines, tsv, jsonl or csv; None guesses from the name).
 
         Rejected records go to ``rejects_path`` (JSONL) with their reasons; ``resume=True`` continues a stopped
         run from its checkpoint. ``bar``: a progress bar of a longer run to count the records on (left open),
         instead of the indexer's own. Raises :class:`IndexingInterrupted` when Solr stays away (the summary says how
-        far the run got) and :class:`IndexIncomplete` when the final check finds documents missing."""
+        far the run got) and :class:`IndexIncomplete` when the final check finds documents missing.
+        ``transform`` turns each record read into the one indexed (or into an InvalidRecordError, rejected with
+        its reason): field records are indexed with their candidate text (:mod:`neardup_solr.engine.records_online`)."""
         if not isinstance(path, (str, Path)):
             raise ParameterTypeError("path", "a file path (str or Path, '-' for standard input)", path)
         stdin = is_stdin(path)
@@ -302,8 +305,11 @@ class Indexer:
         rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
         summary.rejects_path = str(rejects_path) if rejects_path else None
         try:
-            self._run(records, summary, rejects, checkpoint, start_line,
-                      skipped=lambda line: _ids_up_to(reader(), line), bar=bar)
+            def transformed(read: Iterable[ReadItem]) -> Iterable[ReadItem]:
+                return read if transform is None else map(transform, read)
+
+            self._run(transformed(records), summary, rejects, checkpoint, start_line,
+                      skipped=lambda line: _ids_up_to(transformed(reader()), line), bar=bar)
         finally:
             rejects.close()
             summary.recoded_lines = records.stats.recoded_lines
@@ -325,6 +331,20 @@ class Indexer:
         summary.rejects_path = str(rejects_path) if rejects_path else None
         try:
             self._run(_checked_records(records), summary, rejects, None, 0)
+        finally:
+            rejects.close()
+        return summary
+
+    def index_read_records(self, items: Iterable[ReadItem], rejects_path: str | Path | None = None) -> IndexSummary:
+        """Index records already read: each a :class:`~neardup_solr.io.readers.Record` (with its ``fields``,
+        when it has some), or an :class:`~neardup_solr.errors.InvalidRecordError`, rejected with its reason."""
+        if rejects_path is not None:
+            check_output_path(rejects_path, name="rejects_path")
+        summary = IndexSummary(source=RECORDS_SOURCE)
+        rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
+        summary.rejects_path = str(rejects_path) if rejects_path else None
+        try:
+            self._run(items, summary, rejects, None, 0)
         finally:
             rejects.close()
         return summary

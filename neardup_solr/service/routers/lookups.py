@@ -1,5 +1,6 @@
 """``/v1/near-dups`` and ``/v1/documents/{id}/near-dups`` (the near duplicates of a text or a stored document,
-best first) and ``/v1/check`` (online dedup: add the text only when it has none)."""
+best first) and ``/v1/check`` (online dedup: add the text only when it has none; or a field record, added only when
+the stored record model matches it to nothing)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from neardup_solr.engine.online import Match, check_and_add
+from neardup_solr.errors import InvalidParameterError
 from neardup_solr.service import lookups
 from neardup_solr.service.models import CheckRequest, TextLookup
 from neardup_solr.service.routers.documents import user_id
@@ -61,6 +63,21 @@ def near_dups_of_text(request: Request, body: TextLookup) -> Response:
              summary="Online dedup: the near duplicates >= threshold; the text is added only when there are none")
 def check(request: Request, body: CheckRequest) -> Response:
     state = request.app.state
+    if (body.text is None) == (body.record is None):
+        raise InvalidParameterError("text", "given, or record given instead (exactly one of the two)", None,
+                                    show_value=False)
+    if body.record is not None:
+        for name, value in (("dataset", body.dataset), ("ttl", body.ttl)):
+            if value is not None:
+                raise InvalidParameterError(name, "left out with record (field records have neither)", value)
+        if "id" in body.record and str(body.record["id"]) != str(body.id):
+            raise InvalidParameterError("record.id", f"left out or the request's id ({body.id!r})",
+                                        body.record["id"])
+        checked = state.record_matchers.get().check_and_add({**body.record, "id": body.id}, body.threshold,
+                                                             add=body.add)
+        return JSONResponse({"id": checked.id, "added": checked.added, "status": checked.status,
+                             "threshold": checked.threshold,
+                             "results": [m.as_dict(with_fields=body.with_text) for m in checked.matches]})
     searcher = state.searchers.get_stored()
     result = check_and_add(state.client, body.id, body.text, body.threshold, add=body.add, dataset=body.dataset,
                            ttl=body.ttl, searcher=searcher, commit_within_ms=state.config.check_commit_ms)
