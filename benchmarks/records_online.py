@@ -15,6 +15,8 @@ Starts its own local Solr (free port, throwaway data dir), then:
    how many found their partner first / matched nothing.
 
 Writes ``benchmarks/results/<date>-records-online-<machine>.json`` and ``.md`` (``--out-dir``, ``--machine``).
+``--phase prepare`` runs steps 1-3 into ``--work-dir`` and stops; ``--phase match`` runs steps 4-5 on what it left
+(the index and train times then are those of the prepare run, on however busy a machine it had).
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ def held_out(rows: list[dict], truth: list[tuple[str, str]], count: int,
     return [r for r in rows if r["id"] not in out], [queries[i] for i in order], expected
 
 
-def run(solr: LocalSolr, args: argparse.Namespace) -> dict:
-    client = SolrClient(solr.core_url, timeout=600)
+def prepare(client: SolrClient, args: argparse.Namespace) -> dict:
+    """Steps 1-3: the records generated and indexed, the model trained and stored; what the timed lookups need."""
     started = time.perf_counter()
     rows, truth = generate(args.records + args.matches + args.warmup, seed=args.seed, profile=args.profile)
     indexed, queries, expected = held_out(rows, truth, args.matches + args.warmup, args.seed)
@@ -84,14 +86,29 @@ def run(solr: LocalSolr, args: argparse.Namespace) -> dict:
     stored = train_stored_model(client, queries=args.train_queries, seed=args.seed)
     train_s = time.perf_counter() - started
     assert stored.model is not None
+    training = stored.model.training
+    result = {
+        "records": summary.indexed, "rejected": summary.rejected, "profile": args.profile, "seed": args.seed,
+        "generate_s": round(generate_s, 1),
+        "index": {"seconds": round(index_s, 1), "docs_per_s": round(summary.indexed / index_s) if index_s else None},
+        "train": {"seconds": round(train_s, 1), "queries": training["queries"],
+                  "candidate_pairs": training["candidate_pairs"], "random_pairs": training["random_pairs"],
+                  "lambda": round(stored.model.lambda_, 4), "em_iterations": training["em_iterations"],
+                  "revision": stored.revision},
+    }
+    return {"result": result, "warmup": warmup, "queries": queries, "expected": expected}
 
+
+def measure(client: SolrClient, prepared: dict) -> dict:
+    """Steps 4-5: the matcher started, then the timed single-record matches."""
+    warmup, queries, expected = prepared["warmup"], prepared["queries"], prepared["expected"]
     started = time.perf_counter()
     matcher = SolrRecordMatcher(client)
     start_s = time.perf_counter() - started
 
     for record in warmup:
         matcher.match(record)
-    seconds, partner_first, partner_found, singles_clean, candidates = [], 0, 0, 0, 0
+    seconds, partner_first, partner_found, singles_clean = [], 0, 0, 0
     for record in queries:
         began = time.perf_counter()
         found = matcher.match(record)
@@ -104,15 +121,8 @@ def run(solr: LocalSolr, args: argparse.Namespace) -> dict:
             partner_first += bool(ids) and ids[0] == partner
             partner_found += partner in ids
     duplicates = sum(1 for q in queries if q["id"] in expected)
-    training = stored.model.training
     return {
-        "records": summary.indexed, "rejected": summary.rejected, "profile": args.profile, "seed": args.seed,
-        "generate_s": round(generate_s, 1),
-        "index": {"seconds": round(index_s, 1), "docs_per_s": round(summary.indexed / index_s) if index_s else None},
-        "train": {"seconds": round(train_s, 1), "queries": training["queries"],
-                  "candidate_pairs": training["candidate_pairs"], "random_pairs": training["random_pairs"],
-                  "lambda": round(stored.model.lambda_, 4), "em_iterations": training["em_iterations"],
-                  "revision": stored.revision},
+        **prepared["result"],
         "matcher_start": {"seconds": round(start_s, 2), "shared_tokens": matcher.shared_tokens},
         "match": {**percentiles(seconds), "warmup": len(warmup), "duplicates": duplicates,
                   "partner_first": partner_first, "partner_found": partner_found,
@@ -125,7 +135,10 @@ def markdown(report: dict) -> str:
     m, t = r["match"], r["train"]
     lines = ["# One field record matched online against the collection", "",
              f"Machine: {report['machine']}; Solr {report['solr_heap']} heap, one core; load average when started "
-             f"{report['load_at_start']}. Person records, profile {r['profile']}, seed {r['seed']}; fields "
+             f"{report['load_at_start']}"
+             + (f" (indexing and training ran earlier, load average {report['load_while_prepared']})"
+                if report.get("load_while_prepared") else "")
+             + f". Person records, profile {r['profile']}, seed {r['seed']}; fields "
              f"`{FIELDS}`.", "",
              "| records | index s (docs/s) | train s (queries, candidate pairs) | matcher start s | "
              "match p50 / p95 / p99 ms | partner first | singles without a match |",
@@ -155,18 +168,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--machine", default=f"{os.cpu_count()}core")
+    parser.add_argument("--phase", choices=["all", "prepare", "match"], default="all",
+                        help="prepare: generate, index and train into --work-dir, then stop; match: time the "
+                             "matches on what prepare left there (so that only they need a quiet machine)")
     args = parser.parse_args(argv)
+    if args.phase != "all" and args.work_dir is None:
+        parser.error("--phase prepare/match needs --work-dir")
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-records-online-"))
     work.mkdir(parents=True, exist_ok=True)
+    saved = work / "prepared.json"
     load_at_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
     solr.start()
     try:
-        result = run(solr, args)
+        client = SolrClient(solr.core_url, timeout=600)
+        if args.phase == "match":
+            prepared = json.loads(saved.read_text())
+        else:
+            prepared = prepare(client, args)
+            prepared["load_at_start"] = load_at_start
+        if args.phase == "prepare":
+            saved.write_text(json.dumps(prepared))
+            print(f"prepared in {work}: {json.dumps(prepared['result'])}; time the matches with --phase match")
+            return 0
+        result = measure(client, prepared)
     finally:
         solr.stop()
     report = {"benchmark": "records-online", "machine": args.machine, "platform": platform.platform(),
               "solr_heap": args.heap, "load_at_start": load_at_start, "result": result}
+    if args.phase == "match":
+        report["load_while_prepared"] = prepared.get("load_at_start")
     stem = args.out_dir / f"{date.today().isoformat()}-records-online-{args.machine}"
     write_result_files(stem, report, markdown(report))
     print(markdown(report))
