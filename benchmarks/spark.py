@@ -10,6 +10,10 @@ read the JSONL, sign, band join, verify, and the pairs file the executors write.
 0.2 s: this Python process (the Spark driver's Python side), the JVM (driver and, in local mode, the
 executors) and the Python workers the JVM starts. Spark's own metrics (stages, shuffle bytes, cached
 bytes) come from its REST API. Results: ``benchmarks/results/<date>-spark-<docs>.{json,md}``.
+
+``--groups executors`` also times ``spark dedup --groups --keep`` after the pairs (neardup_solr/spark/groups.py:
+the components, the groups file and the keep list on the executors) with each process's peak memory in that
+phase; ``--groups both`` adds the union-find on the driver it replaced, for comparison.
 """
 
 from __future__ import annotations

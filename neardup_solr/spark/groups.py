@@ -76,6 +76,7 @@ def executor_groups(pairs: "DataFrame", staging_dir: str | Path, *, representati
     representative = check_choice("representative", representative, REPRESENTATIVES)
     if representative == "longest" and lengths is None:
         raise InvalidParameterError("lengths", "a DataFrame of id, length with representative='longest'", None)
+    sizes_of = lengths.select("id", "length") if lengths is not None else None
     spark = pairs.sparkSession
     work = Path(staging_dir) / "groups-work"
     shutil.rmtree(work, ignore_errors=True)
@@ -100,10 +101,10 @@ def executor_groups(pairs: "DataFrame", staging_dir: str | Path, *, representati
     members.write.mode("overwrite").parquet(str(work / "members"))
     members = spark.read.parquet(str(work / "members"))
 
-    if representative == "earliest":
+    if sizes_of is None or representative == "earliest":
         chosen = members.filter(F.col("node") == F.col("root")).select("group_id", F.col("id").alias("representative"))
     else:
-        sized = members.join(lengths.select("id", "length"), "id", "left")  # type: ignore[union-attr]
+        sized = members.join(sizes_of, "id", "left")
         missing = sized.filter(F.col("length").isNull()).select("id").limit(1).collect()
         if missing:
             from neardup_solr.errors import InvalidRecordError
@@ -198,27 +199,32 @@ def _dense_numbers(frame: "DataFrame", column: str, path: Path) -> "DataFrame":
 
 
 def write_groups_from_executors(groups: SparkGroups, out: str | Path, staging_dir: str | Path) -> int:
-    """The groups file ``groups PAIRS --out`` writes for the same pairs, byte for byte: each group's line made
-    by the executors, in group order, streamed into ``out`` (atomically). Returns the number of groups."""
+    """The groups file ``groups PAIRS --out`` writes for the same pairs, byte for byte: each group's members
+    gathered in ``id_key`` order and its line made by the executors, in group order, streamed into ``out``
+    (atomically). Returns the number of groups."""
     from pyspark.sql import functions as F
 
     from neardup_solr.spark.io import _merge_parts
 
-    def lines(frame):  # pandas: one group's members (id, node) with its number, representative, similarity
-        import pandas as pd
+    def lines(batches):  # Arrow batches of groups (number, representative, members, lowest similarity)
+        import pyarrow as pa
 
         from neardup_solr.pairs.groups import Group, group_line
 
-        frame = frame.sort_values("node", kind="stable")
-        first = frame.iloc[0]
-        # As the pairs file spells the similarity and `groups` reads it back: the distance of the same number.
-        distance = round(1.0 - float(f"{float(first['min_similarity']):.6f}"), 6)
-        group = Group(int(first["group_id"]), first["representative"], [str(m) for m in frame["id"]], distance)
-        return pd.DataFrame({"group_id": [group.group_id], "value": [group_line(group)[:-1]]})
+        for batch in batches:
+            rows = batch.to_pydict()
+            values = [group_line(Group(number, representative, members,
+                                       # As the pairs file spells the similarity and `groups` reads it back.
+                                       round(1.0 - float(f"{similarity:.6f}"), 6)))[:-1]
+                      for number, representative, members, similarity in
+                      zip(rows["group_id"], rows["representative"], rows["members"], rows["min_similarity"])]
+            yield pa.RecordBatch.from_pydict({"value": values}, schema=pa.schema([("value", pa.string())]))
 
     parts = Path(staging_dir) / "groups-parts"
-    (groups.members.join(groups.groups.select("group_id", "representative", "min_similarity"), "group_id")
-     .groupBy("group_id").applyInPandas(lines, "group_id long, value string")
-     .orderBy("group_id").select("value")
+    (groups.members.groupBy("group_id")
+     .agg(F.sort_array(F.collect_list(F.struct("node", "id"))).alias("listed"))
+     .join(groups.groups.select("group_id", "representative", "min_similarity"), "group_id")
+     .select("group_id", "representative", F.col("listed.id").alias("members"), "min_similarity")
+     .orderBy("group_id").mapInArrow(lines, "value string")
      .write.mode("overwrite").text(str(parts)))
     return _merge_parts(parts, out, "")

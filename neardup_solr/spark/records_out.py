@@ -28,12 +28,13 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 from neardup_solr.io.outputs import OutputLock, check_output_path, sibling, write_bytes_atomically
 from neardup_solr.spark.io import input_format
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -145,9 +146,8 @@ def copy_lines(location: str, fmt: str, wanted: Iterator[int], part: str, on_dec
 
     done = 0
     with open_input(location) as opened, open(part + ".tmp", "wb") as fh:
-        rows: Iterable[tuple[int, bytes]] = (csv_rows(opened.stream, on_decode_error) if fmt == "csv"
-                                             else enumerate(opened.stream, start=1))
-        rows = iter(rows)
+        rows: Iterator[tuple[int, bytes]] = iter(csv_rows(opened.stream, on_decode_error) if fmt == "csv"
+                                                 else enumerate(opened.stream, start=1))
         if fmt == "csv":
             header = next(rows, None)
             if header is not None:
@@ -225,7 +225,7 @@ def _write_parquet(spark: "SparkSession", path: Path, kept_ids: "DataFrame", out
     return written
 
 
-def _input_schema(path: Path) -> "object":
+def _input_schema(path: Path) -> "pa.Schema":
     """The Arrow schema of a Parquet file, or of a directory's files (the first one's, in name order)."""
     import pyarrow.parquet as pq
 
