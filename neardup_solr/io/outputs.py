@@ -195,64 +195,6 @@ def write_atomically(path: str | Path, chunks: Iterable[str]) -> None:
         _replace_atomically(path, chunks)
 
 
-def write_bytes_atomically(path: str | Path, chunks: Iterable[bytes]) -> None:
-    """:func:`write_atomically` for bytes (records copied from an input as they were), compressed as the name of
-    ``path`` says (``.gz``, ``.bz2``, ``.xz``, ``.zst``: the suffixes the readers know). A gzip member carries
-    no name and time stamp, so the same bytes in give the same file out."""
-    if is_stdout(path):
-        import sys
-
-        for chunk in chunks:
-            sys.stdout.buffer.write(chunk)
-        sys.stdout.buffer.flush()
-        return
-    path = check_output_path(path)
-    with OutputLock(path):
-        tmp = sibling(path, TMP_SUFFIX)
-        try:
-            with open(tmp, "wb") as fh:
-                with _compressed(fh, path) as out:
-                    for chunk in chunks:
-                        out.write(chunk)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_directory(path.parent)
-
-
-def _compressed(fh: BinaryIO, path: Path) -> Any:
-    """A writer into ``fh`` that compresses as ``path``'s suffix says (closing it leaves ``fh`` open)."""
-    import contextlib
-
-    from neardup_solr.io.inputs import COMPRESSION_SUFFIXES
-
-    compression = COMPRESSION_SUFFIXES.get(path.suffix.lower())
-    if compression == "gzip":
-        import gzip
-
-        return gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0)
-    if compression == "bzip2":
-        import bz2
-
-        return bz2.BZ2File(fh, "wb")
-    if compression == "xz":
-        import lzma
-
-        return lzma.LZMAFile(fh, "wb")
-    if compression == "zstd":
-        try:
-            import zstandard
-        except ImportError:
-            raise InvalidParameterError("out", "a name without .zst, or the zstandard package installed", str(path),
-                                        "writing zstd needs the zstandard package: pip install "
-                                        "'neardup-solr[zstd]'") from None
-        return zstandard.ZstdCompressor().stream_writer(fh, closefd=False)
-    return contextlib.nullcontext(fh)
-
-
 class ResumableOutput:
     """One resumable job's output: lock, partial file, progress sidecar, and the atomic final rename.
 

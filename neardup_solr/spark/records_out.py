@@ -1,17 +1,19 @@
 """The deduplicated corpus (``spark dedup --records-out OUT``), copied out of the input by the executors.
 
-OUT holds exactly the input records whose id is kept (every record in no pair, and each group's representative),
-in input order. "The input records" are the records the run used: a line the reader rejects, a record that cannot
-be signed (no words) and the earlier copies of a repeated id (the last one is used, as indexing keeps it) are not
-among them, so they are never in OUT.
+The rules of the single process's ``dedupe`` (``neardup_solr/io/kept_records.py`` there), so the two write the
+same bytes. OUT holds exactly the input records whose id is kept (every record in no pair, and each group's
+representative), in input order. "The input records" are the records the run used: a line the reader rejects, a
+record that cannot be signed (no words) and the earlier copies of a repeated id (the last one is used, as
+indexing keeps it) are not among them, so they are never in OUT.
 
-* **Line formats** (lines, TSV, JSONL, CSV): each kept record is its input line, byte for byte (a CSV record
-  whose quoted field spans lines: all its lines), ended by ``\\n`` where the input's last line had no line end;
-  a CSV file's header row comes first. Blank lines are not records and are left out.
-* **Parquet**: a Parquet file with the input's schema (Arrow), the kept rows in input order (a directory: its
-  files in name order, each file's rows in order).
-* **Compression** by OUT's name, as the readers accept it (``.gz``, ``.bz2``, ``.xz``, ``.zst``):
-  :func:`~neardup_solr.io.outputs.write_bytes_atomically`.
+* **Line formats** (lines, TSV, JSONL, CSV): each kept record is its input line byte for byte, without its line
+  end, then ``\\n`` (whatever the input's line ends were; a last line without one gets it too); a CSV record over
+  several lines is its lines so treated, joined by ``\\n``. A CSV file's header comes first, also when nothing is
+  kept. A UTF-8 byte order mark at the start of the input is not copied. Blank lines are not records.
+* **Parquet**: Parquet with the input's schema (Arrow), the kept rows in input order (a directory: its files in
+  name order, each file's rows in order).
+* **Compression** by OUT's name, as the readers accept it (``.gz``, ``.bz2``, ``.xz``, ``.zst``; Parquet
+  too); gzip without a file name or time stamp, so the same records give the same bytes.
 
 Input order comes from the read: a file the executors read and signed in byte ranges
 (:func:`~neardup_solr.spark.line_input.sign_on_executors`) carries each record's range and line in it, and the
@@ -23,14 +25,17 @@ driver streams the part files into OUT, which appears complete or not at all, as
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
-from neardup_solr.io.outputs import OutputLock, check_output_path, sibling, write_bytes_atomically
+from neardup_solr.errors import InvalidParameterError
+from neardup_solr.io.inputs import COMPRESSION_SUFFIXES
+from neardup_solr.io.outputs import OutputLock, check_output_path, sibling
 from neardup_solr.spark.io import input_format
 
 if TYPE_CHECKING:
@@ -58,7 +63,9 @@ def write_kept_records(spark: "SparkSession", path: str | Path, out: str | Path,
     shutil.rmtree(parts, ignore_errors=True)
     kept = signed.join(dropped.select("id"), "id", "left_anti")
     if fmt == "parquet":
-        return _write_parquet(spark, Path(path), kept.select("id"), out, parts, id_field)
+        written = _write_parquet(spark, Path(path), kept.select("id"), parts, id_field)
+        write_bytes_atomically(out, _part_bytes(parts, "records.parquet"))
+        return written
     parts.mkdir(parents=True)
     if lines is None:
         if "row" not in signed.columns:
@@ -73,16 +80,65 @@ def write_kept_records(spark: "SparkSession", path: str | Path, out: str | Path,
     return written
 
 
-def _part_bytes(parts: Path) -> Iterator[bytes]:
-    for part in sorted(parts.glob("part-*")):
+def _part_bytes(parts: Path, pattern: str = "part-*") -> Iterator[bytes]:
+    for part in sorted(parts.glob(pattern)):
         with open(part, "rb") as fh:
             while chunk := fh.read(1 << 20):
                 yield chunk
 
 
-def _ended(raw: bytes) -> bytes:
-    """A line as it is copied out: as read, with ``\\n`` added where the input's last line had no line end."""
-    return raw if raw.endswith(b"\n") else raw + b"\n"
+def _ended(raw: bytes, first: bool = False) -> bytes:
+    """A line as it is copied out: without its line end (and, the input's first, its UTF-8 byte order mark),
+    then ``\\n``."""
+    if first and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    return raw.rstrip(b"\r\n") + b"\n"
+
+
+def write_bytes_atomically(path: str | Path, chunks: Iterable[bytes]) -> None:
+    """``chunks`` into ``path``, compressed as its name says (``.gz``, ``.bz2``, ``.xz``, ``.zst``): written as
+    ``<path>.tmp`` under ``path``'s :class:`~neardup_solr.io.outputs.OutputLock`, fsynced, renamed when
+    complete. A gzip member carries no file name or time stamp, so the same bytes in give the same file out."""
+    path = check_output_path(path, name="records-out")
+    with OutputLock(path):
+        tmp = sibling(path, ".tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                with _compressed(fh, path) as sink:
+                    for chunk in chunks:
+                        sink.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _compressed(fh: BinaryIO, path: Path) -> Any:
+    """A writer into ``fh`` compressing as ``path``'s suffix says; closing it leaves ``fh`` open."""
+    compression = COMPRESSION_SUFFIXES.get(path.suffix.lower())
+    if compression == "gzip":
+        import gzip
+
+        return gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0)
+    if compression == "bzip2":
+        import bz2
+
+        return bz2.BZ2File(fh, "wb")
+    if compression == "xz":
+        import lzma
+
+        return lzma.LZMAFile(fh, "wb")
+    if compression == "zstd":
+        try:
+            import zstandard
+        except ImportError:
+            raise InvalidParameterError("records-out", "a name without .zst, or the zstandard package installed",
+                                        str(path), "writing zstd needs the zstandard package: pip install "
+                                        "'neardup-solr[zstd]'") from None
+        return zstandard.ZstdCompressor().stream_writer(fh, closefd=False)
+    return contextlib.nullcontext(fh)
 
 
 def _copy_ranges(spark: "SparkSession", path: Path, kept: "DataFrame", parts: Path) -> int:
@@ -105,12 +161,13 @@ def _copy_ranges(spark: "SparkSession", path: Path, kept: "DataFrame", parts: Pa
         wanted = np.sort(frame["local"].to_numpy(dtype=np.int64))
         part = os.path.join(target, f"part-{chunk:06d}")
         done = 0
+        start = ranges[chunk][0]
         with open(part + ".tmp", "wb") as fh:
             for local, raw in enumerate(lines_in_range(location, *ranges[chunk]), start=1):
                 if done == len(wanted):
                     break
                 if local == wanted[done]:
-                    fh.write(_ended(raw))
+                    fh.write(_ended(raw, first=start == 0 and local == 1))
                     done += 1
         os.replace(part + ".tmp", part)  # a retried task replaces its own part
         return pd.DataFrame({"chunk": [chunk], "written": [done]})
@@ -151,13 +208,13 @@ def copy_lines(location: str, fmt: str, wanted: Iterator[int], part: str, on_dec
         if fmt == "csv":
             header = next(rows, None)
             if header is not None:
-                fh.write(_ended(header[1]))
+                fh.write(header[1] + b"\n")
         target = next(wanted, None)
         for number, raw in rows:
             if target is None:
                 break
             if number == target:
-                fh.write(_ended(raw))
+                fh.write(raw + b"\n" if fmt == "csv" else _ended(raw, first=number == 1))
                 done += 1
                 target = next(wanted, None)
     os.replace(part + ".tmp", part)
@@ -166,17 +223,18 @@ def copy_lines(location: str, fmt: str, wanted: Iterator[int], part: str, on_dec
 
 def csv_rows(stream: BinaryIO, on_decode_error: str = "latin-1") -> Iterator[tuple[int, bytes]]:
     """The rows of a CSV byte stream as ``(line, raw)``: the line number a row ends on (the reader's
-    ``line_num``, which names a CSV record) and the raw bytes of its lines. The rows are found by the ``csv``
-    module over the lines decoded as :class:`~neardup_solr.io.readers.RecordReader` decodes them (a line that
-    ``on_decode_error="reject"`` rejects is an empty one to it too), so the boundaries are the reader's."""
+    ``line_num``, which names a CSV record) and its lines as read, each without its line end (the first without
+    a byte order mark), joined by ``\\n``. The rows are found by the ``csv`` module over the lines decoded as
+    :class:`~neardup_solr.io.readers.RecordReader` decodes them (a line that ``on_decode_error="reject"``
+    rejects is an empty one to it too), so the boundaries are the reader's; a blank line is a row of its own."""
     pending: list[bytes] = []
 
     def texts() -> Iterator[str]:
         for number, raw in enumerate(stream, start=1):
-            pending.append(raw)
             body = raw.rstrip(b"\r\n")
             if number == 1 and body.startswith(_BOM):
                 body = body[len(_BOM):]
+            pending.append(body)
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError:
@@ -186,15 +244,14 @@ def csv_rows(stream: BinaryIO, on_decode_error: str = "latin-1") -> Iterator[tup
 
     reader = csv.reader(texts())
     for _row in reader:
-        yield reader.line_num, b"".join(pending)
+        yield reader.line_num, b"\n".join(pending)
         pending.clear()
 
 
-def _write_parquet(spark: "SparkSession", path: Path, kept_ids: "DataFrame", out: str | Path, parts: Path,
-                   id_field: str) -> int:
+def _write_parquet(spark: "SparkSession", path: Path, kept_ids: "DataFrame", parts: Path, id_field: str) -> int:
     """The kept rows of the Parquet input ``path`` (a file or a directory) in input order, as one Parquet file
-    ``out`` with the input's schema. The executors pick and sort the rows (by file, then row, from Spark's
-    ``_metadata``) and write them as parts; the driver copies the parts' batches into ``out``."""
+    ``parts/records.parquet`` with the input's schema. The executors pick and sort the rows (by file, then row,
+    from Spark's ``_metadata``) and write them as parts; the driver copies the parts' batches into the file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
@@ -208,20 +265,12 @@ def _write_parquet(spark: "SparkSession", path: Path, kept_ids: "DataFrame", out
     chosen.orderBy("__file", "__row").select(*columns).write.mode("overwrite").parquet(str(parts))
 
     schema = _input_schema(path)
-    out = check_output_path(out, name="records-out")
     written = 0
-    with OutputLock(out):
-        tmp = sibling(out, ".tmp")
-        try:
-            with pq.ParquetWriter(tmp, schema) as writer:
-                for part in sorted(parts.glob("part-*.parquet")):
-                    for batch in pq.ParquetFile(part).iter_batches():
-                        writer.write_table(pa.Table.from_batches([batch]).cast(schema))
-                        written += batch.num_rows
-            os.replace(tmp, out)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    with pq.ParquetWriter(parts / "records.parquet", schema) as writer:
+        for part in sorted(parts.glob("part-*.parquet")):
+            for batch in pq.ParquetFile(part).iter_batches():
+                writer.write_table(pa.Table.from_batches([batch]).cast(schema))
+                written += batch.num_rows
     return written
 
 

@@ -34,6 +34,7 @@ if java_executable() is None:
     pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark", allow_module_level=True)
 
 GENERATED_DOCS = 1500
+BOM = b"\xef\xbb\xbf"
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +122,10 @@ def test_groups_and_keep_list_are_the_single_processes_byte_for_byte(spark, corp
     for representative in ("earliest", "longest"):
         groups = executor_groups(result.pairs, staging, representative=representative,
                                  lengths=result.signed.select("id", "length"))
-        spark_groups, spark_keep = tmp_path / f"spark-{representative}.jsonl", tmp_path / f"spark-{representative}.keep"
+        spark_groups, spark_keep = (tmp_path / f"spark-{representative}.{ext}" for ext in ("jsonl", "keep"))
         assert write_groups_from_executors(groups, spark_groups, staging) == groups.count
         kept = write_keep_list_from_executors(result.signed, groups.dropped, spark_keep, staging)
-        single_groups, single_keep = tmp_path / f"single-{representative}.jsonl", tmp_path / f"single-{representative}.keep"
+        single_groups, single_keep = (tmp_path / f"single-{representative}.{ext}" for ext in ("jsonl", "keep"))
         expected = _single_process(pairs, representative, texts, list(texts), single_groups, single_keep)
         assert spark_groups.read_bytes() == single_groups.read_bytes(), representative
         assert spark_keep.read_bytes() == single_keep.read_bytes(), representative
@@ -166,17 +167,21 @@ def test_group_numbers_do_not_depend_on_the_partitioning(spark, corpora, tmp_pat
 
 
 def _expected_records(entries: list[tuple[str | None, bytes]], keep: set[str], header: bytes = b"") -> bytes:
-    """The file's records whose id is kept, each its input line(s), the last copy of a repeated id only."""
+    """The single process's rule: the file's records whose id is kept, the last copy of a repeated id only, in
+    input order; each its input line(s) without line ends (nor the input's byte order mark), then "\\n"."""
+    def copied(raw: bytes) -> bytes:
+        return b"\n".join(line.rstrip(b"\r") for line in raw.removeprefix(BOM).rstrip(b"\r\n").split(b"\n")) + b"\n"
+
     last = {record_id: i for i, (record_id, _) in enumerate(entries) if record_id is not None}
-    out = [raw if raw.endswith(b"\n") else raw + b"\n" for i, (record_id, raw) in enumerate(entries)
+    out = [copied(raw) for i, (record_id, raw) in enumerate(entries)
            if record_id is not None and last[record_id] == i and record_id in keep]
-    return header + b"".join(out)
+    return (copied(header) if header else b"") + b"".join(out)
 
 
 def _entries(kind: str, rows: list[tuple[str, str]]) -> tuple[list[tuple[str | None, bytes]], bytes]:
-    """The lines of a ``kind`` file of ``rows`` with what the readers must cope with (a blank line, a broken
-    record, a repeated id, a record without words, a Windows line end, no line end at the end): ``(id or None,
-    raw bytes)`` each (None: not a record), and the header."""
+    """The lines of a ``kind`` file of ``rows`` with what the readers must cope with (a byte order mark, a blank
+    line, a broken record, a repeated id, a record without words, Windows line ends, no line end at the end):
+    ``(id or None, raw bytes)`` each (None: not a record), and the header."""
     def line(record_id: str, text: str) -> bytes:
         if kind == "jsonl":
             return json.dumps({"id": record_id, "text": text}, ensure_ascii=False).encode() + b"\n"
@@ -185,20 +190,22 @@ def _entries(kind: str, rows: list[tuple[str, str]]) -> tuple[list[tuple[str | N
             return f"{record_id},{quoted}\n".encode()
         return f"{record_id} {text}\n".encode()
 
-    first_id, first_text = rows[0]
-    entries: list[tuple[str | None, bytes]] = [(first_id, line(first_id, "an earlier copy of the first record"))]
-    entries += [(i, line(i, t)) for i, t in rows[:len(rows) // 2]]
+    half = len(rows) // 2
+    (first_id, first_text), (second_id, _) = rows[0], rows[1]
+    entries: list[tuple[str | None, bytes]] = [(first_id, (b"" if kind == "csv" else BOM) + line(first_id, first_text))]
+    entries.append((second_id, line(second_id, "an earlier copy of the second record")))
+    entries += [(i, line(i, t)) for i, t in rows[1:half]]
     entries.append((None, b"\n"))
     entries.append((None, {"jsonl": b"{broken\n", "csv": b"1,2,3\n", "lines": b" starts with a space\n"}[kind]))
     entries.append(("nowords", line("nowords", " ,,, ")))  # a record that cannot be signed: never kept
-    if kind == "csv":  # a quoted field over two lines, a near copy of the first record
-        entries.append(("multi", f'multi,"{first_text}\nsecond line"\n'.encode()))
-    middle_id, middle_text = rows[len(rows) // 2]
+    if kind == "csv":  # a quoted field over two lines (a Windows line end between them), a near copy
+        entries.append(("multi", f'multi,"{first_text}\r\nsecond line"\n'.encode()))
+    middle_id, middle_text = rows[half]
     entries.append((middle_id, line(middle_id, middle_text)[:-1] + b"\r\n"))
-    entries += [(i, line(i, t)) for i, t in rows[len(rows) // 2 + 1:]]
+    entries += [(i, line(i, t)) for i, t in rows[half + 1:]]
     last_id, last_raw = entries[-1]
     entries[-1] = (last_id, last_raw[:-1])  # no line end at the end of the file
-    return entries, (b"id,text\n" if kind == "csv" else b"")
+    return entries, (BOM + b"id,text\r\n" if kind == "csv" else b"")
 
 
 @pytest.mark.parametrize("kind", ["lines", "jsonl", "csv", "jsonl.gz"])
