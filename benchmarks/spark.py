@@ -187,7 +187,7 @@ def run_groups(result, staging: str, on_driver: bool) -> dict:
     before = round(psutil.Process().memory_info().rss / 2**20, 1)
     rss = TreeRSS()
     t0 = time.perf_counter()
-    groups = executor_groups(result.pairs, staging)
+    groups = executor_groups(result.pairs)
     write_groups_from_executors(groups, Path(staging) / "groups.jsonl", staging)
     kept = write_keep_list_from_executors(result.signed, groups.dropped, Path(staging) / "keep.txt", staging)
     out: dict = {"seconds": round(time.perf_counter() - t0, 2), "groups": groups.count,

@@ -187,7 +187,7 @@ def _write_groups(spark, args: argparse.Namespace, result, source, staging: str)
         lengths = (result.signed.select("id", "length") if "length" in result.signed.columns
                    else source.records.select("id", F.length("text").alias("length")))
     # The groups hold the ids that have a near duplicate, not the documents.
-    groups = executor_groups(result.pairs, staging, representative=args.representative, lengths=lengths)
+    groups = executor_groups(result.pairs, representative=args.representative, lengths=lengths)
     said = [f"{groups.count} groups holding {groups.members_count} documents"]
     if args.groups:
         write_groups_from_executors(groups, args.groups, staging)

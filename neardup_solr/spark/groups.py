@@ -5,14 +5,14 @@ the same bytes written, without the pairs or the ids on the driver:
 
 1. **Nodes.** The ids in a pair are sorted by Spark in ``id_key`` order (:mod:`neardup_solr.spark.ordering`) and
    numbered by ``monotonically_increasing_id`` in that sorted order (its values grow with the partition and the
-   row in it, so a smaller number is a smaller id), then written to the staging directory: from here on the
-   graph is one of longs, and its numbers do not depend on how the input was partitioned.
+   row in it, so a smaller number is a smaller id), then checkpointed (computed once): from here on the graph
+   is one of longs, and its numbers do not depend on how the input was partitioned.
 2. **Components** by the alternating large-star / small-star rounds of Kiveris et al. ("Connected Components in
    MapReduce and Beyond", 2014), as DataFrame aggregations and joins. Each round keeps every component's nodes
    connected and ends with the edges pointing from larger to smaller nodes; the rounds stop when the edges form
    stars (no edge points at a node that has an edge of its own, and no node has two): each star is a component
-   and its centre its smallest node, so its smallest id. Each round's edges are written to the staging directory
-   and read back, which cuts Spark's lineage (a long chain needs O(log n) rounds, not O(n)).
+   and its centre its smallest node, so its smallest id. Each round's edges are checkpointed by the executors
+   (Spark's local checkpoint), which cuts the lineage (a long chain needs O(log n) rounds, not O(n)).
 3. **Numbers.** ``group_pairs`` numbers its groups from 1 in the order of their smallest member; here the
    centres are sorted and numbered densely by the executors (each partition's count is all the driver sees).
 4. **Representatives** by the rules of ``groups --representative``: ``earliest`` the centre; ``longest`` the
@@ -29,7 +29,6 @@ id or a group.
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,64 +65,56 @@ class SparkGroups:
     rounds: int
 
 
-def executor_groups(pairs: "DataFrame", staging_dir: str | Path, *, representative: str = "earliest",
+def executor_groups(pairs: "DataFrame", *, representative: str = "earliest",
                     lengths: "DataFrame | None" = None) -> SparkGroups:
     """The groups of ``pairs`` (``id, neighbor_id, similarity``) as ``group_pairs`` makes them (module docstring).
-    ``lengths`` (``id, length``: the text's length in code points) is needed for ``representative="longest"``.
-    ``staging_dir`` holds the work files (the executors write and read them)."""
+    ``lengths`` (``id, length``: the text's length in code points) is needed for ``representative="longest"``."""
     from pyspark.sql import functions as F
 
     representative = check_choice("representative", representative, REPRESENTATIVES)
     if representative == "longest" and lengths is None:
         raise InvalidParameterError("lengths", "a DataFrame of id, length with representative='longest'", None)
     sizes_of = lengths.select("id", "length") if lengths is not None else None
-    spark = pairs.sparkSession
-    work = Path(staging_dir) / "groups-work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-
     ids = pairs.select(F.col("id")).unionByName(pairs.select(F.col("neighbor_id").alias("id"))).distinct()
-    (ids.orderBy(*id_order_keys(F.col("id"))).withColumn("node", F.monotonically_increasing_id())
-     .write.mode("overwrite").parquet(str(work / "nodes")))
-    nodes = spark.read.parquet(str(work / "nodes"))
+    nodes = _checkpoint(ids.orderBy(*id_order_keys(F.col("id"))).withColumn("node", F.monotonically_increasing_id()))
     edges = (pairs.select("id", "neighbor_id")
              .join(nodes.select("id", F.col("node").alias("a")), "id")
              .join(nodes.select(F.col("id").alias("neighbor_id"), F.col("node").alias("b")), "neighbor_id")
              .select(F.greatest("a", "b").alias("u"), F.least("a", "b").alias("w"))
              .filter(F.col("u") != F.col("w")).distinct())
-    parents, rounds = _star_components(edges, work)
+    parents, rounds = _star_components(edges)
 
     labels = (nodes.join(parents.select(F.col("u").alias("node"), "w"), "node", "left")
               .select("id", "node", F.coalesce(F.col("w"), F.col("node")).alias("root")))
     centres = labels.filter(F.col("root") == F.col("node")).select("root")
-    numbers = _dense_numbers(centres, "root", work / "centres").withColumnRenamed("number", "group_id")
-    members = labels.join(numbers, "root").select("id", "node", "root", "group_id")
-    members.write.mode("overwrite").parquet(str(work / "members"))
-    members = spark.read.parquet(str(work / "members"))
+    numbers = _dense_numbers(centres, "root").withColumnRenamed("number", "group_id")
+    members = _checkpoint(labels.join(numbers, "root").select("id", "node", "root", "group_id"))
 
     if sizes_of is None or representative == "earliest":
         chosen = members.filter(F.col("node") == F.col("root")).select("group_id", F.col("id").alias("representative"))
+        sizes = members.groupBy("group_id").agg(F.count("*").alias("size")).withColumn("unsized", F.lit(0))
     else:
         sized = members.join(sizes_of, "id", "left")
-        missing = sized.filter(F.col("length").isNull()).select("id").limit(1).collect()
-        if missing:
-            from neardup_solr.errors import InvalidRecordError
-
-            raise InvalidRecordError("no text for this id, so the longest member cannot be chosen",
-                                     record_id=missing[0]["id"])
         # The longest text; of equally long ones the smallest node, that is the earliest id.
         best = (sized.groupBy("group_id")
-                .agg(F.max(F.struct(F.col("length"), (-F.col("node")).alias("earliest"))).alias("best"))
-                .select("group_id", (-F.col("best.earliest")).alias("node")))
-        chosen = best.join(members.select("node", F.col("id").alias("representative")), "node").drop("node")
+                .agg(F.max(F.struct(F.col("length"), (-F.col("node")).alias("earliest"))).alias("best"),
+                     F.count("*").alias("size"), F.count_if(F.col("length").isNull()).alias("unsized"))
+                .select("group_id", (-F.col("best.earliest")).alias("node"), "size", "unsized"))
+        chosen = best.join(members.select("node", F.col("id").alias("representative")), "node").select(
+            "group_id", "representative")
+        sizes = best.select("group_id", "size", "unsized")
     similarities = (pairs.join(members.select("id", "group_id"), "id")
                     .groupBy("group_id").agg(F.min("similarity").alias("min_similarity")))
-    sizes = members.groupBy("group_id").agg(F.count("*").alias("size"))
-    groups = chosen.join(sizes, "group_id").join(similarities, "group_id")
-    groups.write.mode("overwrite").parquet(str(work / "groups"))
-    groups = spark.read.parquet(str(work / "groups"))
+    groups = _checkpoint(chosen.join(sizes, "group_id").join(similarities, "group_id"))
 
-    totals = groups.agg(F.count("*").alias("count"), F.sum("size").alias("members")).collect()[0]
+    totals = groups.agg(F.count("*").alias("count"), F.sum("size").alias("members"),
+                        F.sum("unsized").alias("unsized")).collect()[0]
+    if totals["unsized"]:
+        from neardup_solr.errors import InvalidRecordError
+
+        lost = sized.filter(F.col("length").isNull()).select("id").first()
+        raise InvalidRecordError("no text for this id, so the longest member cannot be chosen",
+                                 record_id=lost["id"] if lost else None)
     dropped = (members.join(groups.select("group_id", "representative"), "group_id")
                .filter(F.col("id") != F.col("representative")).select("id"))
     log.info("%d groups holding %d ids after %d large-star/small-star rounds", totals["count"],
@@ -132,12 +123,12 @@ def executor_groups(pairs: "DataFrame", staging_dir: str | Path, *, representati
                        int(totals["members"] or 0), rounds)
 
 
-def _star_components(edges: "DataFrame", work: Path) -> tuple["DataFrame", int]:
+def _star_components(edges: "DataFrame") -> tuple["DataFrame", int]:
     """``u, w`` edges (``u > w``) of a graph to its components as stars: ``u, w`` with ``w`` the smallest node of
     ``u``'s component, for every node that is not the smallest of its own; and the number of rounds run."""
     from pyspark.sql import functions as F
 
-    current = _checkpoint(edges, work / "round-0")
+    current = _checkpoint(edges)
     rounds = 0
     while not _is_stars(current):
         if rounds == MAX_ROUNDS:
@@ -154,39 +145,39 @@ def _star_components(edges: "DataFrame", work: Path) -> tuple["DataFrame", int]:
         small = (large.join(low, "u").filter(F.col("w") != F.col("m"))
                  .select(F.col("w").alias("u"), F.col("m").alias("w"))
                  .unionByName(low.select("u", F.col("m").alias("w"))).distinct())
-        previous = work / f"round-{rounds - 1}"
-        current = _checkpoint(small, work / f"round-{rounds}")
-        shutil.rmtree(previous, ignore_errors=True)
+        current = _checkpoint(small)
     log.debug("connected components: stars after %d rounds", rounds)
     return current, rounds
 
 
-def _checkpoint(frame: "DataFrame", path: Path) -> "DataFrame":
-    """``frame`` written to ``path`` and read back: computed once, and its lineage cut."""
-    frame.write.mode("overwrite").parquet(str(path))
-    return frame.sparkSession.read.parquet(str(path))
+def _checkpoint(frame: "DataFrame") -> "DataFrame":
+    """``frame`` computed once and kept by the executors, its lineage cut (Spark's local checkpoint: in their
+    memory, spilled to their disks). Each write of a Parquet checkpoint cost a job's file commit, seconds at
+    this size, where the local checkpoint costs the computation only; the price is that losing an executor
+    fails the job instead of recomputing its part (rerun it, as any batch job)."""
+    return frame.localCheckpoint(eager=True)
 
 
 def _is_stars(edges: "DataFrame") -> bool:
-    """Whether ``u, w`` edges are stars: no node has two edges out, and no edge points at a node with one."""
+    """Whether ``u, w`` edges are stars: no node has two edges out, and no edge points at a node with one (one
+    Spark job, which stops at the first counterexample)."""
     from pyspark.sql import functions as F
 
     outgoing = edges.groupBy("u").agg(F.count("*").alias("n"))
-    if outgoing.filter(F.col("n") > 1).limit(1).count():
-        return False
-    return edges.select(F.col("w").alias("u")).join(outgoing, "u", "left_semi").limit(1).count() == 0
+    faults = (outgoing.filter(F.col("n") > 1).select("u")
+              .unionByName(edges.select(F.col("w").alias("u")).join(outgoing.select("u"), "u", "left_semi")))
+    return faults.isEmpty()
 
 
-def _dense_numbers(frame: "DataFrame", column: str, path: Path) -> "DataFrame":
+def _dense_numbers(frame: "DataFrame", column: str) -> "DataFrame":
     """``column, number``: the distinct values of the long ``column`` numbered 1, 2, ... in ascending order by
-    the executors: sorted, tagged with ``monotonically_increasing_id`` (partition and row), written; the driver
-    sees one count a partition and turns them into each partition's first number."""
+    the executors: sorted, tagged with ``monotonically_increasing_id`` (partition and row), checkpointed; the
+    driver sees one count a partition and turns them into each partition's first number."""
     from pyspark.sql import functions as F
 
     spark = frame.sparkSession
-    (frame.select(column).orderBy(column).withColumn("tag", F.monotonically_increasing_id())
-     .write.mode("overwrite").parquet(str(path)))
-    tagged = spark.read.parquet(str(path)).withColumn("part", F.shiftright(F.col("tag"), _ROW_BITS))
+    tagged = (_checkpoint(frame.select(column).orderBy(column).withColumn("tag", F.monotonically_increasing_id()))
+              .withColumn("part", F.shiftright(F.col("tag"), _ROW_BITS)))
     counts = sorted((int(r["part"]), int(r["count"])) for r in tagged.groupBy("part").count().collect())
     firsts, before = [], 0
     for part, count in counts:

@@ -49,14 +49,14 @@ def _chains_and_a_big_component(path: Path) -> None:
     the ends of a chain are not), one big component (copies of one text with a word changed), and singletons;
     ids numeric (with leading zeros too) and not, shuffled so that no chain runs in id order."""
     rng = random.Random(40)
-    words = [f"w{rng.randrange(16**6):06x}" for _ in range(2000)]
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(4, 9))) for _ in range(2000)]
     texts = []
     for start in (0, 1000):  # two chains of 140 documents
         texts += [" ".join(words[start + i:start + i + 40]) for i in range(140)]
     base = words[500:560]
     for _ in range(90):  # the big component
         copy = list(base)
-        copy[rng.randrange(len(copy))] = f"v{rng.randrange(16**6):06x}"
+        copy[rng.randrange(len(copy))] = "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=8))
         texts.append(" ".join(copy))
     texts += [" ".join(rng.sample(words, 30)) for _ in range(120)]  # singletons
     ids = set()
@@ -82,6 +82,26 @@ def corpora(tmp_path_factory) -> dict[str, tuple[Path, float]]:
             "chains": (chains, 0.8)}
 
 
+@pytest.fixture(scope="module")
+def deduped(spark, corpora, tmp_path_factory):
+    """name -> (dedup_file's result, the pairs file it writes): each corpus deduplicated once for the module."""
+    from neardup_solr.spark import dedup_file
+    from neardup_solr.spark.io import write_pairs_from_executors
+
+    done: dict = {}
+
+    def run(name: str):
+        if name not in done:
+            path, threshold = corpora[name]
+            staging = tmp_path_factory.mktemp(f"staging-{name}")
+            result, _ = dedup_file(spark, path, threshold, staging_dir=staging)
+            write_pairs_from_executors(result.pairs, staging / "pairs.tsv", staging)
+            done[name] = (result, staging / "pairs.tsv")
+        return done[name]
+
+    return run
+
+
 def _records(path: Path) -> dict[str, str]:
     """id -> text of the file's records (the last copy of a repeated id), as the reader gives them."""
     return {item.id: item.text for item in RecordReader(path) if isinstance(item, Record)}
@@ -101,26 +121,23 @@ def _single_process(pairs: Path, representative: str, texts: dict[str, str], all
 
 
 @pytest.mark.parametrize("name", ["restaurants", "generated", "chains"])
-def test_groups_and_keep_list_are_the_single_processes_byte_for_byte(spark, corpora, name, tmp_path):
+def test_groups_and_keep_list_are_the_single_processes_byte_for_byte(spark, corpora, deduped, name, tmp_path):
     """For both representative rules: the executors' groups file and keep list equal, byte for byte, what the
     single process writes from the pairs file; with earliest, the groups file is also what the `groups` command
     itself writes."""
     from neardup_solr.cli import main
-    from neardup_solr.spark import dedup_file
     from neardup_solr.spark.groups import executor_groups, write_groups_from_executors
-    from neardup_solr.spark.io import write_keep_list_from_executors, write_pairs_from_executors
+    from neardup_solr.spark.io import write_keep_list_from_executors
 
-    path, threshold = corpora[name]
+    path, _ = corpora[name]
     staging = tmp_path / "staging"
-    result, _ = dedup_file(spark, path, threshold, staging_dir=staging)
-    pairs = tmp_path / "pairs.tsv"
-    write_pairs_from_executors(result.pairs, pairs, staging)
+    result, pairs = deduped(name)
     texts = _records(path)
     assert result.stats.documents == len(texts)
 
     differ = 0
     for representative in ("earliest", "longest"):
-        groups = executor_groups(result.pairs, staging, representative=representative,
+        groups = executor_groups(result.pairs, representative=representative,
                                  lengths=result.signed.select("id", "length"))
         spark_groups, spark_keep = (tmp_path / f"spark-{representative}.{ext}" for ext in ("jsonl", "keep"))
         assert write_groups_from_executors(groups, spark_groups, staging) == groups.count
@@ -129,7 +146,7 @@ def test_groups_and_keep_list_are_the_single_processes_byte_for_byte(spark, corp
         expected = _single_process(pairs, representative, texts, list(texts), single_groups, single_keep)
         assert spark_groups.read_bytes() == single_groups.read_bytes(), representative
         assert spark_keep.read_bytes() == single_keep.read_bytes(), representative
-        assert groups.count == len(expected) > 5 and kept == len(texts) - groups.members_count + groups.count
+        assert groups.count == len(expected) >= 3 and kept == len(texts) - groups.members_count + groups.count
         differ += sum(g.representative != g.members[0] for g in expected)
     assert differ > 0  # the longest text is not always the earliest id: the rules were both tested
 
@@ -141,20 +158,18 @@ def test_groups_and_keep_list_are_the_single_processes_byte_for_byte(spark, corp
         assert sizes[-3:] == [90, 140, 140] and groups.rounds >= 2
 
 
-def test_group_numbers_do_not_depend_on_the_partitioning(spark, corpora, tmp_path):
+def test_group_numbers_do_not_depend_on_the_partitioning(spark, deduped, tmp_path):
     """The same pairs in 1 or 9 partitions, shuffled through 3 or 11: the same groups file, byte for byte."""
-    from neardup_solr.spark import dedup_file
     from neardup_solr.spark.groups import executor_groups, write_groups_from_executors
 
-    path, threshold = corpora["chains"]
-    result, _ = dedup_file(spark, path, threshold, staging_dir=tmp_path / "staging")
+    result, _ = deduped("chains")
     files = []
     try:
         for partitions, shuffle in ((1, 3), (9, 11)):
             spark.conf.set("spark.sql.shuffle.partitions", str(shuffle))
             pairs = result.pairs.repartition(partitions)
             staging = tmp_path / f"staging-{partitions}"
-            groups = executor_groups(pairs, staging, representative="longest",
+            groups = executor_groups(pairs, representative="longest",
                                      lengths=result.signed.select("id", "length").repartition(partitions))
             out = tmp_path / f"groups-{partitions}.jsonl"
             write_groups_from_executors(groups, out, staging)
@@ -208,12 +223,12 @@ def _entries(kind: str, rows: list[tuple[str, str]]) -> tuple[list[tuple[str | N
     return entries, (BOM + b"id,text\r\n" if kind == "csv" else b"")
 
 
-@pytest.mark.parametrize("kind", ["lines", "jsonl", "csv", "jsonl.gz"])
+@pytest.mark.parametrize("kind", ["lines", "jsonl", "csv.gz"])
 def test_records_out_is_the_input_filtered_by_the_single_processes_keep_list(spark, corpora, kind, tmp_path):
     """spark dedup --records-out: the input records whose id the single process keeps (its keep list from the
     pairs file and the input's ids), in input order, each its input line byte for byte; compressed as OUT's
-    name says. Lines and JSONL are copied by the tasks that read their byte ranges; CSV and the gzip input in one
-    pass by one task."""
+    name says. Lines and JSONL are copied by the tasks that read their byte ranges; the gzip CSV in one pass by
+    one task."""
     from neardup_solr.cli import main
 
     rows = [(i, t) for i, t in (line.split(" ", 1) for line in
