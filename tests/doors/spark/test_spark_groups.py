@@ -162,7 +162,7 @@ def test_group_numbers_do_not_depend_on_the_partitioning(spark, deduped, tmp_pat
     """The same pairs in 1 or 9 partitions, shuffled through 3 or 11: the same groups file, byte for byte."""
     from neardup_solr.spark.groups import executor_groups, write_groups_from_executors
 
-    result, _ = deduped("chains")
+    result, _ = deduped("generated")
     files = []
     try:
         for partitions, shuffle in ((1, 3), (9, 11)):
@@ -178,7 +178,7 @@ def test_group_numbers_do_not_depend_on_the_partitioning(spark, deduped, tmp_pat
             assert len(members) == groups.members_count
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
-    assert files[0] == files[1] and files[0].count(b"\n") > 100
+    assert files[0] == files[1] and files[0].count(b"\n") > 20
 
 
 def _expected_records(entries: list[tuple[str | None, bytes]], keep: set[str], header: bytes = b"") -> bytes:
