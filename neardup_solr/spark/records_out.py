@@ -30,12 +30,13 @@ import csv
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.io.inputs import COMPRESSION_SUFFIXES
-from neardup_solr.io.outputs import OutputLock, check_output_path, sibling
+from neardup_solr.io.outputs import OutputLock, check_output_path, is_stdout, sibling
 from neardup_solr.spark.io import input_format
 
 if TYPE_CHECKING:
@@ -99,6 +100,11 @@ def write_bytes_atomically(path: str | Path, chunks: Iterable[bytes]) -> None:
     """``chunks`` into ``path``, compressed as its name says (``.gz``, ``.bz2``, ``.xz``, ``.zst``): written as
     ``<path>.tmp`` under ``path``'s :class:`~neardup_solr.io.outputs.OutputLock`, fsynced, renamed when
     complete. A gzip member carries no file name or time stamp, so the same bytes in give the same file out."""
+    if is_stdout(path):  # '-': standard output, as it comes
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return
     path = check_output_path(path, name="records-out")
     with OutputLock(path):
         tmp = sibling(path, ".tmp")

@@ -48,7 +48,9 @@ def test_copy_lines_of_a_compressed_file_and_of_csv(tmp_path):
     assert (tmp_path / "part").read_bytes() == b"id,text\n"
 
 
-def test_outputs_compressed_by_name_the_same_bytes_each_time(tmp_path):
+def test_outputs_compressed_by_name_the_same_bytes_each_time(tmp_path, capfdbinary):
+    write_bytes_atomically("-", [b"to standard output\n"])
+    assert capfdbinary.readouterr().out == b"to standard output\n"
     for name in ("a.txt.gz", "b.txt.gz"):
         write_bytes_atomically(tmp_path / name, [b"one\n", b"two\n"])
     assert (tmp_path / "a.txt.gz").read_bytes() == (tmp_path / "b.txt.gz").read_bytes()
