@@ -10,6 +10,10 @@ read the JSONL, sign, band join, verify, and the pairs file the executors write.
 0.2 s: this Python process (the Spark driver's Python side), the JVM (driver and, in local mode, the
 executors) and the Python workers the JVM starts. Spark's own metrics (stages, shuffle bytes, cached
 bytes) come from its REST API. Results: ``benchmarks/results/<date>-spark-<docs>.{json,md}``.
+
+``--groups executors`` also times ``spark dedup --groups --keep`` after the pairs (neardup_solr/spark/groups.py:
+the components, the groups file and the keep list on the executors) with each process's peak memory in that
+phase; ``--groups both`` adds the union-find on the driver it replaced, for comparison.
 """
 
 from __future__ import annotations
@@ -170,8 +174,41 @@ def solr_dedup_in_child(solr_url: str) -> dict:
     return out
 
 
+def run_groups(result, staging: str, on_driver: bool) -> dict:
+    """``spark dedup --groups --keep`` after the pairs: the groups and keep list computed and written by the
+    executors (neardup_solr/spark/groups.py), timed, with the peak memory of each process during this phase
+    only and the driver's Python RSS before it (flat: it never holds a pair or an id). ``on_driver``: also the
+    union-find over the pairs streamed to the driver that it replaced, for comparison."""
+    import psutil
+
+    from neardup_solr.spark.groups import executor_groups, write_groups_from_executors
+    from neardup_solr.spark.io import write_keep_list_from_executors
+
+    before = round(psutil.Process().memory_info().rss / 2**20, 1)
+    rss = TreeRSS()
+    t0 = time.perf_counter()
+    groups = executor_groups(result.pairs)
+    write_groups_from_executors(groups, Path(staging) / "groups.jsonl", staging)
+    kept = write_keep_list_from_executors(result.signed, groups.dropped, Path(staging) / "keep.txt", staging)
+    out: dict = {"seconds": round(time.perf_counter() - t0, 2), "groups": groups.count,
+                 "grouped_ids": groups.members_count, "rounds": groups.rounds, "kept": kept,
+                 "driver_python_rss_before_mib": before, **rss.stop()}
+    if on_driver:
+        from neardup_solr.pairs.groups import group_pairs
+
+        before = round(psutil.Process().memory_info().rss / 2**20, 1)
+        rss = TreeRSS()
+        t0 = time.perf_counter()
+        found = group_pairs((r["id"], r["neighbor_id"], round(1.0 - float(r["similarity"]), 6))
+                            for r in result.pairs.toLocalIterator())
+        out["on_driver"] = {"seconds": round(time.perf_counter() - t0, 2), "groups": len(found),
+                            "driver_python_rss_before_mib": before, **rss.stop()}
+        del found
+    return out
+
+
 def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, partitions: int,
-              similarity: str = "jaccard", read_on: str = "auto") -> dict:
+              similarity: str = "jaccard", read_on: str = "auto", groups: str | None = None) -> dict:
     import tempfile
 
     from neardup_solr.spark import dedup_file, spark_session
@@ -193,6 +230,7 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
         write_pairs_from_executors(result.pairs, pairs_file, staging)  # as `spark dedup --out` writes it
         job_s = time.perf_counter() - t1
         memory = rss.stop()  # before the pairs are read back here for recall
+        grouped = run_groups(result, staging, groups == "both") if groups else None
         with open(pairs_file, encoding="utf-8") as fh:
             rows = [line.rstrip("\n").split("\t") for line in fh if not line.startswith("#")]
     pairs = [SimilarPair(parse_tsv_id(a), parse_tsv_id(b), float(sim)) for a, b, sim in rows]
@@ -209,6 +247,7 @@ def run_spark(master: str, docs_path: Path, truth: set, driver_memory: str, part
             "spark": metrics, "shuffle_write_bytes_per_doc": round(metrics["shuffleWriteBytes"] / n, 1),
             "cached_bytes_per_doc": round((metrics["cached_memory_bytes"] + metrics["cached_disk_bytes"]) / n, 1),
             "executor_cpu_ms_per_doc": round(metrics["executorRunTime"] / n, 4),
+            **({"groups": grouped} if grouped else {}),
             "pair_list": sorted((p.id, p.neighbor_id, p.similarity) for p in pairs)}
 
 
@@ -228,6 +267,18 @@ def render(report: dict) -> str:
                      f"{o['precision']} |")
         lines.append(f"| (Solr indexing first, --fields lsh) | {o['index_seconds']} | | | | |")
         lines += ["", f"Pair lists identical (ids and Jaccard): **{report['identical_pairs']}**."]
+    g = s.get("groups")
+    if g:
+        lines += ["", "| groups and keep list (--groups --keep) | wall s | groups | ids in groups | rounds | peak MiB: "
+                  "driver Python (before) | JVM | Python workers |", "|---|---:|---:|---:|---:|---:|---:|---:|",
+                  f"| on the executors | {g['seconds']} | {g['groups']:,} | {g['grouped_ids']:,} | {g['rounds']} | "
+                  f"{g['peak_driver_python_mib']} ({g['driver_python_rss_before_mib']}) | {g['peak_jvm_mib']} | "
+                  f"{g['peak_python_workers_mib']} |"]
+        d = g.get("on_driver")
+        if d:
+            lines.append(f"| union-find on the driver (before) | {d['seconds']} | {d['groups']:,} | | | "
+                         f"{d['peak_driver_python_mib']} ({d['driver_python_rss_before_mib']}) | {d['peak_jvm_mib']} | "
+                         f"{d['peak_python_workers_mib']} |")
     how = (f"the JSONL read by the executors in byte ranges and signed by the tasks that read it, "
            f"{s['read_and_sign_seconds']} s" if s.get("signed_as_read") else
            f"the JSONL read ({s.get('read_on', 'driver')}) and staged as Parquet, then signed "
@@ -285,6 +336,9 @@ def main(argv=None) -> int:
     ap.add_argument("--similarity", choices=("jaccard", "idf"), default="jaccard",
                     help="idf: the IDF-weighted dedup instead (no Solr side; recall is against the plain truth, "
                          "so only its time and memory mean something)")
+    ap.add_argument("--groups", choices=("executors", "both"), default=None,
+                    help="also time the groups and keep list (spark dedup --groups --keep) with the peak memory of "
+                         "each process during them; both: also the union-find on the driver they replaced")
     args = ap.parse_args(argv)
 
     import platform
@@ -308,7 +362,7 @@ def main(argv=None) -> int:
 
         report["solr"] = run_solr(SolrClient(args.solr_url).url, docs_path, truth)
     report["spark"] = run_spark(args.master, docs_path, truth, args.driver_memory, args.shuffle_partitions,
-                                args.similarity, args.read_on)
+                                args.similarity, args.read_on, args.groups)
     report["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     if "solr" in report:
         report["identical_pairs"] = report["solr"]["pair_list"] == report["spark"]["pair_list"]
@@ -318,7 +372,7 @@ def main(argv=None) -> int:
     # A variant run gets a name of its own, so that it never replaces the day's side-by-side result.
     suffix = "" if args.similarity == "jaccard" else f"-{args.similarity}"
     variant = ("-no-solr" if "solr" not in report and args.similarity == "jaccard" else "") + (
-        f"-read-on-{args.read_on}" if args.read_on != "auto" else "")
+        f"-read-on-{args.read_on}" if args.read_on != "auto" else "") + ("-groups" if args.groups else "")
     out = ROOT / "benchmarks" / "results" / f"{report['date']}-spark{suffix}-{args.docs}{variant}"
     write_result_files(out, report, render(report), indent=1)
     print(render(report))

@@ -57,7 +57,7 @@ def _report_rejected(inputs, result) -> int:
     return count
 
 
-def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
+def _check_outputs(args: argparse.Namespace, *extra: tuple[str, str | None]) -> None:
     """Inputs exist and outputs are writable, checked before Spark (a JVM start) or Solr is touched."""
     from neardup_solr.io.outputs import check_output_path
 
@@ -67,9 +67,9 @@ def _check_outputs(args: argparse.Namespace, *extra: str | None) -> None:
             raise FileNotFoundError(f"input file not found: {path}")
 
     check_output_path(args.out)
-    for path in extra:
+    for name, path in extra:
         if path is not None:
-            check_output_path(path, name="groups" if path == getattr(args, "groups", None) else "keep")
+            check_output_path(path, name=name)
 
 
 def _options(args: argparse.Namespace) -> ThresholdOptions:
@@ -111,17 +111,20 @@ def _save_snapshot(result, out: str) -> None:
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
-    from neardup_solr.pairs.groups import group_pairs, write_groups_jsonl
     from neardup_solr.spark import dedup, dedup_file
-    from neardup_solr.spark.io import write_keep_list_from_executors, write_pairs_from_executors, write_pairs_parquet
+    from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
 
-    if args.keep is not None and args.groups is None:
-        raise UsageError("--keep needs --groups (the keep list comes from the groups)")
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
+    outputs = [("out", args.out), ("groups", args.groups), ("keep", args.keep), ("records-out", args.records_out)]
+    named = [(name, str(Path(path).resolve())) for name, path in outputs if path is not None and path != "-"]
+    for i, (name, path) in enumerate(named):
+        for other, same in named[:i]:
+            if path == same:
+                raise UsageError(f"--{other} and --{name} name the same file; give them different paths")
     pair_options = _options(args)
     snapshot = _snapshot(args)
-    _check_outputs(args, args.groups, args.keep)
+    _check_outputs(args, *outputs[1:])
     settings = _settings(args)
     client = open_client(args) if args.to_solr else None
     started = time.monotonic()
@@ -150,18 +153,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             limit = args.max_bucket or DEFAULT_MAX_BUCKET
             print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {limit} were split; "
                   f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
-        if args.groups:
-            # The groups hold the ids that have a near duplicate (a union-find of them), not the documents.
-            groups = group_pairs((r["id"], r["neighbor_id"], round(1.0 - float(r["similarity"]), 6))
-                                 for r in result.pairs.toLocalIterator())
-            write_groups_jsonl(groups, args.groups)
-            line = f"{len(groups)} groups holding {sum(len(g.members) for g in groups)} documents -> {args.groups}"
-            if args.keep:
-                # Every id but the groups' other members, sorted and written by the executors.
-                dropped = (m for g in groups for m in g.members if m != g.representative)
-                kept = write_keep_list_from_executors(result.signed, dropped, args.keep, staging)
-                line += f"; keep list of {kept} ids -> {args.keep}"
-            print(line)
+        if args.groups or args.keep or args.records_out:
+            print(_write_groups(spark, args, result, source, staging))
         if client is not None:
             from neardup_solr.spark.solr import write_to_solr
 
@@ -178,6 +171,39 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             print(f"groups written into the collection: {written.format()}")
         rejected = _report_rejected([source], result)
     return EXIT_REJECTED if rejected else 0
+
+
+def _write_groups(spark, args: argparse.Namespace, result, source, staging: str) -> str:
+    """The groups, keep list and deduplicated records a run was asked for, computed and written by the executors
+    (:mod:`neardup_solr.spark.groups`, :mod:`neardup_solr.spark.records_out`); the line that says what was
+    written."""
+    from pyspark.sql import functions as F
+
+    from neardup_solr.spark.groups import executor_groups, write_groups_from_executors
+    from neardup_solr.spark.io import write_keep_list_from_executors
+
+    lengths = None
+    if args.representative == "longest":
+        lengths = (result.signed.select("id", "length") if "length" in result.signed.columns
+                   else source.records.select("id", F.length("text").alias("length")))
+    # The groups hold the ids that have a near duplicate, not the documents.
+    groups = executor_groups(result.pairs, representative=args.representative, lengths=lengths)
+    said = [f"{groups.count} groups holding {groups.members_count} documents"]
+    if args.groups:
+        write_groups_from_executors(groups, args.groups, staging)
+        said[0] += f" -> {args.groups}"
+    if args.keep:
+        # Every id but the groups' other members, sorted and written by the executors.
+        kept = write_keep_list_from_executors(result.signed, groups.dropped, args.keep, staging)
+        said.append(f"keep list of {kept} ids -> {args.keep}")
+    if args.records_out:
+        from neardup_solr.spark.records_out import write_kept_records
+
+        written = write_kept_records(spark, args.file, args.records_out, staging, signed=result.signed,
+                                     dropped=groups.dropped, lines=source.lines, fmt=args.format,
+                                     id_field=args.id_column, on_decode_error=args.on_decode_error)
+        said.append(f"{written} records kept -> {args.records_out}")
+    return "; ".join(said)
 
 
 def cmd_join(args: argparse.Namespace) -> int:
@@ -263,9 +289,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="band buckets of more members than this are judged as report --method lsh judges them: "
                         f"verified in place when small or dense, split when large and sparse (default "
                         f"{DEFAULT_SPLIT_BUCKET}; 'none' never splits)")
-    p.add_argument("--groups", default=None, help="also write the groups (connected components) as JSONL here")
+    p.add_argument("--groups", default=None,
+                   help="also write the groups (connected components, computed by the executors) as JSONL here: "
+                        "the file groups PAIRS --out writes for the same pairs")
     p.add_argument("--keep", default=None, help="also write the keep list (every id except the non-representative "
-                                                "members of a group) here; needs --groups")
+                                                "members of a group) here, as groups --keep --with-singletons does")
+    p.add_argument("--representative", choices=["earliest", "longest"], default="earliest",
+                   help="which member a group keeps, as groups --representative: the earliest id (default) or the "
+                        "longest text (ties to the earliest)")
+    p.add_argument("--records-out", default=None, metavar="OUT",
+                   help="also write the deduplicated corpus here: the input records whose id is kept, in input "
+                        "order, each line as it was (a CSV header first; Parquet in, Parquet out), compressed as "
+                        "OUT's name says (.gz, .bz2, .xz, .zst)")
     p.add_argument("--to-solr", action="store_true",
                    help="also load the records into the Solr core/collection as the indexer would, check them, and "
                         "write each document's near-duplicate group into it (nd_group, nd_keep: see groups --to-solr)")

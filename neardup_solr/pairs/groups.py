@@ -170,10 +170,16 @@ def _longest(members: list, texts: Mapping[Any, str]) -> Any:
     return best
 
 
+def group_line(group: Group) -> str:
+    """A group as its line of the groups file (JSON, then ``\n``): the one spelling every writer of that file
+    uses (the Spark jobs format their groups with it on the executors)."""
+    return json.dumps(group.to_dict(), ensure_ascii=False) + "\n"
+
+
 def write_groups_jsonl(groups: Iterable[Group], path: str | Path) -> int:
     """One JSON object per line (group_id, representative, members, max_distance); returns the group count.
     The file appears complete or not at all (:func:`~neardup_solr.io.outputs.write_atomically`)."""
-    lines = [json.dumps(group.to_dict(), ensure_ascii=False) + "\n" for group in groups]
+    lines = [group_line(group) for group in groups]
     write_atomically(path, lines)
     return len(lines)
 

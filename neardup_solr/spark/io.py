@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.readers import FORMATS, RecordReader
@@ -35,11 +35,14 @@ STAGING_CHUNK = 50_000
 
 @dataclass
 class InputRead:
-    """``records``: a DataFrame of ``id, text`` (ids unique); ``rejected``: what could not become a record."""
+    """``records``: a DataFrame of ``id, text`` (ids unique); ``rejected``: what could not become a record;
+    ``lines``: ``id, line`` of a text file's records (the line a record ends on, as the reader numbers them), so
+    that its kept records can be copied out in input order (None for Parquet)."""
 
     records: "DataFrame"
     rejected: list[InvalidRecordError] = field(default_factory=list)
     read: int = 0  # records read, rejected ones included
+    lines: "DataFrame | None" = None
 
 
 def input_format(path: str | Path, fmt: str | None = None) -> str:
@@ -165,7 +168,7 @@ def _keep_last_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rej
                       read: int) -> InputRead:
     """``frame`` (``id, text, line``) with only the last copy of a repeated id (:func:`drop_earlier_copies`)."""
     frame, _ = drop_earlier_copies(spark, frame, path, rejected)
-    return InputRead(frame.select("id", "text"), rejected, read)
+    return InputRead(frame.select("id", "text"), rejected, read, frame.select("id", "line"))
 
 
 def drop_earlier_copies(spark: "SparkSession", frame: "DataFrame", path: Path, rejected: list[InvalidRecordError],
@@ -228,12 +231,12 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
     _merge_parts(parts, out, pairs_file_header())
 
 
-def write_keep_list_from_executors(ids: "DataFrame", dropped: Iterable[str], out: str | Path,
+def write_keep_list_from_executors(ids: "DataFrame", dropped: "DataFrame", out: str | Path,
                                    staging_dir: str | Path) -> int:
-    """The keep list ``groups --keep`` writes (every id of ``ids`` except ``dropped``, the groups' non-representative
-    members; one id a line, numeric-aware order), byte for byte, sorted and formatted by the executors and streamed
-    into ``out`` as :func:`write_pairs_from_executors` does: the driver holds the dropped ids (they follow the
-    near duplicates), never every id. Returns the number of ids written."""
+    """The keep list ``groups --keep --with-singletons`` writes (every id of ``ids`` except those of ``dropped``,
+    the groups' non-representative members: :attr:`~neardup_solr.spark.groups.SparkGroups.dropped`; one id a
+    line, numeric-aware order), byte for byte, sorted and formatted by the executors and streamed into ``out`` as
+    :func:`write_pairs_from_executors` does: the driver holds no id. Returns the number of ids written."""
     from pyspark.sql import functions as F
 
     def lines(frames):
@@ -244,10 +247,8 @@ def write_keep_list_from_executors(ids: "DataFrame", dropped: Iterable[str], out
         for frame in frames:
             yield pd.DataFrame({"value": [tsv_id(i) for i in frame["id"]]}, dtype=object)
 
-    spark = ids.sparkSession
-    gone = spark.createDataFrame([(i,) for i in dropped], "id string")
     parts = Path(staging_dir) / "keep-parts"
-    (ids.select("id").join(gone, "id", "left_anti")
+    (ids.select("id").join(dropped.select("id"), "id", "left_anti")
      .orderBy(*id_order_keys(F.col("id")))
      .mapInPandas(lines, "value string")
      .write.mode("overwrite").text(str(parts)))

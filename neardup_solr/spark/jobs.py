@@ -34,9 +34,9 @@ records' words (:mod:`neardup_solr.spark.weighted`) and verifies with the exact 
 steps and numbers of ``report --similarity idf --method lsh`` (:mod:`neardup_solr.engine.weighted_lsh`).
 
 The pairs file is written by the executors (:func:`neardup_solr.spark.io.write_pairs_from_executors`): the driver
-streams their part files into place and never holds the pairs. Groups and the keep list are computed on the
-driver from the pairs streamed back, with :mod:`neardup_solr.pairs.groups`: they follow the near duplicates, not
-the documents (67,000 pairs for a million benchmark documents).
+streams their part files into place and never holds the pairs. Groups, the keep list and the deduplicated
+records are computed and written by the executors too (:mod:`neardup_solr.spark.groups`,
+:mod:`neardup_solr.spark.records_out`).
 """
 
 from __future__ import annotations

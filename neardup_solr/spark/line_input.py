@@ -186,7 +186,8 @@ def sign_on_executors(spark: "SparkSession", path: Path, fmt: str, id_field: str
     small = (cached.filter(F.col("kind") == _SUMMARY).select("chunk", "local", "reason", "record_id", "lines")
              .collect())
     offsets, rejected, read = line_numbers(small, len(ranges), path)
-    signed = cached.filter(F.col("kind") == _RECORD).select("id", "signature", "shingles", "problem", "row")
+    signed = cached.filter(F.col("kind") == _RECORD).select("id", "signature", "shingles", "problem", "row",
+                                                            "length")
     slices = cached.filter(F.col("kind") == _SLICE).select("band", "part", "keys", "rows")
     return SignedFile(signed, slices, cached, rejected, read, offsets)
 
@@ -194,8 +195,9 @@ def sign_on_executors(spark: "SparkSession", path: Path, fmt: str, id_field: str
 @dataclass
 class SignedFile:
     """A file read and signed by :func:`sign_on_executors`. ``signed``: a row per record (``id, signature,
-    shingles, problem, row``: :data:`~neardup_solr.spark.signing.SIGNED_SCHEMA` without the band keys, ``row``
-    the range's number times 2**32 plus the line's number in the range, so rows are in line order); ``slices``:
+    shingles, problem, row, length``: :data:`~neardup_solr.spark.signing.SIGNED_SCHEMA` without the band keys,
+    ``row`` the range's number times 2**32 plus the line's number in the range, so rows are in line order, and
+    ``length`` the text's length in code points, for ``--representative longest``); ``slices``:
     the valid records' band keys, band-major (:data:`~neardup_solr.spark.buckets.SLICE_SCHEMA`); both computed
     from ``cached``, the tasks' cached output; ``rejected`` and ``read`` as :func:`read_on_executors` gives them;
     ``offsets``: the line number before each range (:meth:`line_of` a row)."""
@@ -218,7 +220,7 @@ SIGN_BATCH = 10_000
 _RECORD, _SUMMARY, _SLICE = 0, 1, 2
 SIGNED_FILE_SCHEMA = ("kind byte, id string, signature array<int>, shingles array<int>, problem string, row long, "
                       "chunk long, local long, reason string, record_id string, lines long, "
-                      "band int, part int, keys binary, rows binary")
+                      "band int, part int, keys binary, rows binary, length long")
 
 
 def _read_and_sign_range(reader: RecordReader, builder: "DocumentBuilder", params: "LSHParams", location: str,
@@ -226,6 +228,7 @@ def _read_and_sign_range(reader: RecordReader, builder: "DocumentBuilder", param
     """One range's records signed (``kind`` 0), its summary (1) and its valid records' band slices (2)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from neardup_solr.spark.buckets import slice_batch
 
@@ -240,7 +243,8 @@ def _read_and_sign_range(reader: RecordReader, builder: "DocumentBuilder", param
             rows.append(row[valid])
         yield _kind_batch(_RECORD, signed.num_rows, {
             **{name: signed.column(name) for name in ("id", "signature", "shingles", "problem")},
-            "row": pa.array(row, pa.int64()), "chunk": piece.column("chunk"), "local": piece.column("local")})
+            "row": pa.array(row, pa.int64()), "chunk": piece.column("chunk"), "local": piece.column("local"),
+            "length": pc.utf8_length(piece.column("text")).cast(pa.int64())})
     yield _kind_batch(_SUMMARY, summary.num_rows, {name: summary.column(name) for name in summary.schema.names})
     if rows:
         slices = slice_batch(np.concatenate(keys), np.concatenate(rows), parts)
@@ -267,4 +271,4 @@ def _file_fields() -> list:
             pa.field("row", pa.int64()), pa.field("chunk", pa.int64()), pa.field("local", pa.int64()),
             pa.field("reason", pa.string()), pa.field("record_id", pa.string()), pa.field("lines", pa.int64()),
             pa.field("band", pa.int32()), pa.field("part", pa.int32()), pa.field("keys", pa.binary()),
-            pa.field("rows", pa.binary())]
+            pa.field("rows", pa.binary()), pa.field("length", pa.int64())]
