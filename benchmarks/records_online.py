@@ -188,7 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             prepared = prepare(client, args)
             prepared["load_at_start"] = load_at_start
         if args.phase == "prepare":
-            saved.write_text(json.dumps(prepared))
+            with saved.open("w", encoding="utf-8") as state:  # the run's state, not a result
+                json.dump(prepared, state)
             print(f"prepared in {work}: {json.dumps(prepared['result'])}; time the matches with --phase match")
             return 0
         result = measure(client, prepared)
