@@ -7,6 +7,7 @@ this session starts (from Maven Central jars, on 127.0.0.1, free port, throwaway
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -42,15 +43,8 @@ def local_solr():
             container.stop()
         return
     if os.environ.get("NEARDUP_TEST_BACKEND") == "cloud":
-        from neardup_solr.solr.backends.cloud import LocalSolrCloud
-
-        cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-cloud-")),
-                               nodes=2, shards=2, replicas=1)
-        cloud.start()
-        try:
+        with _local_cloud("neardup-test-cloud-") as cloud:
             yield cloud
-        finally:
-            cloud.stop()
         return
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-test-solr-"))
     solr = LocalSolr(port=0, data_dir=data_dir)
@@ -81,10 +75,17 @@ def shared_cloud():
     end of the session. One start instead of one a module (each about half a minute on 2 cores). A module empties
     the ``neardup`` collection before it uses it, or makes a collection of its own; the fault tests, which stop
     and starve nodes, start their own clusters."""
+    with _local_cloud("neardup-test-shared-cloud-") as cloud:
+        yield cloud
+
+
+@contextlib.contextmanager
+def _local_cloud(prefix: str):
+    """A local SolrCloud (ZooKeeper, 2 nodes; collection ``neardup`` of 2 shards x 1 replica) in a throwaway
+    directory, stopped when the block ends."""
     from neardup_solr.solr.backends.cloud import LocalSolrCloud
 
-    cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix="neardup-test-shared-cloud-")),
-                           nodes=2, shards=2, replicas=1)
+    cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix=prefix)), nodes=2, shards=2, replicas=1)
     cloud.start()
     try:
         yield cloud

@@ -123,6 +123,12 @@ def cmd_match_online(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_fields_from(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument("--fields-from", required=required, default=None, metavar="COLUMN:KIND,...",
+                   help="the compared columns and their kinds: name, text, date, number, code, exact "
+                        "(e.g. name:name,address:text,born:date,phone:code; a column without a kind is text)")
+
+
 def _register_online(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index-records", help="index field records into the collection, for match-online",
                        description="Index records with their fields: each value is kept, and the words and "
@@ -130,9 +136,7 @@ def _register_online(sub: argparse._SubParsersAction) -> None:
                                    "The fields and their kinds are stored with the collection; then train a "
                                    "model with train-records.")
     p.add_argument("file", metavar="FILE", help="CSV, JSONL or Parquet records with an id and the columns")
-    p.add_argument("--fields-from", required=True, metavar="COLUMN:KIND,...",
-                   help="the columns and their kinds: name, text, date, number, code, exact "
-                        "(e.g. name:name,address:text,born:date,phone:code; a column without a kind is text)")
+    _add_fields_from(p, required=True)
     p.add_argument("--format", choices=["jsonl", "csv", "parquet"], default=None,
                    help="input format (default: from the file name)")
     p.add_argument("--id-column", default="id", help="id key/column (default id)")
@@ -180,9 +184,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "of the fields, each scored by a Fellegi-Sunter model trained on the records "
                                    "without labels (or loaded with --model). No Solr needed.")
     p.add_argument("file", metavar="FILE", help="CSV, JSONL or Parquet records with an id and the columns")
-    p.add_argument("--fields-from", default=None, metavar="COLUMN:KIND,...",
-                   help="the compared columns and their kinds: name, text, date, number, code, exact "
-                        "(e.g. name:name,address:text,born:date,phone:code; a column without a kind is text)")
+    _add_fields_from(p, required=False)
     p.add_argument("--link", default=None, metavar="FILE2",
                    help="match FILE against this second source instead of within FILE")
     p.add_argument("--out", required=True, help="the matched pairs (id, neighbor_id, probability)")

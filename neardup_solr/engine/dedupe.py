@@ -285,8 +285,10 @@ def dedupe_file(
                 log.warning("%d pair(s) with a document that is not in %s left out (the collection holds other "
                             "documents: clear it, or give the corpus a dataset of its own)", summary.foreign_pairs,
                             path)
-            # The groups command's reading of a pairs file: a similarity becomes the Jaccard distance.
-            groups = group_pairs([(a, b, round(1.0 - s, 6)) for a, b, s in inside], representative=representative,
+            # The groups command's reading of a pairs file: the similarity as the file spells it (6 decimals)
+            # becomes the Jaccard distance, so that --groups is byte for byte what `groups PAIRS` writes.
+            groups = group_pairs([(a, b, round(1.0 - float(f"{s:.6f}"), 6)) for a, b, s in inside],
+                                 representative=representative,
                                  texts=scan.texts if representative == "longest" else None)
             dropped = {m for g in groups for m in g.members if m != g.representative}
 

@@ -18,14 +18,15 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from neardup_solr.errors import InputFormatError, InvalidParameterError
 from neardup_solr.io.inputs import COMPRESSION_SUFFIXES
-from neardup_solr.io.outputs import replacing
+from neardup_solr.io.outputs import OutputLock, check_output_path, is_stdout, replacing
 from neardup_solr.io.readers import (
     PARQUET_BATCH_ROWS,
     Record,
@@ -35,7 +36,8 @@ from neardup_solr.io.readers import (
     open_parquet,
 )
 
-__all__ = ["KeptRecords", "output_compression", "check_output_format", "write_kept_records"]
+__all__ = ["KeptRecords", "check_output_format", "compressing", "output_compression", "write_bytes_atomically",
+           "write_kept_records"]
 
 # Records between two calls of the progress callback.
 PROGRESS_EVERY = 1000
@@ -64,7 +66,10 @@ def check_output_format(out: str | Path, fmt: str) -> None:
 
 
 @contextmanager
-def _compressed(fh: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
+def compressing(fh: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
+    """A writer into ``fh`` compressing with ``compression`` (:func:`output_compression`'s names; None: as it
+    is); leaving the block writes the compressed stream's end and leaves ``fh`` open. A gzip member carries no
+    file name or time stamp, so the same bytes in give the same file out."""
     if compression is None:
         yield fh
         return
@@ -88,6 +93,21 @@ def _compressed(fh: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
         sink.close()  # writes the compressed stream's end; fh itself stays open for the fsync
 
 
+def write_bytes_atomically(path: str | Path, chunks: Iterable[bytes], *, name: str = "out") -> None:
+    """``chunks`` into ``path`` (``name``: the option that named it, for errors), compressed as its name says
+    (``.gz``, ``.bz2``, ``.xz``, ``.zst``), under ``path``'s :class:`~neardup_solr.io.outputs.OutputLock`,
+    appearing complete or not at all; ``-`` writes them to standard output as they come."""
+    if is_stdout(path):
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return
+    path = check_output_path(path, name=name)
+    with OutputLock(path), replacing(path) as fh, compressing(fh, output_compression(path)) as sink:
+        for chunk in chunks:
+            sink.write(chunk)
+
+
 def write_kept_records(
     path: str | Path,
     out: str | Path,
@@ -108,7 +128,7 @@ def write_kept_records(
     reader = RecordReader(path, fmt, id_field=id_field, text_field=text_field, on_decode_error=on_decode_error,
                           keep_raw=True)
     counts = KeptRecords()
-    with replacing(out) as fh, _compressed(fh, output_compression(out)) as sink:
+    with replacing(out) as fh, compressing(fh, output_compression(out)) as sink:
         if fmt == "parquet":
             _copy_parquet(path, reader, keep, sink, counts, on_progress)
         else:

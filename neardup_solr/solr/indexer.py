@@ -324,16 +324,7 @@ class Indexer:
         None or not a str) never stops the batch. See :func:`neardup_solr.validation.id_problem` for ids."""
         if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
             raise ParameterTypeError("records", "an iterable of (id, text) pairs", records)
-        if rejects_path is not None:
-            check_output_path(rejects_path, name="rejects_path")
-        summary = IndexSummary(source=RECORDS_SOURCE)
-        rejects = _Rejects(Path(rejects_path) if rejects_path else None, summary.rejections)
-        summary.rejects_path = str(rejects_path) if rejects_path else None
-        try:
-            self._run(_checked_records(records), summary, rejects, None, 0)
-        finally:
-            rejects.close()
-        return summary
+        return self.index_read_records(_checked_records(records), rejects_path)
 
     def index_read_records(self, items: Iterable[ReadItem], rejects_path: str | Path | None = None) -> IndexSummary:
         """Index records already read: each a :class:`~neardup_solr.io.readers.Record` (with its ``fields``,

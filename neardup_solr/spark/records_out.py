@@ -25,18 +25,15 @@ driver streams the part files into OUT, which appears complete or not at all, as
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import logging
 import os
 import shutil
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterator
 
-from neardup_solr.errors import InvalidParameterError
-from neardup_solr.io.inputs import COMPRESSION_SUFFIXES
-from neardup_solr.io.outputs import OutputLock, check_output_path, is_stdout, sibling
+from neardup_solr.io.kept_records import write_bytes_atomically
+from neardup_solr.io.outputs import check_output_path
 from neardup_solr.spark.io import input_format
 
 if TYPE_CHECKING:
@@ -65,7 +62,7 @@ def write_kept_records(spark: "SparkSession", path: str | Path, out: str | Path,
     kept = signed.join(dropped.select("id"), "id", "left_anti")
     if fmt == "parquet":
         written = _write_parquet(spark, Path(path), kept.select("id"), parts, id_field)
-        write_bytes_atomically(out, _part_bytes(parts, "records.parquet"))
+        write_bytes_atomically(out, _part_bytes(parts, "records.parquet"), name="records-out")
         return written
     parts.mkdir(parents=True)
     if lines is None:
@@ -77,7 +74,7 @@ def write_kept_records(spark: "SparkSession", path: str | Path, out: str | Path,
     else:
         kept_lines = lines.join(kept.select("id"), "id", "left_semi").select("line")
         written = _copy_in_one_pass(Path(path), fmt, kept_lines, parts, on_decode_error)
-    write_bytes_atomically(out, _part_bytes(parts))
+    write_bytes_atomically(out, _part_bytes(parts), name="records-out")
     return written
 
 
@@ -94,57 +91,6 @@ def _ended(raw: bytes, first: bool = False) -> bytes:
     if first and raw.startswith(_BOM):
         raw = raw[len(_BOM):]
     return raw.rstrip(b"\r\n") + b"\n"
-
-
-def write_bytes_atomically(path: str | Path, chunks: Iterable[bytes]) -> None:
-    """``chunks`` into ``path``, compressed as its name says (``.gz``, ``.bz2``, ``.xz``, ``.zst``): written as
-    ``<path>.tmp`` under ``path``'s :class:`~neardup_solr.io.outputs.OutputLock`, fsynced, renamed when
-    complete. A gzip member carries no file name or time stamp, so the same bytes in give the same file out."""
-    if is_stdout(path):  # '-': standard output, as it comes
-        for chunk in chunks:
-            sys.stdout.buffer.write(chunk)
-        sys.stdout.buffer.flush()
-        return
-    path = check_output_path(path, name="records-out")
-    with OutputLock(path):
-        tmp = sibling(path, ".tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                with _compressed(fh, path) as sink:
-                    for chunk in chunks:
-                        sink.write(chunk)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-
-
-def _compressed(fh: BinaryIO, path: Path) -> Any:
-    """A writer into ``fh`` compressing as ``path``'s suffix says; closing it leaves ``fh`` open."""
-    compression = COMPRESSION_SUFFIXES.get(path.suffix.lower())
-    if compression == "gzip":
-        import gzip
-
-        return gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0)
-    if compression == "bzip2":
-        import bz2
-
-        return bz2.BZ2File(fh, "wb")
-    if compression == "xz":
-        import lzma
-
-        return lzma.LZMAFile(fh, "wb")
-    if compression == "zstd":
-        try:
-            import zstandard
-        except ImportError:
-            raise InvalidParameterError("records-out", "a name without .zst, or the zstandard package installed",
-                                        str(path), "writing zstd needs the zstandard package: pip install "
-                                        "'neardup-solr[zstd]'") from None
-        return zstandard.ZstdCompressor().stream_writer(fh, closefd=False)
-    return contextlib.nullcontext(fh)
 
 
 def _copy_ranges(spark: "SparkSession", path: Path, kept: "DataFrame", parts: Path) -> int:

@@ -7,7 +7,8 @@ import gzip
 import io
 
 from neardup_solr.io.readers import Record, RecordReader
-from neardup_solr.spark.records_out import copy_lines, csv_rows, write_bytes_atomically
+from neardup_solr.io.kept_records import write_bytes_atomically
+from neardup_solr.spark.records_out import copy_lines, csv_rows
 
 CSV = (b"\xef\xbb\xbfid,text\r\n"
        b"c1,\"quoted, with \"\"quotes\"\"\"\r\n"
