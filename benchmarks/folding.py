@@ -36,7 +36,7 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
 from benchmarks.own_collection import cpu_seconds, index_bytes, percentiles  # noqa: E402
-from benchmarks.provenance import write_result_files  # noqa: E402
+from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
 from neardup_solr import Indexer, SolrClient  # noqa: E402
 from neardup_solr.engine.collection import dedupe_collection  # noqa: E402
 from neardup_solr.engine.group_writeback import write_groups  # noqa: E402
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(x) for x in args.docs.split(",") if x.strip()]
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-folding-"))
     work.mkdir(parents=True, exist_ok=True)
-    load_at_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_at_start = load_average_text()
     solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
     solr.start()
     try:

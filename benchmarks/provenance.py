@@ -32,6 +32,12 @@ def git_commit() -> str | None:
     return commit + ("-dirty" if dirty else "") if commit else None
 
 
+def load_average_text() -> str:
+    """The 1/5/15-minute load averages now, as a results file states them ("1.17 / 1.47 / 1.80"): for a run that
+    records the load when it started, beside the one the stamp records when it was written."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def provenance() -> dict[str, Any]:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {"tool": "neardup-solr", "version": package_version(), "commit": git_commit(),

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.own_collection import percentiles  # noqa: E402
 from benchmarks.persons import generate  # noqa: E402
-from benchmarks.provenance import write_result_files  # noqa: E402
+from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
 from neardup_solr import SolrClient  # noqa: E402
 from neardup_solr.engine.records_online import (  # noqa: E402
     SolrRecordMatcher,
@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-records-online-"))
     work.mkdir(parents=True, exist_ok=True)
     saved = work / "prepared.json"
-    load_at_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_at_start = load_average_text()
     solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
     solr.start()
     try:

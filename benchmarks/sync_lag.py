@@ -28,7 +28,7 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import iter_documents  # noqa: E402
 from benchmarks.own_collection import measure_lag, percentiles  # noqa: E402
-from benchmarks.provenance import write_result_files  # noqa: E402
+from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
 from neardup_solr import SolrClient  # noqa: E402
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
 
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     docs = list(iter_documents(args.work_dir / f"corpus-{args.docs}"))
     indexed, late = docs[:args.docs], docs[args.docs:]
-    load_at_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_at_start = load_average_text()
     solr = LocalSolr(port=0, data_dir=args.work_dir / "solr", heap=args.heap)
     solr.start()
     try:

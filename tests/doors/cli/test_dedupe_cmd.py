@@ -15,18 +15,9 @@ import pytest
 from benchmarks.corpus import generate
 from dedupe_reference import run_commands
 from neardup_solr import SolrClient, dedupe_file
-from neardup_solr.cli import main
+from cli_run import run
 
 pytestmark = pytest.mark.solr
-
-
-def run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

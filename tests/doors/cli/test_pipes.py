@@ -9,22 +9,13 @@ import json
 import pytest
 
 from neardup_solr import Indexer
-from neardup_solr.cli import main
+from cli_run import run
 
 pytestmark = pytest.mark.solr
 
 RECORDS = [("1", "art's deli 12224 ventura blvd studio city"), ("2", "art's deli 12224 ventura blvd studio city ca"),
            ("3", "arnie morton's of chicago 435 s la cienega blvd los angeles"),
            ("4", "arnie morton's of chicago 435 s la cienega blvd los angeles")]
-
-
-def run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture()
