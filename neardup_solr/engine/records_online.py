@@ -60,6 +60,7 @@ from neardup_solr.errors import (
 from neardup_solr.io.readers import ReadItem, Record
 from neardup_solr.pairs.comparisons import FieldComparison, comparison_vectors, parse_field_kinds
 from neardup_solr.pairs.fellegi_sunter import FellegiSunterModel, train
+from neardup_solr.pairs.prefix_filter import weighted_prefix
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import RESERVED_IDS, IndexSettings
@@ -285,10 +286,14 @@ class _CandidateSearch:
         # is lowered by it; and by Lucene's float32 rounding of the summed boosts.
         left_out = math.fsum(w for _, w in boosted[MAX_CLAUSES:])
         bound = self.threshold * total * (1 - _FLOAT32_SLACK * len(kept)) - left_out
+        # Only a record holding one of the prefix tokens (the heaviest, so the rarest) can reach the bound; asking
+        # Solr for those alone returns the same candidates while sparing it the long posting lists of frequent
+        # grams (a street type, a year's digits), which made the query scan a large share of the collection.
+        prefix = weighted_prefix(dict(kept), self.frequencies, bound) if bound > 0 else None
         # The record itself (when indexed) is skipped here rather than filtered out in Solr: a filter on its id
         # would be a filter cache entry (a bitset over the collection) per lookup.
         rows = self.rows + (exclude_id is not None)
-        params = [*top_overlap_params(self.field, kept, rows), *filter_params([USER_DOCUMENTS]),
+        params = [*top_overlap_params(self.field, kept, rows, required=prefix), *filter_params([USER_DOCUMENTS]),
                   ("fl", "id,content,fields_json,score")]
         docs = [d for d in self.client.select(params)["response"]["docs"]
                 if str(d["id"]) != exclude_id and float(d.get("score", 0.0)) >= bound]

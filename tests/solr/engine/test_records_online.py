@@ -5,6 +5,7 @@ when it does not fit, bad records are named, and check_and_add reports a matchin
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -191,3 +192,29 @@ def test_a_long_record_stays_within_the_boolean_clause_limit(solr, persons, trai
     assert [m.id for m in found][:1] == ["long-1"]
     query = dict(sent[-1])["q"]
     assert query.count('"') // 2 == MAX_CLAUSES  # far more grams than that; the heaviest are queried
+
+
+def test_only_records_holding_one_of_the_rarest_tokens_are_scored(solr, persons, trained, monkeypatch):
+    # The prefix: the heaviest grams, enough that a record holding none of them cannot reach the candidate bound.
+    # The frequent grams (a street type, a century's digits) stay optional, scored only for what the prefix found.
+    rows, _ = persons
+    matcher = SolrRecordMatcher(solr)
+    sent = []
+    select = solr.select
+
+    def recording(params):
+        sent.append(params)
+        return select(params)
+
+    monkeypatch.setattr(solr, "select", recording)
+    record = dict(rows[0], id="new-1")
+    found = matcher.match(record, threshold=0.0, limit=None)
+    assert rows[0]["id"] in {m.id for m in found}
+    query = dict(sent[-1])["q"]
+    required = re.match(r"\+\((.+?)\)(?: |$)", query)
+    assert required is not None, query
+    required_terms = set(re.findall(r'"([^"]+)"', required.group(1)))
+    all_terms = set(re.findall(r'"([^"]+)"', query))
+    frequencies = matcher._search.frequencies
+    commonest = max(all_terms, key=lambda t: frequencies.get(t, 0))
+    assert required_terms < all_terms and commonest not in required_terms
