@@ -19,13 +19,14 @@ Three steps, each one call (and one command):
 One Solr request per lookup. The matcher holds the document frequency of every candidate token that two or more
 records share (one ``/terms`` request when it starts, :func:`neardup_solr.solr.idf.frequent_terms`); a token it
 does not hold is in one record or none, and weighs ``ln N``, as in ``match_records``. The request asks for the
-``rows`` records with the highest IDF-weighted overlap with the record's tokens (each token a query clause
-boosted by its weight, at most :data:`MAX_CLAUSES`), sorted by that overlap alone so that Lucene can skip the
-records that cannot enter them. Those whose overlap can reach the candidate threshold are checked with the exact
-IDF-weighted Jaccard over their tokens and compared field by field; the model gives the probability. The
-candidates are therefore those ``match_records`` finds over the same records with the same threshold, as long as
-no more than ``rows`` records overlap the record more than a candidate does (a person's records share little
-with other people's; raise ``rows`` for data where many records look alike). The
+``rows`` records with the highest IDF-weighted overlap with the record's prefix: its heaviest tokens, enough
+that a record holding none of them cannot reach the candidate threshold (:mod:`neardup_solr.pairs.prefix_filter`;
+each token a query clause boosted by its weight, at most :data:`MAX_CLAUSES`), sorted by that overlap alone so
+that Lucene can skip the records that cannot enter them. Those whose overlap can reach the candidate threshold
+are checked with the exact IDF-weighted Jaccard over all their tokens and compared field by field; the model
+gives the probability. The candidates are therefore those ``match_records`` finds over the same records with the
+same threshold, as long as no more than ``rows`` records overlap the prefix more than a candidate does (a
+person's records share little with other people's; raise ``rows`` for data where many records look alike). The
 weights are those of the records indexed when the matcher started: :meth:`SolrRecordMatcher.refresh` reads them
 again, with the model when a new revision was stored.
 """
@@ -286,14 +287,19 @@ class _CandidateSearch:
         # is lowered by it; and by Lucene's float32 rounding of the summed boosts.
         left_out = math.fsum(w for _, w in boosted[MAX_CLAUSES:])
         bound = self.threshold * total * (1 - _FLOAT32_SLACK * len(kept)) - left_out
-        # Only a record holding one of the prefix tokens (the heaviest, so the rarest) can reach the bound; asking
-        # Solr for those alone returns the same candidates while sparing it the long posting lists of frequent
-        # grams (a street type, a year's digits), which made the query scan a large share of the collection.
-        prefix = weighted_prefix(dict(kept), self.frequencies, bound) if bound > 0 else None
+        # Only the prefix is queried: the heaviest (so rarest) tokens, enough that a record holding none of them
+        # cannot reach the bound (neardup_solr.pairs.prefix_filter). The frequent grams left out (a city, a street
+        # type, a century's digits) have the longest posting lists: querying every token made Solr walk a large
+        # share of the collection for each lookup, and twice the CPU at 1,000,000 records. Solr's score is then
+        # the overlap with the prefix, and what the left-out tokens could add lowers the bound.
+        if bound > 0:
+            prefix = set(weighted_prefix(dict(kept), self.frequencies, bound))
+            bound -= math.fsum(w for t, w in kept if t not in prefix)
+            kept = [(t, w) for t, w in kept if t in prefix]
         # The record itself (when indexed) is skipped here rather than filtered out in Solr: a filter on its id
         # would be a filter cache entry (a bitset over the collection) per lookup.
         rows = self.rows + (exclude_id is not None)
-        params = [*top_overlap_params(self.field, kept, rows, required=prefix), *filter_params([USER_DOCUMENTS]),
+        params = [*top_overlap_params(self.field, kept, rows), *filter_params([USER_DOCUMENTS]),
                   ("fl", "id,content,fields_json,score")]
         docs = [d for d in self.client.select(params)["response"]["docs"]
                 if str(d["id"]) != exclude_id and float(d.get("score", 0.0)) >= bound]

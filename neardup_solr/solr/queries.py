@@ -10,7 +10,7 @@ it refers to, so the engines hand filters around without knowing how they are wr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from neardup_solr.signing.settings import META_DATASET
 
@@ -155,26 +155,14 @@ def overlap_params(field: str, tokens: Sequence[tuple[str, float]], bound: float
     return params + [("defType", "lucene"), ("df", field), ("q.op", "OR")]
 
 
-def top_overlap_params(field: str, tokens: Sequence[tuple[str, float]], rows: int, *,
-                       required: Collection[str] | None = None) -> Params:
+def top_overlap_params(field: str, tokens: Sequence[tuple[str, float]], rows: int) -> Params:
     """The ``rows`` documents with the highest weighted overlap with ``tokens`` (token, boost) in ``field``, best
     first; the score is the overlap. Sorted by relevance alone and without an exact hit count
     (``minExactCount``), so that Lucene skips every document whose overlap cannot enter the best ``rows``
     (each clause's score is its boost, so its highest is known): measured at 20,000 records, a tie-break on
     the id (a field sort) or a score filter made Solr score every document holding any of the tokens, 10 to
-    40 times slower.
-
-    ``required`` (a prefix, :mod:`neardup_solr.pairs.prefix_filter`): only documents holding one of these tokens
-    are scored. They form a required sub-query with their boosts and the other tokens stay optional, so the
-    score is still the whole overlap; Lucene then walks the (short) posting lists of the rare tokens and only
-    looks up the frequent ones for the documents found there."""
-    if not required:
-        query = boosted_terms(tokens)
-    else:
-        needed = [(t, b) for t, b in tokens if t in required]
-        rest = [(t, b) for t, b in tokens if t not in required]
-        query = f"+({boosted_terms(needed)})" + (f" {boosted_terms(rest)}" if rest else "")
-    return [("q", query), ("rows", int(rows)), ("minExactCount", int(rows)), ("defType", "lucene"),
+    40 times slower."""
+    return [("q", boosted_terms(tokens)), ("rows", int(rows)), ("minExactCount", int(rows)), ("defType", "lucene"),
             ("df", field), ("q.op", "OR")]
 
 

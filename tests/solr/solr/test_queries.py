@@ -25,7 +25,6 @@ from neardup_solr.solr.queries import (
     score_at_least,
     select_params,
     terms_query,
-    top_overlap_params,
 )
 
 # Names a user may give a data set that are query syntax when pasted into a query.
@@ -116,27 +115,7 @@ def test_overlap_params_the_three_shapes():
         ("q", "{!terms f=content_nh v=$nd.prefix}"), ("nd.prefix", "b"), ("sort", "id asc"), *tail]
 
 
-def test_top_overlap_params_put_a_prefix_in_a_required_group():
-    tokens = [("rare", 9.0), ("mid", 3.0), ("common", 1.0)]
-    assert dict(top_overlap_params("content_grams", tokens, 5))["q"] == '"rare"^9 "mid"^3 "common"'
-    assert dict(top_overlap_params("content_grams", tokens, 5, required={"rare", "mid"}))["q"] == (
-        '+("rare"^9 "mid"^3) "common"')
-    assert dict(top_overlap_params("content_grams", tokens, 5, required=set()))["q"] == '"rare"^9 "mid"^3 "common"'
-
-
 # ------------------------------------------------------------------------------------------ against Solr
-
-
-def test_a_required_prefix_keeps_the_whole_overlap_as_the_score(solr):
-    # Scores are summed boosts (BooleanSimilarity); a document with only optional tokens is not found at all.
-    solr.add([{"id": "both", "content": "x", "content_grams": ["rare", "common"]},
-              {"id": "rare-only", "content": "x", "content_grams": ["rare"]},
-              {"id": "common-only", "content": "x", "content_grams": ["common"]}])
-    solr.commit()
-    tokens = [("rare", 9.0), ("common", 1.5)]
-    params = [*top_overlap_params("content_grams", tokens, 10, required={"rare"}), ("fl", "id,score")]
-    docs = solr.select(params)["response"]["docs"]
-    assert [(d["id"], d["score"]) for d in docs] == [("both", pytest.approx(10.5)), ("rare-only", pytest.approx(9.0))]
 
 
 def _ids(client, filters) -> set[str]:
