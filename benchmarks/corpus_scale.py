@@ -26,9 +26,10 @@ Steps, each the command a user types, in a process of its own
        files, and the pair sets), its recall against the planted truth.
 
 What is measured
-    Wall time of each command, documents/s and milliseconds a document. Peak memory: the command's own
-    ``ru_maxrss`` (``os.wait4``); Solr's JVM by its ``VmHWM`` (reset through ``/proc/<pid>/clear_refs`` at each
-    step's start) and a 0.25 s sampler of its RSS; for ``spark dedup`` the driver's Python, the JVM (driver and
+    Wall time of each command, documents/s and milliseconds a document. Peak memory: the command's own ``VmHWM``,
+    sampled (not ``ru_maxrss``, which a child inherits from the process that starts it: :func:`run_command`);
+    Solr's JVM by its ``VmHWM`` (reset through ``/proc/<pid>/clear_refs`` at each step's start) and a 0.25 s
+    sampler of its RSS; for ``spark dedup`` the driver's Python, the JVM (driver and
     executors in local mode) and the Python workers, sampled as benchmarks/spark.py does (``TreeRSS``), before and
     after the pairs are written (the groups and keep list are the second phase). Disk: the Solr index
     (``sizeInBytes`` after each step, and the data directory's peak during it: optimize rewrites the index), the
@@ -624,7 +625,7 @@ def run(args: argparse.Namespace) -> dict:
         report_codes = pairs_file_codes(pairs_path)
         step["result"] = {**against_planted(report_codes, planted),
                           "candidates": stats.get("candidate_pairs"), "verified_documents":
-                          stats.get("fetched_documents"), "client_peak_rss_mib_own": stats.get("peak_rss_mib")}
+                          stats.get("fetched_documents"), "report_stats_ru_maxrss_mib": stats.get("peak_rss_mib")}
         step["disk_bytes"] = {"signature_store_peak": raw["disk_peak"]["signature_store"],
                               "signature_store_own_mib": stats.get("work_dir_mib"),
                               "pairs_file": pairs_path.stat().st_size,
@@ -662,7 +663,8 @@ def run(args: argparse.Namespace) -> dict:
     spark_pairs = out / "spark-pairs.tsv"
     cmd = _cli("spark", "dedup", str(docs_path), "--threshold", str(THRESHOLD), "--out", str(spark_pairs),
                "--groups", str(out / "groups.jsonl"), "--keep", str(out / "keep.txt"), "--master", args.master,
-               "--driver-memory", args.spark_driver_memory, "--staging-dir", str(spark_tmp))
+               "--driver-memory", args.spark_driver_memory, "--shuffle-partitions", str(args.shuffle_partitions),
+               "--staging-dir", str(spark_tmp))
     env = {"TMPDIR": str(spark_tmp), "SPARK_LOCAL_DIRS": str(spark_tmp),
            "PYSPARK_SUBMIT_ARGS": " ".join([
                "--conf spark.eventLog.enabled=true", f"--conf spark.eventLog.dir={events.as_uri()}",
@@ -1008,6 +1010,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--heap", default="4g", help="heap of the dedicated Solr (default 4g)")
     ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     ap.add_argument("--spark-driver-memory", default="4g", help="spark dedup --driver-memory (default 4g)")
+    ap.add_argument("--shuffle-partitions", type=int, default=8,
+                    help="spark dedup --shuffle-partitions (default 8, the command's; fewer tasks for a smoke run)")
     ap.add_argument("--lookups", type=int, default=300, help="timed lookups by id and by new text (default 300)")
     ap.add_argument("--warmup", type=int, default=30, help="untimed lookups first (default 30)")
     ap.add_argument("--keep-solr", action="store_true",

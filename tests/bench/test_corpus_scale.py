@@ -65,7 +65,7 @@ def test_tiny_run_writes_every_step_with_sane_recall(tmp_path):
         pytest.skip("no Java for Spark")
     out_dir = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "benchmarks.corpus_scale", "--docs", "2000", "--lookups", "20",
-                           "--warmup", "2", "--heap", "1g", "--spark-driver-memory", "1g", "--work-dir",
+                           "--warmup", "2", "--heap", "1g", "--spark-driver-memory", "1g", "--shuffle-partitions", "2", "--work-dir",
                            str(tmp_path / "work"), "--out-dir", str(out_dir), "--machine", "smoke"],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
