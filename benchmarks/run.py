@@ -135,16 +135,20 @@ def read_ids(docs_path) -> list[str]:
     return ids
 
 
-def read_texts(docs_path, wanted: set[str] | None = None, limit: int | None = None) -> dict[str, str]:
-    from benchmarks.corpus import iter_documents
-
-    out = {}
-    for doc_id, text in iter_documents(docs_path):
-        if wanted is None or doc_id in wanted:
-            out[doc_id] = text
-            if limit is not None and len(out) >= limit:
-                break
-    return out
+def sample_documents(docs_path, k: int, rng: random.Random) -> list[tuple[str, str]]:
+    """``(id, text)`` of ``k`` documents drawn by ``rng.sample`` over the file's lines, in draw order: the same draw
+    as ``rng.sample(read_ids(docs_path), k)``, but streamed, so a 10M-document corpus's ids are never all held."""
+    with open(docs_path, "rb") as fh:
+        n = sum(1 for _ in fh)
+    picks = rng.sample(range(n), min(n, k))
+    wanted = set(picks)
+    found: dict[int, tuple[str, str]] = {}
+    with open(docs_path, encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if i in wanted:
+                rec = json.loads(line)
+                found[i] = (rec["id"], rec["text"])
+    return [found[i] for i in picks]
 
 
 class PeakRSS:
@@ -460,9 +464,9 @@ def sec_lookup(*, deadline, core_url: str, corpus_dir: str, fresh_dir: str, look
 
     rng = random.Random(seed)
     docs_path = Path(corpus_dir) / "docs.jsonl"
-    ids = read_ids(docs_path)
-    sample = rng.sample(ids, min(len(ids), warmup + lookups))
-    texts = read_texts(docs_path, set(sample))
+    drawn = sample_documents(docs_path, warmup + lookups, rng)
+    sample = [doc_id for doc_id, _ in drawn]
+    texts = dict(drawn)
     fresh = [t for _, t in iter_documents(fresh_dir)]
     # New texts: half near copies of indexed documents, half unseen documents (most lookups find nothing).
     new_texts = []

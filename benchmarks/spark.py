@@ -41,12 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class TreeRSS:
-    """Peak RSS (MiB) of this process, its JVM child(ren) and the JVM's Python workers, sampled in a thread."""
+    """Peak RSS (MiB) of this process (or of ``process``: a ``psutil.Process``, e.g. a ``spark dedup`` command's),
+    its JVM child(ren) and the JVM's Python workers, sampled in a thread."""
 
-    def __init__(self, interval: float = 0.2):
+    def __init__(self, interval: float = 0.2, process=None):
         import psutil
 
-        self.me = psutil.Process()
+        self.me = process or psutil.Process()
         self.peaks = {"driver_python": 0.0, "jvm": 0.0, "python_workers": 0.0, "total": 0.0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
@@ -55,7 +56,10 @@ class TreeRSS:
     def _sample(self) -> None:
         import psutil
 
-        mine = self.me.memory_info().rss
+        try:
+            mine = self.me.memory_info().rss
+        except psutil.Error:  # the process sampled has ended
+            return
         jvm = workers = 0
         for child in self.me.children(recursive=True):
             try:
