@@ -290,8 +290,10 @@ class _CandidateSearch:
         # Only the prefix is queried: the heaviest (so rarest) tokens, enough that a record holding none of them
         # cannot reach the bound (neardup_solr.pairs.prefix_filter). The frequent grams left out (a city, a street
         # type, a century's digits) have the longest posting lists: querying every token made Solr walk a large
-        # share of the collection for each lookup, and twice the CPU at 1,000,000 records. Solr's score is then
-        # the overlap with the prefix, and what the left-out tokens could add lowers the bound.
+        # share of the collection for each lookup (at 1,000,000 records, p99 59 ms against 27 ms). Solr's score
+        # is then the overlap with the prefix, and what the left-out tokens could add lowers the bound. Solr's
+        # rerank could add their overlap back for the best records, but it counts every hit exactly, which
+        # made the lookup slower than querying every token.
         if bound > 0:
             prefix = set(weighted_prefix(dict(kept), self.frequencies, bound))
             bound -= math.fsum(w for t, w in kept if t not in prefix)
