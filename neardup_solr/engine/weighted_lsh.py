@@ -203,7 +203,9 @@ def _read_snapshot(finder: ThresholdFinder, tokens: Sequence[str], scheme: str, 
     verification uses are the ones read here)."""
     idf = finder.idf
     assert idf is not None
-    # One /terms request per 5,000 tokens instead of per 500: a run asks for every token at once.
+    # A small field is read whole in one request; else one /terms request per 5,000 tokens instead of per 500
+    # (a run asks for every token at once).
+    idf.read_whole_field(tokens)
     idf.batch = max(idf.batch, 5000)
     df = idf.document_frequencies(tokens)
     return IdfSnapshot(field=idf.field, num_docs=idf.num_docs, df=df, field_weights=finder.field_weights,
@@ -317,14 +319,11 @@ def _run(finder: ThresholdFinder, sets: TokenSets, ids: list[str], left_count: i
         stats.margin = estimate_margin(threshold, num_hashes)
         need = min_matches(threshold, num_hashes, stats.margin)
         codes = store_candidate_pairs(store, max_bucket=max_bucket, split_bucket=split_bucket, stats=refinement,
-                                      keep_matches=need)
+                                      keep_matches=need, cross_at=left_count)
         log_refinement(refinement, split_bucket)
         stats.refinement = refinement.refinement()
         a, b = (x.astype(np.int32) for x in np.divmod(codes, np.int64(max(len(sets), 1))))
         del codes
-        if left_count is not None:  # a join pairs the two sides only
-            cross = (a < left_count) & (b >= left_count)
-            a, b = a[cross], b[cross]
         stats.candidate_pairs = int(a.size)
         keep = store_matching_positions(store, a, b) >= need
         a, b = a[keep], b[keep]

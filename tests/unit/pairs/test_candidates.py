@@ -168,3 +168,22 @@ def test_a_store_holds_its_signatures_in_memory_only_within_its_bound(tmp_path):
             held[bound] = store.signatures_in_memory
     assert held == {sigs.nbytes: True, sigs.nbytes - 1: False, 0: False, None: True}
     assert IN_MEMORY_SIGNATURE_BYTES // (4 * 128) >= 10_000  # a 5,000 x 5,000 join's 128-value signatures fit
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(0, 300), values=st.integers(1, 3), keep=st.integers(0, 12), cut=st.floats(0, 1),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_join_generates_exactly_the_cross_pairs_of_the_whole(n, values, keep, cut, seed, tmp_path_factory):
+    # cross_at (a join's two sides): the pairs within one side are dropped before they are verified in place,
+    # and the pairs across are those the whole run finds.
+    sigs = np.random.default_rng(seed).integers(0, values, size=(n, 12), dtype=np.uint32)
+    cross_at = int(cut * n)
+    with SignatureStore(12, LSHParams(3, 2), expected_documents=n,
+                        directory=tmp_path_factory.mktemp("store")) as store:
+        store.append([f"d{i}" for i in range(n)], sigs)
+        whole_stats, join_stats = CollectionStats(), CollectionStats()
+        whole = store_candidate_pairs(store, keep_matches=keep, stats=whole_stats)
+        join = store_candidate_pairs(store, keep_matches=keep, cross_at=cross_at, stats=join_stats)
+    a, b = np.divmod(whole, max(n, 1))
+    assert np.array_equal(join, whole[(a < cross_at) & (b >= cross_at)])
+    assert join_stats.verified_in_place <= whole_stats.verified_in_place
