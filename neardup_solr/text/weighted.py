@@ -273,14 +273,18 @@ class WeightedMinHash:
         threads = SIGNING_THREADS
         # Blocks small enough that every thread gets one even for a few thousand tokens.
         per_block = max(1, min(_BLOCK_ELEMENTS // k, -(-first.size // threads)))
-        ranked = np.empty((k, first.size), dtype=_U64)
-        codes_all = np.empty((k, first.size), dtype=np.uint32)
+        # One row per distinct sample (token, weight), its k values side by side: the reduction below gathers
+        # the rows of a document's tokens, contiguous 8k bytes each. Held as (k, tokens) that gather picked k
+        # values strided across the whole array for every occurrence, 2.5x slower (issue 40, point 5).
+        ranked = np.empty((first.size, k), dtype=_U64)
+        codes_all = np.empty((first.size, k), dtype=np.uint32)
         index_bits = max(1, int(first.size - 1).bit_length())
 
         def sample_block(lo: int) -> None:
             hi = min(lo + per_block, first.size)
-            ln_a, codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
-            ranked[:, lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits)
+            ln_a, codes = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
+            codes_all[lo:hi] = codes.T
+            ranked[lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits).T
 
         # Whole documents per block, so each block's minimum per document is final. The minimum of the rank
         # keys names the winning sample (its low bits are its column), so one reduction finds it; comparing
@@ -294,15 +298,17 @@ class WeightedMinHash:
             doc_blocks.append((d, end))
             d = end
 
+        positions = np.arange(k)
+
         def reduce_block(block: tuple[int, int]) -> None:
             d, end = block
             a, b = int(offsets[d]), int(offsets[end])
-            best = np.minimum.reduceat(ranked[:, inverse[a:b]], offsets[d:end] - a, axis=1)
+            best = np.minimum.reduceat(ranked[inverse[a:b]], offsets[d:end] - a, axis=0)
             winners = (best & mask).astype(np.intp)
-            result[d:end] = np.take_along_axis(codes_all, winners, axis=1).T
+            result[d:end] = codes_all[winners, positions]
 
-        # Blocks write disjoint columns (sampling) and rows (reduction), and NumPy releases the GIL inside its
-        # loops, so threads sign in parallel with identical results.
+        # Blocks write disjoint rows (of ranked and codes_all when sampling, of result when reducing), and NumPy
+        # releases the GIL inside its loops, so threads sign in parallel with identical results.
         if threads > 1 and first.size > per_block:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="icws") as pool:
                 list(pool.map(sample_block, range(0, first.size, per_block)))

@@ -340,5 +340,9 @@ def test_weighted_join_benchmark_smoke_run(solr_url, tmp_path):
     for join in report["joins"]:
         assert join["similarities_identical"] and join["recall"] >= 0.95 and join["exact_pairs"] > 10
         assert set(join["lsh_phases_s"]) >= {"export", "weights", "sign", "candidates", "verify", "total"}
-    assert report["import_s"] > 0
-    assert markdown.startswith("# IDF join")
+        # The command-line runs, each its own process with its own peak RSS (not this benchmark's).
+        cli = join["cli"]
+        assert cli["same_pairs_file"] and cli["exact_s"] > 0 and len(cli["lsh_runs_s"]) == 1
+        assert 20 < cli["lsh_peak_rss_mib"] < 1000 and 20 < cli["exact_peak_rss_mib"] < 1000
+    assert report["import_s"] > 0 and report["package"].startswith(str(REPO))
+    assert markdown.startswith("# IDF join") and "As the command line runs it" in markdown
