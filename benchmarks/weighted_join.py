@@ -12,7 +12,9 @@ reading the indexed texts and splitting both sides into words; ``weights``: docu
 ``/terms``; ``sign``; ``candidates``: bands and the estimate filter; ``verify``).
 
 The CLI adds a fixed cost no in-process figure shows: starting Python and importing the package. It is measured
-here once as the wall time of ``python -c "import neardup_solr.cli, neardup_solr.engine.weighted_lsh"``. Then
+here once as the wall time of ``python -c "import neardup_solr.cli, neardup_solr.engine.weighted_lsh"``, from
+compiled bytecode as an installed package has it (the children get a bytecode cache of this run, see
+``_PYCACHE``). Then
 the join runs as a user runs it, ``neardup-solr join FILE --similarity idf --method exact|lsh`` over the
 streamed half written as JSON lines, each run its own process: wall time and that process's peak RSS
 (``os.wait4``), exact once and lsh ``--repeat`` times (the fastest reported, with the largest peak), and whether
