@@ -317,13 +317,15 @@ def _bucket_pairs(
     split_bucket: int | None = None,
     extension: ExtensionReader | None = None,
     judge: _Judge | None = None,
+    cross_at: int | None = None,
 ) -> Iterator[np.ndarray]:
     """Codes ``i * total + j`` (i < j) of every pair of documents with equal keys, in chunks.
 
     ``ordinals`` (ascending) name the documents whose keys these are (default: 0, 1, 2...); ``total`` is the
     number of documents the codes are counted over (default: ``keys.size``). With ``split_bucket`` and
     ``extension``, buckets of more members are first refined (:func:`_refine_oversized`); with a ``judge``, the
-    pairs of a bucket verified in place are emitted only when their estimate reaches the candidate bar."""
+    pairs of a bucket verified in place are emitted only when their estimate reaches the candidate bar. With
+    ``cross_at`` (a join), only pairs ``i < cross_at <= j`` are emitted."""
     n = keys.size
     if n < 2:
         return
@@ -377,6 +379,13 @@ def _bucket_pairs(
         first = np.repeat(pos, cnt)
         step = np.arange(first.size, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
         left, right = order[first], order[first + 1 + step]
+        if cross_at is not None:
+            # A join wants pairs across its two sides only: the others are dropped here, before any is verified
+            # in place. At 5,000 x 5,000 person records half of the 111,000 pairs verified in place were within
+            # one side, and thrown away after (issue 40, point 5). Which pairs are judged, split or emitted across
+            # the sides does not change. Equal keys keep ascending ordinal order, so labels[left] < labels[right].
+            cross = (labels[left] < cross_at) & (labels[right] >= cross_at)
+            left, right = left[cross], right[cross]
         if oversized is not None:
             if judge is not None and in_place is not None:
                 check = np.flatnonzero(in_place[left])
@@ -407,10 +416,11 @@ def _merge_unique(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _partition_candidates(
     keys: np.ndarray, ordinals: np.ndarray | None, total: int, max_bucket: int, stats: CollectionStats,
     split_bucket: int | None = None, extension: ExtensionReader | None = None, judge: _Judge | None = None,
+    cross_at: int | None = None,
 ) -> np.ndarray:
     """Sorted distinct codes of the pairs sharing a key within one band (or one partition of a band)."""
     chunks = [sorted_distinct(codes) for codes in _bucket_pairs(keys, max_bucket, stats, ordinals, total,
-                                                                 split_bucket, extension, judge)]
+                                                                 split_bucket, extension, judge, cross_at)]
     if not chunks:
         return np.empty(0, dtype=np.int64)
     return chunks[0] if len(chunks) == 1 else sorted_distinct(np.concatenate(chunks))
@@ -463,10 +473,13 @@ def store_candidate_pairs(
     stats: CollectionStats | None = None,
     on_partition: Callable[[], None] | None = None,
     keep_matches: int | None = None,
+    cross_at: int | None = None,
 ) -> np.ndarray:
     """Sorted distinct codes ``i * n + j`` (i < j, ordinals of ``store``) of pairs sharing a band, reading one
     (band, partition) of keys at a time: memory follows the partition size and the candidates, not ``n``.
-    Oversized buckets are refined as in :func:`candidate_pairs`, their members' signatures read from the store."""
+    Oversized buckets are refined as in :func:`candidate_pairs`, their members' signatures read from the store.
+    ``cross_at``: a join whose first side is ordinals below it; only pairs across the sides (``i < cross_at <=
+    j``) are generated, the same ones as without it."""
     if max_bucket < 2:
         raise ValueError(f"max_bucket must be at least 2, got {max_bucket}")
     check_split_bucket(split_bucket)
@@ -484,7 +497,7 @@ def store_candidate_pairs(
 
         judge = None if keep_matches is None else _Judge(members, keep_matches, store.params)
         seen = _merge_unique(seen, _partition_candidates(keys, ordinals, store.count, max_bucket, stats,
-                                                         split_bucket, extension, judge))
+                                                         split_bucket, extension, judge, cross_at))
         del keys, ordinals
         if on_partition:
             on_partition()

@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 WORDS_FIELD = TOKEN_FIELDS["words"]
 # /terms requests sent at once when many tokens are read (the machines measured have 2 cores).
 TERMS_REQUESTS_IN_FLIGHT = 2
+# Runs asking for at most this many tokens first try to read the field's whole term list (see
+# IdfWeights.read_whole_field); the bound keeps that one answer small (a few MB of JSON).
+WHOLE_FIELD_TOKENS = 100_000
 
 
 class IdfWeights:
@@ -60,6 +63,36 @@ class IdfWeights:
             for t in chunk:
                 self._df[t] = int(found.get(t, 0))
         return {t: self._df[t] for t in tokens}
+
+    def read_whole_field(self, tokens: Sequence[str]) -> bool:
+        """Cache the document frequency of every one of ``tokens`` from one read of the field's whole term list,
+        when the field holds fewer terms than twice as many as asked (the answer is cut there, so a large field
+        costs one short answer and nothing else); True when it did, False when the field is larger (or more than
+        :data:`WHOLE_FIELD_TOKENS` tokens are asked), and :meth:`document_frequencies` asks token by token.
+
+        Why: Solr looks a listed term up in every segment, ~10 µs a token, and reads a field's terms in order
+        many times faster. A 5,000 x 5,000 person-record join asked for 27,016 tokens in 6 requests (~0.2 s,
+        the most of its 'weights' phase); the field held 17,245 terms, read in one request in ~0.03 s (issue 40,
+        point 5). The frequencies are the same numbers: both count the documents of the whole index holding
+        the term, deleted ones not merged away included; a term the field lacks is 0 in both."""
+        distinct = list(dict.fromkeys(tokens))
+        if not distinct or len(distinct) > WHOLE_FIELD_TOKENS:
+            return False
+        limit = 2 * len(distinct)
+        data = self.client.post_form("terms", [
+            ("terms.fl", self.field), ("terms.limit", limit), ("terms.sort", "index"), ("json.nl", "flat"),
+        ])
+        counts = data.get("terms", {}).get(self.field, [])
+        # With shards, each returns its first `limit` terms: fewer in the merged answer means none was cut.
+        if len(counts) // 2 >= limit:
+            return False
+        found = dict(zip(counts[::2], counts[1::2]))
+        if len(self._df) + len(distinct) > self.max_cached:
+            self._df.clear()
+        for t in distinct:
+            # As _frequencies_of: terms.list cannot ask for a token with a comma, so such a token counts as unseen.
+            self._df[t] = 0 if "," in t else int(found.get(t, 0))
+        return True
 
     def forget(self) -> None:
         """Empty the cache (a whole-collection run holds every token's weight itself, as an array)."""

@@ -62,8 +62,13 @@ _M2 = _U64(0x94D049BB133111EB)
 _LOW32 = _U64(0xFFFFFFFF)
 # Seed of the 64-bit token hash; the signer's own seed enters through its per-position keys.
 _TOKEN_HASH_SEED = 0x5EED
-# Elements of one (num_hashes x tokens) block: a few float64/uint64 temporaries of this size are alive at once.
-_BLOCK_ELEMENTS = 1 << 21
+# Elements of one (num_hashes x tokens) block: about ten float64/uint64 temporaries of this size are alive at
+# once in each signing thread. 2**16 elements (512 KiB an array, 512 tokens at 128 values) keeps a block's
+# arithmetic in the cores' caches. It was 2**21 (16 MiB arrays, streamed through main memory): signing the
+# 5,000 x 5,000 person-record join (27,016 distinct tokens) then took 2-3x as long and its temporaries were
+# ~200 MiB of the run's 286 MiB peak (issue 40, point 5). The per-block Python overhead (~30 NumPy calls) stays
+# small at this size: ~50 blocks for that join.
+_BLOCK_ELEMENTS = 1 << 16
 # Threads an ICWS batch is signed with (NumPy's loops release the GIL): one per core, at most 2, the number of
 # workers the exact method's lookups run with by default.
 SIGNING_THREADS = max(1, min(2, os.cpu_count() or 1))
@@ -170,6 +175,22 @@ def _flatten(maps: Sequence[Mapping[str, float]]) -> tuple[np.ndarray, np.ndarra
     return hashes[keep], weights[keep], offsets
 
 
+def _checked_arrays(hashes: np.ndarray, weights: np.ndarray,
+                    offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(hashes, weights, offsets)`` of the ``signatures_from_arrays`` methods as uint64, float64 and int64,
+    refused when they do not describe non-empty documents of positive weights."""
+    h = np.asarray(hashes, dtype=_U64)
+    w = np.asarray(weights, dtype=np.float64)
+    off = np.asarray(offsets, dtype=np.int64)
+    if h.shape != w.shape or h.ndim != 1 or off.ndim != 1 or off.size < 1 or off[-1] != h.size:
+        raise InvalidParameterError("offsets", "len(documents) + 1 ascending positions ending at the number "
+                                    "of tokens, with hashes and weights of equal length", off.size)
+    _check_weights(w, "the tokens")
+    if np.any(np.diff(off) < 1) or (w.size and w.min() <= 0):
+        raise InvalidTextError("every document needs at least one token, each of positive weight")
+    return h, w, off
+
+
 def _is_number(value: object) -> bool:
     try:
         float(value)  # type: ignore[arg-type]
@@ -252,14 +273,18 @@ class WeightedMinHash:
         threads = SIGNING_THREADS
         # Blocks small enough that every thread gets one even for a few thousand tokens.
         per_block = max(1, min(_BLOCK_ELEMENTS // k, -(-first.size // threads)))
-        ranked = np.empty((k, first.size), dtype=_U64)
-        codes_all = np.empty((k, first.size), dtype=np.uint32)
+        # One row per distinct sample (token, weight), its k values side by side: the reduction below gathers
+        # the rows of a document's tokens, contiguous 8k bytes each. Held as (k, tokens) that gather picked k
+        # values strided across the whole array for every occurrence, 2.5x slower (issue 40, point 5).
+        ranked = np.empty((first.size, k), dtype=_U64)
+        codes_all = np.empty((first.size, k), dtype=np.uint32)
         index_bits = max(1, int(first.size - 1).bit_length())
 
         def sample_block(lo: int) -> None:
             hi = min(lo + per_block, first.size)
-            ln_a, codes_all[:, lo:hi] = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
-            ranked[:, lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits)
+            ln_a, codes = self._sample(d_hashes[lo:hi], d_weights[lo:hi])
+            codes_all[lo:hi] = codes.T
+            ranked[lo:hi] = _rank_keys(ln_a, np.arange(lo, hi, dtype=_U64), index_bits).T
 
         # Whole documents per block, so each block's minimum per document is final. The minimum of the rank
         # keys names the winning sample (its low bits are its column), so one reduction finds it; comparing
@@ -273,15 +298,17 @@ class WeightedMinHash:
             doc_blocks.append((d, end))
             d = end
 
+        positions = np.arange(k)
+
         def reduce_block(block: tuple[int, int]) -> None:
             d, end = block
             a, b = int(offsets[d]), int(offsets[end])
-            best = np.minimum.reduceat(ranked[:, inverse[a:b]], offsets[d:end] - a, axis=1)
+            best = np.minimum.reduceat(ranked[inverse[a:b]], offsets[d:end] - a, axis=0)
             winners = (best & mask).astype(np.intp)
-            result[d:end] = np.take_along_axis(codes_all, winners, axis=1).T
+            result[d:end] = codes_all[winners, positions]
 
-        # Blocks write disjoint columns (sampling) and rows (reduction), and NumPy releases the GIL inside its
-        # loops, so threads sign in parallel with identical results.
+        # Blocks write disjoint rows (of ranked and codes_all when sampling, of result when reducing), and NumPy
+        # releases the GIL inside its loops, so threads sign in parallel with identical results.
         if threads > 1 and first.size > per_block:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="icws") as pool:
                 list(pool.map(sample_block, range(0, first.size, per_block)))
@@ -310,16 +337,7 @@ class WeightedMinHash:
                                offsets: np.ndarray) -> WeightedSignature:
         """Signatures of documents given as concatenated uint64 token hashes (:func:`token_hashes`), their
         float weights (> 0) and ``offsets`` (``len(documents) + 1``, every document non-empty)."""
-        h = np.asarray(hashes, dtype=_U64)
-        w = np.asarray(weights, dtype=np.float64)
-        off = np.asarray(offsets, dtype=np.int64)
-        if h.shape != w.shape or h.ndim != 1 or off.ndim != 1 or off.size < 1 or off[-1] != h.size:
-            raise InvalidParameterError("offsets", "len(documents) + 1 ascending positions ending at the number "
-                                        "of tokens, with hashes and weights of equal length", off.size)
-        _check_weights(w, "the tokens")
-        if np.any(np.diff(off) < 1) or (w.size and w.min() <= 0):
-            raise InvalidTextError("every document needs at least one token, each of positive weight")
-        return self._sign(h, w, off)
+        return self._sign(*_checked_arrays(hashes, weights, offsets))
 
 
 class BoostedMinHash:
@@ -343,7 +361,15 @@ class BoostedMinHash:
 
     def signatures(self, maps: Sequence[Mapping[str, float]]) -> WeightedSignature:
         """Signatures ``(len(maps), num_hashes)`` of many token -> weight maps."""
-        hashes, weights, offsets = _flatten(list(maps))
+        return self._sign(*_flatten(list(maps)))
+
+    def signatures_from_arrays(self, hashes: np.ndarray, weights: np.ndarray,
+                               offsets: np.ndarray) -> WeightedSignature:
+        """As :meth:`WeightedMinHash.signatures_from_arrays`: documents given as token hashes, weights (> 0) and
+        offsets; the same signatures as :meth:`signatures` of the same (token, weight) maps."""
+        return self._sign(*_checked_arrays(hashes, weights, offsets))
+
+    def _sign(self, hashes: np.ndarray, weights: np.ndarray, offsets: np.ndarray) -> WeightedSignature:
         # At least one chance for every token of positive weight (write-up 001 gives ceil(idf) + 1): a rare-ish
         # token must not vanish because its weight is below 0.5 / scale.
         boosts = np.clip(np.rint(weights * self.scale), 1, self.max_boost).astype(np.int64)

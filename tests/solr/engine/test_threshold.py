@@ -87,6 +87,30 @@ def test_idf_weights_come_from_the_index(solr):
     assert weighted_jaccard({"common", "rare1"}, {"common", "words"}, w) == 0.0
 
 
+def test_a_small_field_read_whole_gives_the_frequencies_terms_list_gives(solr, monkeypatch):
+    # Issue 40, point 5: a batch run reads a small field's whole term list in one request instead of looking each
+    # token up; the numbers must be the very ones the token-by-token lookups (and the exact method) get.
+    Indexer(solr).index_records([
+        ("1", "common rare1 words here"), ("2", "common other words"), ("3", "common third text"),
+        ("4", "common words again"),
+    ])
+    solr.delete_ids(["4"])  # deleted, not merged away: counted by both ways alike
+    solr.commit()
+    asked = ["common", "rare1", "words", "unseen", "here", "third", "again"]
+    by_list = IdfWeights(solr).document_frequencies(asked)
+    whole = IdfWeights(solr)
+    asked_solr = []
+    post_form = solr.post_form
+    monkeypatch.setattr(solr, "post_form", lambda path, params, **kw: (asked_solr.append(path),
+                                                                        post_form(path, params, **kw))[1])
+    assert whole.read_whole_field(asked)  # the field holds fewer than 2 x 7 terms
+    assert whole.document_frequencies(asked) == by_list and by_list["unseen"] == 0 and by_list["common"] >= 3
+    assert asked_solr == ["terms"]  # one request; the frequencies then come from what it cached
+    # A field with more terms than twice the tokens asked is not read whole (its answer stops at that many).
+    assert not IdfWeights(solr).read_whole_field(["common", "rare1"])
+    assert not IdfWeights(solr).read_whole_field([])
+
+
 def test_idf_threshold_join_pairs_only_across_data_sets(solr):
     left = [("L1", "Art's Delicatessen 12224 Ventura Blvd. Studio City"),
             ("L2", "Arnie Morton's of Chicago 435 S. La Cienega Blvd. Los Angeles"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from neardup_solr.pairs.candidates import (
@@ -17,7 +18,7 @@ from neardup_solr.pairs.candidates import (
     store_candidate_pairs,
 )
 from neardup_solr.pairs.lsh import LSHParams, band_keys
-from neardup_solr.pairs.signature_store import SignatureStore
+from neardup_solr.pairs.signature_store import IN_MEMORY_SIGNATURE_BYTES, SignatureStore
 
 
 def _decode(codes: np.ndarray, n: int) -> set[tuple[int, int]]:
@@ -133,13 +134,56 @@ def test_a_mixed_bucket_counts_the_pairs_a_split_may_cost():
     assert stats.pairs_at_risk > 0
 
 
+# in_memory_bytes 0: every read goes through the file (as in a large store); None: this small store reads its
+# signatures into memory once.
+@pytest.mark.parametrize("in_memory_bytes", [0, None], ids=["file", "memory"])
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(0, 300), values=st.integers(1, 3), keep=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))
-def test_the_disk_store_refines_as_memory_does(n, values, keep, seed, tmp_path_factory):
+def test_the_disk_store_refines_as_memory_does(n, values, keep, seed, in_memory_bytes, tmp_path_factory):
     sigs = np.random.default_rng(seed).integers(0, values, size=(n, 12), dtype=np.uint32)
     params = LSHParams(3, 2)
     with SignatureStore(12, params, expected_documents=n, directory=tmp_path_factory.mktemp("store"),
-                        partition_entries=97) as store:
+                        partition_entries=97, in_memory_bytes=in_memory_bytes) as store:
         store.append([f"d{i}" for i in range(n)], sigs)
         from_store = store_candidate_pairs(store, keep_matches=keep)
+        assert not store.signatures_in_memory or in_memory_bytes is None
     assert np.array_equal(from_store, candidate_pairs(sigs, params, keep_matches=keep))
+
+
+def test_a_store_holds_its_signatures_in_memory_only_within_its_bound(tmp_path):
+    # Issue 40, point 5: a small run read the same signature rows from the file thousands of times; a store
+    # within in_memory_bytes reads them once. Past the bound, reads stay on the file, so a large collection's
+    # memory does not grow with it.
+    rng = np.random.default_rng(7)
+    sigs = rng.integers(0, 2**32, size=(1000, 16), dtype=np.uint32)
+    rows = np.sort(rng.choice(1000, 300, replace=False))
+    held = {}
+    for bound in (sigs.nbytes, sigs.nbytes - 1, 0, None):
+        with SignatureStore(16, LSHParams(4, 4), expected_documents=1000, directory=tmp_path,
+                            in_memory_bytes=bound) as store:
+            store.append([f"d{i}" for i in range(600)], sigs[:600])
+            store.append([f"d{i}" for i in range(600, 1000)], sigs[600:])
+            assert np.array_equal(store.signatures(rows), sigs[rows])
+            assert np.array_equal(store.signatures(rows[::7]), sigs[rows[::7]])
+            held[bound] = store.signatures_in_memory
+    assert held == {sigs.nbytes: True, sigs.nbytes - 1: False, 0: False, None: True}
+    assert IN_MEMORY_SIGNATURE_BYTES // (4 * 128) >= 10_000  # a 5,000 x 5,000 join's 128-value signatures fit
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(0, 300), values=st.integers(1, 3), keep=st.integers(0, 12), cut=st.floats(0, 1),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_join_generates_exactly_the_cross_pairs_of_the_whole(n, values, keep, cut, seed, tmp_path_factory):
+    # cross_at (a join's two sides): the pairs within one side are dropped before they are verified in place,
+    # and the pairs across are those the whole run finds.
+    sigs = np.random.default_rng(seed).integers(0, values, size=(n, 12), dtype=np.uint32)
+    cross_at = int(cut * n)
+    with SignatureStore(12, LSHParams(3, 2), expected_documents=n,
+                        directory=tmp_path_factory.mktemp("store")) as store:
+        store.append([f"d{i}" for i in range(n)], sigs)
+        whole_stats, join_stats = CollectionStats(), CollectionStats()
+        whole = store_candidate_pairs(store, keep_matches=keep, stats=whole_stats)
+        join = store_candidate_pairs(store, keep_matches=keep, cross_at=cross_at, stats=join_stats)
+    a, b = np.divmod(whole, max(n, 1))
+    assert np.array_equal(join, whole[(a < cross_at) & (b >= cross_at)])
+    assert join_stats.verified_in_place <= whole_stats.verified_in_place
