@@ -333,8 +333,9 @@ if __name__ == "__main__":
 
 
 def shard_corpus(docs_path: Path, out_dir: Path, parts: int) -> Path:
-    """The corpus cut into ``parts`` consecutive files (one per datatrove task), reused when already there."""
-    marker = out_dir / ".complete"
+    """The corpus cut into ``parts`` consecutive files (one per datatrove task), reused when already there. The
+    marker of a complete cut lies beside the folder: its reader would read any file inside it."""
+    marker = out_dir.with_name(out_dir.name + ".complete")
     if marker.exists() and marker.read_text() == f"{docs_path.stat().st_size}:{parts}":
         return out_dir
     shutil.rmtree(out_dir, ignore_errors=True)
