@@ -40,7 +40,7 @@ Measured for each: wall time, peak memory of the whole process tree (RSS of the 
 summed, sampled every 0.2 s; our Solr JVM is not a descendant of the CLI and is sampled beside it), the removal set
 and the clusters, scored against the exact pairs at J >= 0.8 (``benchmarks/exact_pairs.py``) by
 :func:`score_removals` and :func:`score_cluster_pairs` (their docstrings define the measures, the same for every
-tool). Results: ``benchmarks/results/<date>-peers-<machine>-<docs>.{json,md}`` (``-smoke`` added with ``--smoke``).
+tool). Results: ``benchmarks/results/<date>-peers-<machine>-<docs>.{json,md}`` (``-ngram<N>`` added with ``--peer-ngram N``, ``-smoke`` with ``--smoke``).
 """
 
 from __future__ import annotations
@@ -299,9 +299,11 @@ from datatrove.utils.typeshelper import Languages
 
 # The local executor starts its workers with multiprocessing: the module must be importable without running.
 if __name__ == "__main__":
-    input_dir, base, buckets, per_bucket, tasks, workers = sys.argv[1:7]
+    input_dir, base, buckets, per_bucket, tasks, workers, n_grams = sys.argv[1:8]
     buckets, per_bucket, tasks, workers = int(buckets), int(per_bucket), int(tasks), int(workers)
-    minhash_config = MinhashConfig(num_buckets=buckets, hashes_per_bucket=per_bucket)  # 64-bit hashes by default
+    # 64-bit hashes and word 5-grams by default; n_grams only when the run asks for another size.
+    minhash_config = MinhashConfig(num_buckets=buckets, hashes_per_bucket=per_bucket,
+                                   **({} if n_grams == "default" else {"n_grams": int(n_grams)}))
     INPUT_READER = JsonlReader(input_dir)
     stages = {
         "signatures": LocalPipelineExecutor(
@@ -359,7 +361,7 @@ def read_jsonl_dir(folder: Path) -> Iterable[dict]:
 
 
 def run_datatrove(docs_path: Path, run_dir: Path, buckets: int, per_bucket: int, workers: int,
-                  venvs: Path) -> dict:
+                  venvs: Path, ngram: int | None = None) -> dict:
     version = peer_version("datatrove", venvs)
     if version is None:
         return {"status": "not run", "why": f"no datatrove virtualenv in {venvs} (run with --install-peers)"}
@@ -369,9 +371,11 @@ def run_datatrove(docs_path: Path, run_dir: Path, buckets: int, per_bucket: int,
     script = run_dir / "pipeline.py"
     script.write_text(DATATROVE_PIPELINE, encoding="utf-8")
     measured = run_measured([str(venv_python("datatrove", venvs)), str(script), str(shards), str(run_dir / "out"),
-                             str(buckets), str(per_bucket), str(workers), str(workers)],
+                             str(buckets), str(per_bucket), str(workers), str(workers),
+                             "default" if ngram is None else str(ngram)],
                             log_path=run_dir / "run.log", cwd=run_dir)
-    out: dict = {"version": version, "buckets": buckets, "hashes_per_bucket": per_bucket, **measured}
+    out: dict = {"version": version, "buckets": buckets, "hashes_per_bucket": per_bucket,
+                 "n_grams": ngram or 5, **measured}
     if measured["returncode"] != 0:
         return {**out, "status": "failed", "why": log_tail(run_dir / "run.log")}
     for line in (run_dir / "run.log").read_text(encoding="utf-8", errors="replace").splitlines():
@@ -419,7 +423,7 @@ threshold = {threshold}
 false_positive_weight = 0.5
 false_negative_weight = 0.5
 hash_bits = 64
-ngram_size = 5
+ngram_size = {ngram}
 check_false_positive = true
 num_proc = {workers}
 
@@ -433,7 +437,7 @@ enable_profiling = false
 '''
 
 
-def run_text_dedup(docs_path: Path, run_dir: Path, workers: int, venvs: Path) -> dict:
+def run_text_dedup(docs_path: Path, run_dir: Path, workers: int, venvs: Path, ngram: int | None = None) -> dict:
     version = peer_version("text-dedup", venvs)
     if version is None:
         return {"status": "not run", "why": f"no text-dedup virtualenv in {venvs} (run with --install-peers; "
@@ -442,12 +446,12 @@ def run_text_dedup(docs_path: Path, run_dir: Path, workers: int, venvs: Path) ->
     run_dir.mkdir(parents=True)
     config = run_dir / "config.toml"  # where text-dedup looks for it
     config.write_text(TEXT_DEDUP_CONFIG.format(data=docs_path, threshold=THRESHOLD, workers=workers,
-                                               out=run_dir / "out"), encoding="utf-8")
+                                               ngram=ngram or 5, out=run_dir / "out"), encoding="utf-8")
     # Offline as this machine is: the hub is never asked, a local file is read.
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(run_dir / "hf-home")}
     measured = run_measured([str(venv_python("text-dedup", venvs)), "-m", "text_dedup.minhash"],
                             log_path=run_dir / "run.log", cwd=run_dir, env=env)
-    out: dict = {"version": version, **measured}
+    out: dict = {"version": version, "n_grams": ngram or 5, **measured}
     if measured["returncode"] != 0:
         return {**out, "status": "failed", "why": log_tail(run_dir / "run.log")}
     return {**out, **read_text_dedup_output(run_dir / "out", docs_path, venvs)}
@@ -581,6 +585,15 @@ ROW_NAMES = {
 }
 
 
+def ngram_note(peer_ngram: int) -> str:
+    if peer_ngram == 5:
+        return ("The truth is the Jaccard of word 3-shingles (ours signs those); the peers hash word 5-grams (their "
+                "default), and an edit changes more 5-grams than 3-grams, so their 0.8 is a stricter bar on this "
+                "truth (`--peer-ngram 3` runs them on 3-grams).")
+    return (f"The peers hash word {peer_ngram}-grams here (`--peer-ngram {peer_ngram}`; their default is 5); the "
+            "truth is the Jaccard of word 3-shingles, with our normaliser (theirs tokenise and normalise otherwise).")
+
+
 def render(report: dict) -> str:
     title = f"# Corpus builders' dedup side by side: {report['docs']:,} documents"
     if report.get("smoke"):
@@ -593,6 +606,7 @@ def render(report: dict) -> str:
              "Documents: a removal is correct while its exact group keeps at least one member "
              "(precision = correct / removed, recall = correct / should remove). Pairs from clusters: every two "
              "documents in one cluster count as a claimed pair.", "",
+             ngram_note(report.get("peer_ngram", 5)), "",
              "| tool | wall s | peak MiB (process tree) | removed | doc precision | doc recall | groups lost | "
              "cluster-pair precision | cluster-pair recall |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -642,6 +656,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--machine", default=None)
     ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--peer-ngram", type=int, default=None,
+                    help="word n-gram size for the peers (default: theirs, 5); 3 is the truth's own shingle size")
     ap.add_argument("--tool-timeout", type=float, default=TOOL_TIMEOUT["seconds"],
                     help="seconds after which a tool is killed and recorded as timed out (default 4 h)")
     ap.add_argument("--smoke", action="store_true", help="label the results a smoke run (small size, not a result)")
@@ -673,13 +689,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict = {}
     if "datatrove_default" in chosen:
         results["datatrove_default"] = run_datatrove(docs_path, runs / "datatrove-default", 14, 8, args.workers,
-                                                     args.venvs)
+                                                     args.venvs, args.peer_ngram)
     if "datatrove_0.8" in chosen:
         bands, rows = lsh_bands_for(THRESHOLD, DATATROVE_HASHES)
         results["datatrove_0.8"] = run_datatrove(docs_path, runs / "datatrove-0.8", bands, rows, args.workers,
-                                                 args.venvs)
+                                                 args.venvs, args.peer_ngram)
     if "text_dedup" in chosen:
-        results["text_dedup"] = run_text_dedup(docs_path, runs / "text-dedup", args.workers, args.venvs)
+        results["text_dedup"] = run_text_dedup(docs_path, runs / "text-dedup", args.workers, args.venvs,
+                                               args.peer_ngram)
     if "ours_lsh" in chosen:
         solr = None
         url, pid = args.solr_url, None
@@ -700,12 +717,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = args.machine or f"{psutil.cpu_count()}core-{round(psutil.virtual_memory().total / 2**30)}g"
     report = {"benchmark": "peers", "docs": args.docs, "seed": args.seed, "corpus": str(work.relative_to(ROOT))
               if work.is_relative_to(ROOT) else str(work), "date": dt.date.today().isoformat(), "machine": machine,
-              "smoke": args.smoke, "threshold": THRESHOLD, "truth_pairs": len(truth), "truth_groups": len(groups),
+              "smoke": args.smoke, "threshold": THRESHOLD, "peer_ngram": args.peer_ngram or 5, "truth_pairs": len(truth), "truth_groups": len(groups),
               "should_remove": sum(len(g) - 1 for g in groups), "load_average_start": started_load,
               "command": "python -m benchmarks.peers " + " ".join(sys.argv[1:] if argv is None else argv),
               "results": {k: scored(v, groups, truth) for k, v in results.items()},
               "load_average_end": load_average_text()}
-    stem = args.out_dir / f"{report['date']}-peers-{machine}-{args.docs}{'-smoke' if args.smoke else ''}"
+    variant = f"-ngram{args.peer_ngram}" if args.peer_ngram else ""
+    stem = args.out_dir / f"{report['date']}-peers-{machine}-{args.docs}{variant}{'-smoke' if args.smoke else ''}"
     write_result_files(stem, report, render(report))
     print(render(report))
     return 0
