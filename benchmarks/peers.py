@@ -538,7 +538,8 @@ def run_ours_solr(docs_path: Path, run_dir: Path, solr_url: str, solr_pid: int |
     out["seconds_without_index"] = round(s["report"]["seconds"] + s["groups"]["seconds"], 2)
     out["seconds"] = round(out["seconds_without_index"] + s["index"]["seconds"], 2)
     out["peak_tree_mib"] = max(st["peak_tree_mib"] for st in s.values())
-    out["peak_server_mib"] = max((st.get("peak_server_mib", 0.0) for st in s.values()), default=0.0)
+    if beside:  # a Solr given by URL may be anywhere: its memory is not measured
+        out["peak_server_mib"] = max(st["peak_server_mib"] for st in s.values())
     removed, clusters = read_groups(run_dir / "groups.jsonl")
     return {**out, "status": "ok", "removed_ids": sorted(removed), "clusters": clusters,
             "found_pairs": read_pairs(run_dir / "pairs.tsv")}
@@ -625,7 +626,8 @@ def render(report: dict) -> str:
             st = result["steps"]
             wall = (f"{result['seconds']} (index {st['index']['seconds']}, report {st['report']['seconds']}, "
                     f"groups {st['groups']['seconds']})")
-            memory += f" + Solr JVM {result['peak_server_mib']:,}"
+            memory += (f" + Solr JVM {result['peak_server_mib']:,}" if "peak_server_mib" in result
+                       else " (Solr given by URL: not measured)")
         lines.append(f"| {name} | {wall} | {memory} | {d['removed']:,} | {d['precision']} | {d['recall']} | "
                      f"{d['groups_lost']:,} | {c['precision']} | {c['recall']} |")
         if "stage_seconds" in result:
