@@ -63,6 +63,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpus import generate  # noqa: E402
+from benchmarks.exact_pairs import pairs_path  # noqa: E402
 from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
 
 THRESHOLD = 0.8
@@ -674,8 +675,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     started_load = load_average_text()
     work = (args.work or ROOT / "benchmarks" / "work" / f"c{args.docs}").resolve()
     meta = work / "meta.json"
-    if not (work / "docs.jsonl").exists() or json.loads(meta.read_text()).get("parameters", {}).get(
-            "seed") != args.seed:
+    made = json.loads(meta.read_text()).get("parameters", {}) if meta.exists() else {}
+    if not (work / "docs.jsonl").exists() or (made.get("docs"), made.get("seed")) != (args.docs, args.seed):
+        pairs_path(work, THRESHOLD).unlink(missing_ok=True)  # the truth of the corpus it replaces
         generate(args.docs, args.seed, work)
     docs_path = work / "docs.jsonl"
     truth, _ = ground_truth(work)
