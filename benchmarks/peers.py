@@ -24,7 +24,9 @@ Who runs, each as a separate process tree, as its own users run it:
 ``ours``
     ``neardup-solr index --fields lsh`` into a local Solr this script starts (``LocalSolr``; its start is not
     timed), ``report --threshold 0.8 --method lsh`` and ``groups --keep``: timed one by one and together; and
-    ``neardup-solr spark dedup --master local[2] --groups --keep`` on the same file.
+    ``neardup-solr dedupe`` (the same in one command, writing the kept records, gzipped, as the peers write theirs);
+    ``neardup-solr spark dedup --master local[2] --groups --keep --records-out`` on the same file. The peers write the
+    deduplicated corpus; ``index`` + ``report`` + ``groups`` stop at the keep list.
 
 Peers live in virtualenvs of their own under ``benchmarks/work/peer-venvs/`` (never dependencies of this package):
 ``--install-peers`` creates what is missing, or by hand::
@@ -546,18 +548,41 @@ def run_ours_solr(docs_path: Path, run_dir: Path, solr_url: str, solr_pid: int |
             "found_pairs": read_pairs(run_dir / "pairs.tsv")}
 
 
+def count_lines(path: Path) -> int:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return sum(1 for _ in fh)
+
+
+def run_ours_dedupe(docs_path: Path, run_dir: Path, solr_url: str, solr_pid: int | None) -> dict:
+    """``dedupe``: from the corpus to the deduplicated corpus in one command (index, pairs, groups, kept records),
+    the like of what the peers' pipelines write. Gzipped out, as datatrove's JsonlWriter writes by default."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    cmd = [neardup_cli(), "dedupe", str(docs_path), "--threshold", str(THRESHOLD), "--out",
+           str(run_dir / "kept.jsonl.gz"), "--groups", str(run_dir / "groups.jsonl"), "--pairs",
+           str(run_dir / "pairs.tsv"), "--fields", "lsh", "--clear-all", "-q", "--solr-url", solr_url]
+    measured = run_measured(cmd, log_path=run_dir / "run.log", cwd=ROOT, beside=[solr_pid] if solr_pid else [])
+    if measured["returncode"] != 0:
+        return {**measured, "status": "failed", "why": log_tail(run_dir / "run.log")}
+    removed, clusters = read_groups(run_dir / "groups.jsonl")
+    return {**measured, "status": "ok", "kept": count_lines(run_dir / "kept.jsonl.gz"),
+            "removed_ids": sorted(removed), "clusters": clusters, "found_pairs": read_pairs(run_dir / "pairs.tsv")}
+
+
 def run_ours_spark(docs_path: Path, run_dir: Path, master: str, driver_memory: str) -> dict:
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     cmd = [neardup_cli(), "spark", "dedup", str(docs_path), "--threshold", str(THRESHOLD), "--out",
            str(run_dir / "pairs.tsv"), "--master", master, "--driver-memory", driver_memory,
-           "--groups", str(run_dir / "groups.jsonl"), "--keep", str(run_dir / "keep.txt")]
+           "--groups", str(run_dir / "groups.jsonl"), "--keep", str(run_dir / "keep.txt"),
+           "--records-out", str(run_dir / "kept.jsonl.gz")]
     measured = run_measured(cmd, log_path=run_dir / "run.log", cwd=ROOT)
     out: dict = {"master": master, **measured}
     if measured["returncode"] != 0:
         return {**out, "status": "failed", "why": log_tail(run_dir / "run.log")}
     removed, clusters = read_groups(run_dir / "groups.jsonl")
-    return {**out, "status": "ok", "removed_ids": sorted(removed), "clusters": clusters,
+    return {**out, "status": "ok", "kept": count_lines(run_dir / "kept.jsonl.gz"), "removed_ids": sorted(removed),
+            "clusters": clusters,
             "found_pairs": read_pairs(run_dir / "pairs.tsv")}
 
 
@@ -583,7 +608,8 @@ ROW_NAMES = {
     "datatrove_0.8": "datatrove {v}, example pipeline, {b} x {r} buckets (set for 0.8), 2 tasks / 2 workers",
     "text_dedup": "text-dedup {v} MinHash (its README config), threshold 0.8, 2 processes",
     "ours_lsh": "ours: index --fields lsh + report --method lsh + groups --keep",
-    "ours_spark": "ours: spark dedup --groups --keep, local[2]",
+    "ours_dedupe": "ours: dedupe (index, pairs, groups, kept records gzipped), one command",
+    "ours_spark": "ours: spark dedup --groups --keep --records-out (gzipped), local[2]",
 }
 
 
@@ -609,27 +635,30 @@ def render(report: dict) -> str:
              "(precision = correct / removed, recall = correct / should remove). Pairs from clusters: every two "
              "documents in one cluster count as a claimed pair.", "",
              ngram_note(report.get("peer_ngram", 5)), "",
-             "| tool | wall s | peak MiB (process tree) | removed | doc precision | doc recall | groups lost | "
-             "cluster-pair precision | cluster-pair recall |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| tool | wall s | peak MiB (process tree) | kept records written | removed | doc precision | doc recall | "
+             "groups lost | cluster-pair precision | cluster-pair recall |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     notes = []
     for key, result in report["results"].items():
         name = ROW_NAMES[key].format(v=result.get("version", ""), b=result.get("buckets"),
                                      r=result.get("hashes_per_bucket"))
         if result.get("status") != "ok":
-            lines.append(f"| {name} | {result.get('status')} | | | | | | | |")
+            lines.append(f"| {name} | {result.get('status')} | | | | | | | | |")
             notes.append(f"- {name}: {result.get('status')}: {str(result.get('why', '')).splitlines()[-1:]}")
             continue
         d, c = result["documents"], result["pairs_from_clusters"]
         wall = result["seconds"]
         memory = f"{result['peak_tree_mib']:,}"
+        if "peak_server_mib" in result and key != "ours_lsh":
+            memory += f" + Solr JVM {result['peak_server_mib']:,}"
         if key == "ours_lsh":
             st = result["steps"]
             wall = (f"{result['seconds']} (index {st['index']['seconds']}, report {st['report']['seconds']}, "
                     f"groups {st['groups']['seconds']})")
             memory += (f" + Solr JVM {result['peak_server_mib']:,}" if "peak_server_mib" in result
                        else " (Solr given by URL: not measured)")
-        lines.append(f"| {name} | {wall} | {memory} | {d['removed']:,} | {d['precision']} | {d['recall']} | "
+        kept = f"{result['kept']:,}" if "kept" in result else "(keep list)"
+        lines.append(f"| {name} | {wall} | {memory} | {kept} | {d['removed']:,} | {d['precision']} | {d['recall']} | "
                      f"{d['groups_lost']:,} | {c['precision']} | {c['recall']} |")
         if "stage_seconds" in result:
             notes.append(f"- {name}: stages {result['stage_seconds']} s.")
@@ -701,7 +730,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "text_dedup" in chosen:
         results["text_dedup"] = run_text_dedup(docs_path, runs / "text-dedup", args.workers, args.venvs,
                                                args.peer_ngram)
-    if "ours_lsh" in chosen:
+    if "ours_lsh" in chosen or "ours_dedupe" in chosen:
         solr = None
         url, pid = args.solr_url, None
         if url is None:
@@ -711,7 +740,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             solr.start()
             url, pid = solr.core_url, solr.pid()
         try:
-            results["ours_lsh"] = run_ours_solr(docs_path, runs / "ours-lsh", url, pid)
+            if "ours_lsh" in chosen:
+                results["ours_lsh"] = run_ours_solr(docs_path, runs / "ours-lsh", url, pid)
+            if "ours_dedupe" in chosen:
+                results["ours_dedupe"] = run_ours_dedupe(docs_path, runs / "ours-dedupe", url, pid)
         finally:
             if solr is not None:
                 solr.stop()

@@ -76,9 +76,9 @@ def _run_peers(tmp_path, only: str, extra: list[str]) -> dict:
 @pytest.mark.slow
 def test_tiny_run_of_our_side_scores_against_the_exact_truth(tmp_path):
     # Its own Solr (as at 1M), whose JVM's memory it measures beside the CLI's process tree.
-    report = _run_peers(tmp_path, "ours_lsh,ours_spark", ["--heap", "1g", "--driver-memory", "1g"])
+    report = _run_peers(tmp_path, "ours_lsh,ours_dedupe,ours_spark", ["--heap", "1g", "--driver-memory", "1g"])
     assert report["truth_pairs"] > 0 and report["should_remove"] > 0
-    for key in ("ours_lsh", "ours_spark"):
+    for key in ("ours_lsh", "ours_dedupe", "ours_spark"):
         result = report["results"][key]
         assert result["status"] == "ok", result
         # Every pair we list is verified with the exact Jaccard of the truth's own shingles.
@@ -88,8 +88,12 @@ def test_tiny_run_of_our_side_scores_against_the_exact_truth(tmp_path):
     lsh = report["results"]["ours_lsh"]
     assert lsh["steps"]["index"]["seconds"] > 0 and lsh["peak_server_mib"] > 0
     assert lsh["seconds"] == round(lsh["seconds_without_index"] + lsh["steps"]["index"]["seconds"], 2)
-    # The same corpus, the same verified pairs: the same groups, whichever way they were computed.
-    assert lsh["documents"] == report["results"]["ours_spark"]["documents"]
+    # The same corpus, the same verified pairs: the same groups, whichever way they were computed; the records
+    # written are the ones not removed.
+    for key in ("ours_dedupe", "ours_spark"):
+        result = report["results"][key]
+        assert result["documents"] == lsh["documents"]
+        assert result["kept"] + result["documents"]["removed"] == 300
 
 
 @pytest.mark.slow
