@@ -9,7 +9,7 @@ Who runs, each as a separate process tree, as its own users run it:
     datatrove 0.10.1's MinHash example pipeline (``examples/minhash_deduplication.py`` of its repository: signature,
     buckets, cluster and filter stages; ``JsonlReader`` in, ``JsonlWriter`` out, the removed documents through the
     filter's ``exclusion_writer``) on ``LocalPipelineExecutor`` with 2 tasks and 2 workers, its default tokenizer and
-    normaliser (``Languages.english``, word 5-grams, 64-bit hashes: its defaults, as the example sets them). Twice: with the example's
+    normaliser (``Languages.english``, word 5-grams, 64-bit hashes: its defaults). Twice: with the example's
     14 buckets x 8 hashes (its default; the S-curve's midpoint is near J = 0.72) and with the 112 hashes split into
     the bands that minimise false positives + false negatives at 0.8 (the rule text-dedup and datasketch use for a
     threshold; datatrove's docs name no threshold, only buckets and hashes per bucket). The cluster stage keeps
@@ -19,14 +19,14 @@ Who runs, each as a separate process tree, as its own users run it:
 ``text-dedup``
     text-dedup 0.4.1's MinHash (``python -m text_dedup.minhash`` reading ``config.toml``: its README's MinHash
     config, 240 permutations, word 5-grams, false positives checked) on the corpus as a local JSON file, threshold
-    0.8, 2 processes, the hub switched off (``HF_DATASETS_OFFLINE``). When it cannot run (not installed, or it needs the
-    network) the results file says why instead of a number.
+    0.8, 2 processes, the hub switched off (``HF_DATASETS_OFFLINE``). When it cannot run (not installed, or it needs
+    the network) the results file says why instead of a number.
 ``ours``
     ``neardup-solr index --fields lsh`` into a local Solr this script starts (``LocalSolr``; its start is not
     timed), ``report --threshold 0.8 --method lsh`` and ``groups --keep``: timed one by one and together; and
     ``neardup-solr dedupe`` (the same in one command, writing the kept records, gzipped, as the peers write theirs);
-    ``neardup-solr spark dedup --master local[2] --groups --keep --records-out`` on the same file. The peers write the
-    deduplicated corpus; ``index`` + ``report`` + ``groups`` stop at the keep list.
+    ``neardup-solr spark dedup --master local[2] --groups --keep --records-out`` on the same file. The peers write
+    the deduplicated corpus; ``index`` + ``report`` + ``groups`` stop at the keep list.
 
 Peers live in virtualenvs of their own under ``benchmarks/work/peer-venvs/`` (never dependencies of this package):
 ``--install-peers`` creates what is missing, or by hand::
@@ -42,7 +42,8 @@ Measured for each: wall time, peak memory of the whole process tree (RSS of the 
 summed, sampled every 0.2 s; our Solr JVM is not a descendant of the CLI and is sampled beside it), the removal set
 and the clusters, scored against the exact pairs at J >= 0.8 (``benchmarks/exact_pairs.py``) by
 :func:`score_removals` and :func:`score_cluster_pairs` (their docstrings define the measures, the same for every
-tool). Results: ``benchmarks/results/<date>-peers-<machine>-<docs>.{json,md}`` (``-ngram<N>`` added with ``--peer-ngram N``, ``-smoke`` with ``--smoke``).
+tool). Results: ``benchmarks/results/<date>-peers-<machine>-<docs>.{json,md}`` (``-ngram<N>`` added with
+``--peer-ngram N``, ``-smoke`` with ``--smoke``).
 """
 
 from __future__ import annotations
@@ -472,7 +473,8 @@ def read_text_dedup_output(out_dir: Path, docs_path: Path, venvs: Path) -> dict:
             "for p in out.rglob('clusters.pickle'):\n"
             "    clusters = {int(k): int(v) for k, v in pickle.load(open(p, 'rb')).items()}\n"
             "json.dump({'kept': kept, 'parents': clusters}, sys.stdout)\n")
-    proc = subprocess.run([str(venv_python("text-dedup", venvs)), "-c", code, str(out_dir)], capture_output=True, text=True)
+    proc = subprocess.run([str(venv_python("text-dedup", venvs)), "-c", code, str(out_dir)], capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         return {"status": "failed", "why": "its output could not be read: " + proc.stderr.strip()[-800:]}
     data = json.loads(proc.stdout)
@@ -635,8 +637,8 @@ def render(report: dict) -> str:
              "(precision = correct / removed, recall = correct / should remove). Pairs from clusters: every two "
              "documents in one cluster count as a claimed pair.", "",
              ngram_note(report.get("peer_ngram", 5)), "",
-             "| tool | wall s | peak MiB (process tree) | kept records written | removed | doc precision | doc recall | "
-             "groups lost | cluster-pair precision | cluster-pair recall |",
+             "| tool | wall s | peak MiB (process tree) | kept records written | removed | doc precision | "
+             "doc recall | groups lost | cluster-pair precision | cluster-pair recall |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     notes = []
     for key, result in report["results"].items():
@@ -753,7 +755,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = args.machine or f"{psutil.cpu_count()}core-{round(psutil.virtual_memory().total / 2**30)}g"
     report = {"benchmark": "peers", "docs": args.docs, "seed": args.seed, "corpus": str(work.relative_to(ROOT))
               if work.is_relative_to(ROOT) else str(work), "date": dt.date.today().isoformat(), "machine": machine,
-              "smoke": args.smoke, "threshold": THRESHOLD, "peer_ngram": args.peer_ngram or 5, "truth_pairs": len(truth), "truth_groups": len(groups),
+              "smoke": args.smoke, "threshold": THRESHOLD, "peer_ngram": args.peer_ngram or 5,
+              "truth_pairs": len(truth), "truth_groups": len(groups),
               "should_remove": sum(len(g) - 1 for g in groups), "load_average_start": started_load,
               "command": "python -m benchmarks.peers " + " ".join(sys.argv[1:] if argv is None else argv),
               "results": {k: scored(v, groups, truth) for k, v in results.items()},
