@@ -19,15 +19,17 @@ Three steps, each one call (and one command):
 One Solr request per lookup. The matcher holds the document frequency of every candidate token that two or more
 records share (one ``/terms`` request when it starts, :func:`neardup_solr.solr.idf.frequent_terms`); a token it
 does not hold is in one record or none, and weighs ``ln N``, as in ``match_records``. The request asks for the
-``rows`` records with the highest IDF-weighted overlap with the record's prefix: its heaviest tokens, enough
+``3 x rows`` records with the highest IDF-weighted overlap with the record's prefix: its heaviest tokens, enough
 that a record holding none of them cannot reach the candidate threshold (:mod:`neardup_solr.pairs.prefix_filter`;
 each token a query clause boosted by its weight, at most :data:`MAX_CLAUSES`), sorted by that overlap alone so
-that Lucene can skip the records that cannot enter them. Those whose overlap can reach the candidate threshold
-are checked with the exact IDF-weighted Jaccard over all their tokens and compared field by field; the model
-gives the probability. The candidates are therefore those ``match_records`` finds over the same records with the
-same threshold, as long as no more than ``rows`` records overlap the prefix more than a candidate does (a
-person's records share little with other people's; raise ``rows`` for data where many records look alike). The
-weights are those of the records indexed when the matcher started: :meth:`SolrRecordMatcher.refresh` reads them
+that Lucene can skip the records that cannot enter them; Solr adds each one's overlap with the other tokens.
+The ``rows`` with the highest whole overlap that can reach the candidate threshold are checked with the exact
+IDF-weighted Jaccard over all their tokens and compared field by field; the model gives the probability. The
+candidates are therefore those ``match_records`` finds over the same records with the same threshold, as long
+as a candidate is among the ``3 x rows`` records that overlap the prefix most and no more than ``rows`` of those
+overlap the whole record more (a person's records share little with other people's; raise ``rows`` for data
+where many records look alike). The weights are those of the records indexed when the matcher started:
+:meth:`SolrRecordMatcher.refresh` reads them
 again, with the model when a new revision was stored.
 """
 
@@ -69,7 +71,13 @@ from neardup_solr.solr.claims import create_only
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.idf import frequent_terms
 from neardup_solr.solr.indexer import RECORDS_SOURCE, Indexer, IndexSummary
-from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params, select_params, top_overlap_params
+from neardup_solr.solr.queries import (
+    USER_DOCUMENTS,
+    filter_params,
+    overlap_field,
+    select_params,
+    top_overlap_params,
+)
 from neardup_solr.solr.record_model import (
     StoredRecords,
     check_fields_fit,
@@ -94,6 +102,8 @@ DEFAULT_TRAINING_QUERIES = 20_000
 # Candidates a lookup reads at most, the best weighted overlaps first: a record rarely has more than a few
 # that reach the candidate threshold.
 DEFAULT_ROWS = 20
+# Records read a lookup, for each of the `rows` verified: ranked again by their whole overlap (see search).
+RANKED_PER_ROW = 3
 # Clauses of the overlap query at most: Solr refuses more than its maxBooleanClauses (1024 unless configured;
 # neardup-solr's configset allows more, a collection of your own may not).
 MAX_CLAUSES = 1000
@@ -287,24 +297,35 @@ class _CandidateSearch:
         # is lowered by it; and by Lucene's float32 rounding of the summed boosts.
         left_out = math.fsum(w for _, w in boosted[MAX_CLAUSES:])
         bound = self.threshold * total * (1 - _FLOAT32_SLACK * len(kept)) - left_out
-        # Only the prefix is queried: the heaviest (so rarest) tokens, enough that a record holding none of them
+        # Only the prefix is searched: the heaviest (so rarest) tokens, enough that a record holding none of them
         # cannot reach the bound (neardup_solr.pairs.prefix_filter). The frequent grams left out (a city, a street
-        # type, a century's digits) have the longest posting lists: querying every token made Solr walk a large
-        # share of the collection for each lookup (at 1,000,000 records, p99 59 ms against 27 ms). Solr's score
-        # is then the overlap with the prefix, and what the left-out tokens could add lowers the bound. Solr's
-        # rerank could add their overlap back for the best records, but it counts every hit exactly, which
-        # made the lookup slower than querying every token.
-        if bound > 0:
-            prefix = set(weighted_prefix(dict(kept), self.frequencies, bound))
-            bound -= math.fsum(w for t, w in kept if t not in prefix)
-            kept = [(t, w) for t, w in kept if t in prefix]
+        # type, a century's digits) have the longest posting lists: searching every token made Solr walk a large
+        # share of the collection for each lookup (at 1,000,000 records, p99 59 ms against 27 ms). Ranked by the
+        # prefix's overlap alone, though, a candidate sharing many frequent grams can fall behind `rows` others
+        # (5% of the candidate pairs of 5,000 person records did): so RANKED_PER_ROW times the rows are read,
+        # each with its overlap with the other tokens (computed by Solr for those records only), and ranked by
+        # the whole overlap here. Solr's rerank would do the same, but it counts every hit exactly, slower than
+        # searching every token.
+        prefix = set(weighted_prefix(dict(kept), self.frequencies, bound)) if bound > 0 else {t for t, _ in kept}
+        rest = [(t, w) for t, w in kept if t not in prefix]
+        searched = [(t, w) for t, w in kept if t in prefix]
         # The record itself (when indexed) is skipped here rather than filtered out in Solr: a filter on its id
         # would be a filter cache entry (a bitset over the collection) per lookup.
-        rows = self.rows + (exclude_id is not None)
-        params = [*top_overlap_params(self.field, kept, rows), *filter_params([USER_DOCUMENTS]),
-                  ("fl", "id,content,fields_json,score")]
-        docs = [d for d in self.client.select(params)["response"]["docs"]
-                if str(d["id"]) != exclude_id and float(d.get("score", 0.0)) >= bound]
+        fl = "id,content,fields_json,score"
+        params = [*top_overlap_params(self.field, searched, RANKED_PER_ROW * self.rows + 1),
+                  *filter_params([USER_DOCUMENTS])]
+        if rest:
+            rest_field, rest_params = overlap_field(rest)
+            fl += "," + rest_field
+            params += rest_params
+        params.append(("fl", fl))
+        scored = []
+        for doc in self.client.select(params)["response"]["docs"]:
+            overlap = float(doc.get("score", 0.0)) + float(doc.get("nd_rest", 0.0))
+            if str(doc["id"]) != exclude_id and overlap >= bound:
+                scored.append((overlap, doc))
+        scored.sort(key=lambda od: -od[0])  # stable: Solr's order among equal overlaps
+        docs = [doc for _, doc in scored]
         if len(docs) >= self.rows:
             log.debug("%d or more records reach the overlap bound; the %d best are verified", len(docs), self.rows)
         found = []

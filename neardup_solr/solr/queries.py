@@ -166,6 +166,14 @@ def top_overlap_params(field: str, tokens: Sequence[tuple[str, float]], rows: in
             ("df", field), ("q.op", "OR")]
 
 
+def overlap_field(tokens: Sequence[tuple[str, float]], name: str = "nd_rest",
+                  param: str = "nd.rest") -> tuple[str, Params]:
+    """An ``fl`` entry and its parameter: each returned document's weighted overlap with ``tokens`` (token, boost)
+    in the request's ``df`` field, 0 when it holds none. Solr computes it for the returned documents only (a
+    function query per document), so it costs nothing like a clause of the search would."""
+    return f"{name}:query(${param},0)", [(param, boosted_terms(tokens))]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Near-duplicate groups (nd_group, nd_keep: neardup_solr.solr.group_fields)
 

@@ -20,11 +20,13 @@ from neardup_solr.solr.queries import (
     in_dataset,
     not_id,
     not_in_dataset,
+    overlap_field,
     overlap_params,
     quoted_term,
     score_at_least,
     select_params,
     terms_query,
+    top_overlap_params,
 )
 
 # Names a user may give a data set that are query syntax when pasted into a query.
@@ -145,3 +147,17 @@ def test_clearing_an_awkward_data_set_deletes_only_it(solr):
     assert clear(solr, AWKWARD_NAMES[0]) == 1
     assert _ids(solr, [USER_DOCUMENTS]) == {f"d{i}" for i in range(1, len(AWKWARD_NAMES))}
     assert solr.get_by_ids([SETTINGS_DOC_ID], "id")  # the settings stay
+
+
+def test_overlap_field_gives_each_returned_documents_overlap_with_other_tokens(solr):
+    # The online record match searches the rare tokens and asks Solr for the frequent ones' overlap this way.
+    solr.add([{"id": "both", "content": "x", "content_grams": ["rare", "common", "other"]},
+              {"id": "rare-only", "content": "x", "content_grams": ["rare"]},
+              {"id": "common-only", "content": "x", "content_grams": ["common"]}])
+    solr.commit()
+    field, params = overlap_field([("common", 1.5), ("other", 0.25)])
+    assert field == "nd_rest:query($nd.rest,0)" and params == [("nd.rest", '"common"^1.5 "other"^0.25')]
+    found = solr.select([*top_overlap_params("content_grams", [("rare", 9.0)], 10), *params,
+                         ("fl", "id,score," + field)])["response"]["docs"]
+    assert {d["id"]: (d["score"], d["nd_rest"]) for d in found} == {
+        "both": (pytest.approx(9.0), pytest.approx(1.75)), "rare-only": (pytest.approx(9.0), pytest.approx(0.0))}
