@@ -128,8 +128,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     settings = _settings(args)
     client = open_client(args) if args.to_solr else None
     started = time.monotonic()
+    staging_parent = _staging_parent(args)
     spark = _session(args)
-    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
+    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=staging_parent) as staging:
         options = dict(settings=settings, lsh_params=_lsh(args), **_max_bucket(args),
                        similarity=pair_options.similarity, snapshot=snapshot, split_bucket=pair_options.split_bucket)
         if client is not None:  # the texts go to Solr too: read (and staged) first, then deduplicated
@@ -171,6 +172,19 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             print(f"groups written into the collection: {written.format()}")
         rejected = _report_rejected([source], result)
     return EXIT_REJECTED if rejected else 0
+
+
+def _staging_parent(args: argparse.Namespace) -> str | None:
+    """``--staging-dir``, made when it does not exist yet (as the outputs' folders are); None: the temporary
+    directory."""
+    if args.staging_dir is None:
+        return None
+    try:
+        Path(args.staging_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--staging-dir {args.staging_dir}: cannot make that folder ({exc.strerror}); give one "
+                         "this user can write") from exc
+    return str(args.staging_dir)
 
 
 def _write_groups(spark, args: argparse.Namespace, result, source, staging: str) -> str:
@@ -215,8 +229,9 @@ def cmd_join(args: argparse.Namespace) -> int:
     snapshot = _snapshot(args)
     _check_outputs(args)
     started = time.monotonic()
+    staging_parent = _staging_parent(args)
     spark = _session(args)
-    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=args.staging_dir) as staging:
+    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=staging_parent) as staging:
         left = _read(spark, args, args.left, str(Path(staging) / "left"))
         right = _read(spark, args, args.right, str(Path(staging) / "right"))
         result = join(left.records, right.records, pair_options.threshold, settings=_settings(args),

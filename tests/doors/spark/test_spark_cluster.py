@@ -109,7 +109,8 @@ def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cl
     generate(3000, 11, tmp_path / "corpus", workers=0)
     docs = tmp_path / "corpus" / "docs.jsonl"
     outputs = {}
-    common = ("--threshold", "0.7", "--staging-dir", str(tmp_path))
+    # A staging folder that does not exist yet is made (as the outputs' folders are).
+    common = ("--threshold", "0.7", "--staging-dir", str(tmp_path / "staging" / "not-yet"))
     _cli("spark", "dedup", str(docs), "--out", str(tmp_path / "pairs-local.tsv"), "--master", "local[2]", *common)
     submitted = _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster.tsv"), *common)
     assert " pairs with jaccard >= 0.7 among 3000 records" in submitted.stdout
