@@ -46,6 +46,20 @@ def trained(solr, persons):
     return stored
 
 
+@pytest.fixture()
+def sent(solr, monkeypatch) -> list:
+    """The parameters of every /select request sent through ``solr`` from here on."""
+    requests: list = []
+    select = solr.select
+
+    def recording(params):
+        requests.append(params)
+        return select(params)
+
+    monkeypatch.setattr(solr, "select", recording)
+    return requests
+
+
 def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if id_sort_key(a) <= id_sort_key(b) else (b, a)
 
@@ -175,39 +189,23 @@ def test_check_and_add_reports_a_matching_record_instead_of_adding_it(solr, pers
     assert matcher.check_and_add(newcomer).status == ALREADY_INDEXED
 
 
-def test_a_long_record_stays_within_the_boolean_clause_limit(solr, persons, trained, monkeypatch):
+def test_a_long_record_stays_within_the_boolean_clause_limit(solr, persons, trained, sent):
     words = [f"w{i}x{i * 7919 % 10007}" for i in range(900)]
     long_text = " ".join(words)
     index_field_records(solr, [{"id": "long-1", "name": "Ann Lee", "address": long_text}], FIELDS)
     matcher = SolrRecordMatcher(solr)
-    sent = []
-    select = solr.select
-
-    def recording(params):
-        sent.append(params)
-        return select(params)
-
-    monkeypatch.setattr(solr, "select", recording)
     found = matcher.match({"id": "long-2", "name": "Ann Lee", "address": " ".join(words[:-3])}, threshold=0.0)
     assert [m.id for m in found][:1] == ["long-1"]
     query = dict(sent[-1])["q"]
     assert query.count('"') // 2 == MAX_CLAUSES  # far more grams than that; the heaviest are queried
 
 
-def test_only_the_rarest_tokens_are_queried(solr, persons, trained, monkeypatch):
+def test_only_the_rarest_tokens_are_queried(solr, persons, trained, sent):
     # The prefix: the heaviest grams, enough that a record holding none of them cannot reach the candidate bound.
     # The frequent grams (a city, a street type, a century's digits) are left out of the query, and the matches
     # stay those of the batch match (test_online_matches_agree_with_the_batch_match).
     rows, _ = persons
     matcher = SolrRecordMatcher(solr)
-    sent = []
-    select = solr.select
-
-    def recording(params):
-        sent.append(params)
-        return select(params)
-
-    monkeypatch.setattr(solr, "select", recording)
     record = dict(rows[0], id="new-1")
     found = matcher.match(record, threshold=0.0, limit=None)
     assert rows[0]["id"] in {m.id for m in found}
