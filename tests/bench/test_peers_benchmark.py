@@ -75,10 +75,12 @@ def _run_peers(tmp_path, only: str, extra: list[str]) -> dict:
 @pytest.mark.solr
 @pytest.mark.slow
 def test_tiny_run_of_our_side_scores_against_the_exact_truth(tmp_path):
-    # Its own Solr (as at 1M), whose JVM's memory it measures beside the CLI's process tree.
-    report = _run_peers(tmp_path, "ours_lsh,ours_dedupe,ours_spark", ["--heap", "1g", "--driver-memory", "1g"])
+    # Its own Solr (as at 1M), whose JVM's memory it measures beside the CLI's process tree. Not ours_spark: a
+    # Spark job costs half a minute of CI here, and spark dedup's groups, keep list and kept records are checked
+    # against the single process in tests/doors/spark/test_spark_groups.py (the 20k smoke run ran it here).
+    report = _run_peers(tmp_path, "ours_lsh,ours_dedupe", ["--heap", "1g"])
     assert report["truth_pairs"] > 0 and report["should_remove"] > 0
-    for key in ("ours_lsh", "ours_dedupe", "ours_spark"):
+    for key in ("ours_lsh", "ours_dedupe"):
         result = report["results"][key]
         assert result["status"] == "ok", result
         # Every pair we list is verified with the exact Jaccard of the truth's own shingles.
@@ -90,10 +92,9 @@ def test_tiny_run_of_our_side_scores_against_the_exact_truth(tmp_path):
     assert lsh["seconds"] == round(lsh["seconds_without_index"] + lsh["steps"]["index"]["seconds"], 2)
     # The same corpus, the same verified pairs: the same groups, whichever way they were computed; the records
     # written are the ones not removed.
-    for key in ("ours_dedupe", "ours_spark"):
-        result = report["results"][key]
-        assert result["documents"] == lsh["documents"]
-        assert result["kept"] + result["documents"]["removed"] == 300
+    dedupe = report["results"]["ours_dedupe"]
+    assert dedupe["documents"] == lsh["documents"]
+    assert dedupe["kept"] + dedupe["documents"]["removed"] == 300
 
 
 @pytest.mark.slow
