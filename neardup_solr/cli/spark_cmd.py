@@ -201,7 +201,7 @@ def _write_groups(spark, args: argparse.Namespace, result, source, staging: str)
     wanted = ["id", "row"] + (["length"] if args.representative == "longest" else [])
     ids = result.signed.select(*(c for c in wanted if c in result.signed.columns))
     if not args.to_solr:
-        # From here on only the ids (and lengths) are read: the executors keep those and give back the cached
+        # From here on only these columns are read: the executors keep them and give back the cached
         # records with their signatures and band keys (1.7 KB a document). Held, they left the groups'
         # aggregations no memory at 1,000,000 documents with a 4 GiB local driver (AGGREGATE_OUT_OF_MEMORY).
         ids = ids.localCheckpoint(eager=True)

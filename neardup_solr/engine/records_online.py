@@ -29,8 +29,7 @@ candidates are therefore those ``match_records`` finds over the same records wit
 as a candidate is among the ``3 x rows`` records that overlap the prefix most and no more than ``rows`` of those
 overlap the whole record more (a person's records share little with other people's; raise ``rows`` for data
 where many records look alike). The weights are those of the records indexed when the matcher started:
-:meth:`SolrRecordMatcher.refresh` reads them
-again, with the model when a new revision was stored.
+:meth:`SolrRecordMatcher.refresh` reads them again, with the model when a new revision was stored.
 """
 
 from __future__ import annotations
@@ -104,6 +103,8 @@ DEFAULT_TRAINING_QUERIES = 20_000
 DEFAULT_ROWS = 20
 # Records read a lookup, for each of the `rows` verified: ranked again by their whole overlap (see search).
 RANKED_PER_ROW = 3
+# The field of the answer holding a record's overlap with the tokens left out of the search.
+_REST_OVERLAP = "nd_rest"
 # Clauses of the overlap query at most: Solr refuses more than its maxBooleanClauses (1024 unless configured;
 # neardup-solr's configset allows more, a collection of your own may not).
 MAX_CLAUSES = 1000
@@ -315,13 +316,13 @@ class _CandidateSearch:
         params = [*top_overlap_params(self.field, searched, RANKED_PER_ROW * self.rows + 1),
                   *filter_params([USER_DOCUMENTS])]
         if rest:
-            rest_field, rest_params = overlap_field(rest)
+            rest_field, rest_params = overlap_field(rest, name=_REST_OVERLAP)
             fl += "," + rest_field
             params += rest_params
         params.append(("fl", fl))
         scored = []
         for doc in self.client.select(params)["response"]["docs"]:
-            overlap = float(doc.get("score", 0.0)) + float(doc.get("nd_rest", 0.0))
+            overlap = float(doc.get("score", 0.0)) + float(doc.get(_REST_OVERLAP, 0.0))
             if str(doc["id"]) != exclude_id and overlap >= bound:
                 scored.append((overlap, doc))
         scored.sort(key=lambda od: -od[0])  # stable: Solr's order among equal overlaps
