@@ -82,6 +82,10 @@ THRESHOLD = 0.8
 MIB = 2**20
 # A measured value further than this from its formula's prediction is flagged.
 TOLERANCE = 0.20
+# Steps 1-3, which need the Solr index; a resumed run redoes them together or not at all.
+SOLR_STEPS = ("index", "optimize", "report", "lookup")
+# The results so far, in benchmarks/work/scale-<N>/, rewritten as each step ends.
+PARTIAL = "partial.json"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -237,9 +241,21 @@ def _status_kib(pid: int, key: str) -> int | None:
     return None
 
 
+def disk_read_bytes() -> int | None:
+    """Bytes the whole machine has read from its block devices since boot (``pgpgin`` of /proc/vmstat, in KiB):
+    over a step, what did not come from the page cache (an index larger than the memory left for it)."""
+    try:
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            if line.startswith("pgpgin "):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
 class Watch:
-    """During one step, in a thread: the peak RSS of Solr's JVM (and its ``VmHWM``, reset at the start) and the
-    peak size of some directories."""
+    """During one step, in a thread: the peak RSS of Solr's JVM (and its ``VmHWM``, reset at the start), the
+    peak size of some directories, and the bytes the machine read from disk."""
 
     def __init__(self, solr_pid: int | None, dirs: dict[str, Path], interval: float = 0.25):
         self.pid = solr_pid
@@ -251,6 +267,7 @@ class Watch:
                 Path(f"/proc/{solr_pid}/clear_refs").write_text("5")
             except OSError:
                 pass
+        self.read_at_start = disk_read_bytes()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
         self._thread.start()
@@ -272,7 +289,9 @@ class Watch:
         self._stop.set()
         self._thread.join()
         self._sample()
-        out: dict = {"disk_peak": dict(self.peak_disk)}
+        read = disk_read_bytes()
+        out: dict = {"disk_peak": dict(self.peak_disk),
+                     "read_from_disk": None if read is None or self.read_at_start is None else read - self.read_at_start}
         if self.pid is not None:
             hwm = _status_kib(self.pid, "VmHWM") or 0
             out["solr_jvm_mib"] = round(max(self.peak_rss_kib, hwm) / 1024, 1)
@@ -297,6 +316,18 @@ class PhasedTreeRSS(TreeRSS):
         self.first = {f"peak_{k}_mib": round(v, 1) for k, v in self.peaks.items()}
         # The sampler thread may still write one sample into the old dict: one sample lost, not a wrong peak.
         self.peaks = {k: 0.0 for k in self.peaks}
+
+
+def failure_reason(log_text: str, finished: "Finished") -> str:
+    """One line on why a command failed: Spark's error class (``[AGGREGATE_OUT_OF_MEMORY] ...``) when its log
+    has one, else the last line the command printed."""
+    import re
+
+    classed = re.search(r"\[([A-Z][A-Z_]{4,})\][^\n]{0,160}", log_text)
+    if classed:
+        return classed.group(0).strip()
+    said = [line for _, line in finished.lines if line.strip()] or log_text.strip().splitlines() or ["no output"]
+    return said[-1][:300]
 
 
 def run_command(cmd: list[str], log_path: Path, env: dict | None = None,
@@ -511,58 +542,17 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def run(args: argparse.Namespace) -> dict:
-    import psutil
-
+def solr_steps(args: argparse.Namespace, report: dict, base: Path, corpus_dir: Path, docs_path: Path,
+               fresh_dir: Path, planted: np.ndarray, say: Callable[[str], None],
+               save_partial: Callable[[], None]) -> None:
+    """Steps 1-3 (index, optimize, report, lookups) against a dedicated Solr started here, each saved into
+    ``report["steps"]`` (and the partial results) as it ends; Solr is stopped, and its index deleted unless
+    ``--keep-solr``."""
     from neardup_solr.solr.backends.local import LocalSolr
 
     n = args.docs
-    work = args.work_dir.resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    corpus_dir = work / f"corpus-{n}-s{args.seed}"
-    docs_path = corpus_dir / "docs.jsonl"
-    base = work / f"scale-{n}"
-    # Two runs of one size would clear each other's Solr and files.
-    lock = open(work / f"scale-{n}.lock", "w")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise SystemExit(f"another corpus_scale run of {n} documents is using {base}")
-    if base.exists():
-        shutil.rmtree(base)
-    out, logs = base / "out", base / "logs"
-    out.mkdir(parents=True)
-
-    def say(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-    report: dict = {"benchmark": "corpus_scale", "docs": n, "seed": args.seed, "threshold": THRESHOLD,
-                    "date": dt.date.today().isoformat(), "machine": args.machine or machine_tag(),
-                    "command": "python -m benchmarks.corpus_scale " + " ".join(
-                        shlex.quote(a) for a in (args.argv if args.argv is not None else sys.argv[1:])),
-                    "load_average_start": load_average_text(), "solr_heap": args.heap,
-                    "spark_master": args.master, "spark_driver_memory": args.spark_driver_memory, "steps": {}}
     steps = report["steps"]
-
-    say(f"corpus of {n:,} documents in {corpus_dir}")
-    t0 = time.perf_counter()
-    corpus = sec_corpus(deadline=None, corpus_dir=str(corpus_dir), docs=n, seed=args.seed, with_truth=False)
-    corpus["seconds"] = round(time.perf_counter() - t0, 2)
-    planted = planted_pairs(corpus_dir)
-    report["corpus"] = {k: corpus[k] for k in ("reused", "generate_s", "docs", "copies", "clusters", "bytes")}
-    report["corpus"]["bytes_per_doc"] = round(corpus["bytes"] / n, 1)
-    report["planted_truth"] = {
-        "pairs_ge_0.8": int(planted.size),
-        "note": "the pairs inside planted clusters (truth.tsv) with exact Jaccard >= 0.8: the reference at every "
-                "size, as the exact all-pairs ground truth is too costly at 10M documents; a reported pair outside "
-                "them is a chance near duplicate (verified exactly), counted as found_outside_planted"}
-
-    fresh_dir = work / f"fresh-s{args.seed}"
-    if not (fresh_dir / "docs.jsonl").exists():  # run.py's unseen texts for the lookups
-        from benchmarks.corpus import generate
-
-        generate(1000, args.seed + 10_000, fresh_dir)
-
+    out, logs = base / "out", base / "logs"
     solr = LocalSolr(port=0, data_dir=base / "solr", heap=args.heap)
     say(f"starting Solr (heap {args.heap}, data {solr.data_dir})")
     started = solr.start()
@@ -584,7 +574,7 @@ def run(args: argparse.Namespace) -> dict:
             say(f"{name}: {finished.seconds:.1f} s")
             step = {"command": _shown(cmd, ROOT), **_per_doc(finished.seconds, n),
                     "memory_mib": {"client": finished.peak_rss_mib, "solr_jvm": watched.get("solr_jvm_mib")},
-                    "load_average_start_end": [load[0], _load()[0]]}
+                    "load_average_start_end": [load[0], _load()[0]], "read_from_disk": watched["read_from_disk"]}
             return step, {"finished": finished, "disk_peak": watched["disk_peak"]}
 
         def index_now() -> dict:
@@ -605,6 +595,7 @@ def run(args: argparse.Namespace) -> dict:
         step["disk_bytes"] = {**now, "solr_data_peak": raw["disk_peak"]["solr_data"],
                               "index_bytes_per_doc": round(now["index_after"] / n, 1)}
         steps["index"] = step
+        save_partial()
 
         step, raw = solr_step("optimize", _cli("optimize", "--json", "--solr-url", core_url), solr_dirs)
         step["result"] = _json_line(raw["finished"])
@@ -612,6 +603,7 @@ def run(args: argparse.Namespace) -> dict:
         step["disk_bytes"] = {**now, "solr_data_peak": raw["disk_peak"]["solr_data"],
                               "index_bytes_per_doc": round(now["index_after"] / n, 1)}
         steps["optimize"] = step
+        save_partial()
 
         # 2. report --threshold 0.8 --method lsh; its signature store in a TMPDIR of its own, to be measured.
         tmp = base / "report-tmp"
@@ -631,6 +623,7 @@ def run(args: argparse.Namespace) -> dict:
                               "pairs_file": pairs_path.stat().st_size,
                               "signature_store_bytes_per_doc": round(raw["disk_peak"]["signature_store"] / n, 1)}
         steps["report"] = step
+        save_partial()
 
         # 3. Lookups: run.py's lookup section, in a process of its own.
         budget = max(300.0, n / 1e6 * 600)
@@ -650,16 +643,92 @@ def run(args: argparse.Namespace) -> dict:
         step.pop("docs_per_s")
         step.pop("ms_per_doc")
         steps["lookup"] = step
+        save_partial()
     finally:
         report["solr_jvm_peak_rss_mib"] = max(solr_peaks, default=None)
         solr.stop()
     if not args.keep_solr:
         shutil.rmtree(solr.data_dir, ignore_errors=True)
 
+
+def run(args: argparse.Namespace) -> dict:
+    import psutil
+
+    n = args.docs
+    work = args.work_dir.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    corpus_dir = work / f"corpus-{n}-s{args.seed}"
+    docs_path = corpus_dir / "docs.jsonl"
+    base = work / f"scale-{n}"
+    # Two runs of one size would clear each other's Solr and files.
+    lock = open(work / f"scale-{n}.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another corpus_scale run of {n} documents is using {base}")
+    partial_path = base / PARTIAL
+    command = "python -m benchmarks.corpus_scale " + " ".join(
+        shlex.quote(a) for a in (args.argv if args.argv is not None else sys.argv[1:]))
+    resumed = json.loads(partial_path.read_text()) if args.resume and partial_path.exists() else None
+    if resumed is None and base.exists():
+        shutil.rmtree(base)
+    out, logs = base / "out", base / "logs"
+    out.mkdir(parents=True, exist_ok=True)
+
+    def say(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    if resumed is not None:
+        report = resumed
+        report.setdefault("resumed", []).append({"command": command, "at": dt.datetime.now().isoformat("T", "minutes"),
+                                                 "load_average": load_average_text()})
+        report["spark_driver_memory"] = args.spark_driver_memory
+        say(f"resuming {partial_path}: done already {', '.join(report['steps']) or 'nothing'}")
+    else:
+        report = {"benchmark": "corpus_scale", "docs": n, "seed": args.seed, "threshold": THRESHOLD,
+                  "date": dt.date.today().isoformat(), "machine": args.machine or machine_tag(), "command": command,
+                  "load_average_start": load_average_text(), "solr_heap": args.heap,
+                  "spark_master": args.master, "spark_driver_memory": args.spark_driver_memory, "steps": {},
+                  "failed_attempts": []}
+    steps = report["steps"]
+
+    def save_partial() -> None:
+        # What a failed step would otherwise take with it: a --resume run starts from here.
+        partial_path.write_text(json.dumps(report))
+
+    say(f"corpus of {n:,} documents in {corpus_dir}")
+    t0 = time.perf_counter()
+    corpus = sec_corpus(deadline=None, corpus_dir=str(corpus_dir), docs=n, seed=args.seed, with_truth=False)
+    corpus["seconds"] = round(time.perf_counter() - t0, 2)
+    planted = planted_pairs(corpus_dir)
+    if resumed is None:
+        report["corpus"] = {k: corpus[k] for k in ("reused", "generate_s", "docs", "copies", "clusters", "bytes")}
+        report["corpus"]["bytes_per_doc"] = round(corpus["bytes"] / n, 1)
+    report["planted_truth"] = {
+        "pairs_ge_0.8": int(planted.size),
+        "note": "the pairs inside planted clusters (truth.tsv) with exact Jaccard >= 0.8: the reference at every "
+                "size, as the exact all-pairs ground truth is too costly at 10M documents; a reported pair outside "
+                "them is a chance near duplicate (verified exactly), counted as found_outside_planted"}
+
+    fresh_dir = work / f"fresh-s{args.seed}"
+    if not (fresh_dir / "docs.jsonl").exists():  # run.py's unseen texts for the lookups
+        from benchmarks.corpus import generate
+
+        generate(1000, args.seed + 10_000, fresh_dir)
+
+    if all(name in steps for name in SOLR_STEPS):
+        say("the Solr steps are done already; on to spark dedup")
+    else:
+        for name in SOLR_STEPS:  # a resumed run redoes them together: the index may be gone
+            steps.pop(name, None)
+        solr_steps(args, report, base, corpus_dir, docs_path, fresh_dir, planted, say, save_partial)
+    report_codes = pairs_file_codes(out / "report-pairs.tsv")
+
     # 4. spark dedup --groups --keep, local[2].
     spark_tmp, events = base / "spark-temp", base / "spark-events"
-    spark_tmp.mkdir()
-    events.mkdir()
+    for fresh in (spark_tmp, events):  # a resumed run's are the failed attempt's
+        shutil.rmtree(fresh, ignore_errors=True)
+        fresh.mkdir()
     spark_pairs = out / "spark-pairs.tsv"
     cmd = _cli("spark", "dedup", str(docs_path), "--threshold", str(THRESHOLD), "--out", str(spark_pairs),
                "--groups", str(out / "groups.jsonl"), "--keep", str(out / "keep.txt"), "--master", args.master,
@@ -690,7 +759,18 @@ def run(args: argparse.Namespace) -> dict:
     memory = {k: max(first[k], second[k]) for k in second}
     watched = watch.stop()
     if finished.exit_code != 0:
-        raise RuntimeError(f"spark dedup exited with {finished.exit_code}: see {logs / 'spark_dedup.log'}")
+        log_text = (logs / "spark_dedup.log").read_text(encoding="utf-8", errors="replace")
+        report.setdefault("failed_attempts", []).append({
+            "step": "spark_dedup", "command": _shown(cmd, ROOT), "exit_code": finished.exit_code,
+            "seconds": round(finished.seconds, 1), "error": failure_reason(log_text, finished),
+            "memory_mib": {"driver_python": memory["peak_driver_python_mib"], "jvm": memory["peak_jvm_mib"],
+                           "python_workers": memory["peak_python_workers_mib"]},
+            "load_average_start_end": [load[0], _load()[0]]})
+        save_partial()
+        raise SystemExit(f"spark dedup exited with {finished.exit_code} ({report['failed_attempts'][-1]['error']}): "
+                         f"see {logs / 'spark_dedup.log'}. The steps before it are kept in {partial_path}; run the "
+                         "same command with --resume (and, for an executor out of memory, a larger "
+                         "--spark-driver-memory) to run only what is left.")
     say(f"spark dedup: {finished.seconds:.1f} s")
     spark_codes = pairs_file_codes(spark_pairs)
     events_summary = spark_event_summary(events, boundary)
@@ -709,7 +789,8 @@ def run(args: argparse.Namespace) -> dict:
                        "spark_temp_bytes_per_doc": round(watched["disk_peak"]["spark_temp"] / n, 1),
                        "pairs_file": spark_pairs.stat().st_size, "groups_file": (out / "groups.jsonl").stat().st_size,
                        "keep_file": (out / "keep.txt").stat().st_size},
-        "spark": events_summary, "load_average_start_end": [load[0], _load()[0]]}
+        "spark": events_summary, "load_average_start_end": [load[0], _load()[0]],
+        "read_from_disk": watched["read_from_disk"]}
     report["load_average_end"] = load_average_text()
     report["sizing"] = sizing_check(n, report)
     report["extrapolated"] = {str(target): extrapolate(report, target) for target in (1_000_000, 10_000_000)
@@ -811,6 +892,20 @@ def render(report: dict) -> str:
                  f"**{sr['pairs_file_identical_to_report']}** |")
     lines += ["", f"Solr's JVM peak RSS over the run: {_mib(report['solr_jvm_peak_rss_mib'])} MiB. Solr started in "
               f"{report['solr_start_seconds']} s (not in the steps)."]
+    reads = {name: step.get("read_from_disk") for name, step in s.items() if step.get("read_from_disk") is not None}
+    if reads:
+        lines += ["", "Read from disk during each step (the whole machine, /proc/vmstat `pgpgin`; what the page cache "
+                      "did not hold): " + ", ".join(f"{name} {value / 1e9:,.2f} GB" for name, value in reads.items())
+                  + "."]
+    for failed in report.get("failed_attempts", []):
+        m_f = failed["memory_mib"]
+        lines += ["", f"**A failed attempt** (kept, not hidden): `{failed['command']}` exited with "
+                      f"{failed['exit_code']} after {failed['seconds']} s: {failed['error']} (peak driver Python "
+                      f"{_mib(m_f['driver_python'])}, JVM {_mib(m_f['jvm'])}, Python workers "
+                      f"{_mib(m_f['python_workers'])} MiB)."]
+    for again in report.get("resumed", []):
+        lines += ["", f"Resumed at {again['at']} (load average {again['load_average']}): `{again['command']}` ran "
+                      "the steps the failed attempt had not finished; the others are from the first run."]
     ph = m.get("by_phase") or {}
     ev = sp.get("spark") or {}
     if ph.get("groups_and_keep") and "pairs" in ev:
@@ -1016,6 +1111,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=30, help="untimed lookups first (default 30)")
     ap.add_argument("--keep-solr", action="store_true",
                     help="keep the Solr index on disk during the Spark step (default: deleted, to free the disk)")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the run of this size that failed: keep the steps its partial results hold "
+                         "(benchmarks/work/scale-<N>/partial.json) and run only the others")
     ap.add_argument("--keep-work", action="store_true",
                     help="keep benchmarks/work/scale-<N> (outputs, logs, Spark's event log) after the run")
     ap.add_argument("--work-dir", type=Path, default=BENCH / "work")

@@ -64,13 +64,28 @@ def test_tiny_run_writes_every_step_with_sane_recall(tmp_path):
     if java_executable() is None:
         pytest.skip("no Java for Spark")
     out_dir = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.corpus_scale", "--docs", "2000", "--lookups", "20",
-                           "--warmup", "2", "--heap", "1g", "--spark-driver-memory", "1g", "--shuffle-partitions", "2", "--work-dir",
-                           str(tmp_path / "work"), "--out-dir", str(out_dir), "--machine", "smoke"],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+
+    def corpus_scale(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "benchmarks.corpus_scale", "--docs", "2000", "--lookups", "20",
+                               "--warmup", "2", "--heap", "1g", "--shuffle-partitions", "2", "--work-dir",
+                               str(tmp_path / "work"), "--out-dir", str(out_dir), "--machine", "smoke", *extra],
+                              cwd=REPO, capture_output=True, text=True, timeout=900)
+
+    # A Spark step that fails (a JVM that cannot start) keeps the Solr steps; --resume runs only what is left.
+    proc = corpus_scale("--spark-driver-memory", "1x")
+    assert proc.returncode != 0 and "--resume" in proc.stderr, proc.stderr[-3000:]
+    assert not list(out_dir.glob("*-corpus-scale-smoke-2000.json"))
+    partial = json.loads((tmp_path / "work" / "scale-2000" / "partial.json").read_text())
+    assert set(partial["steps"]) == {"index", "optimize", "report", "lookup"}
+    assert [f["step"] for f in partial["failed_attempts"]] == ["spark_dedup"]
+    proc = corpus_scale("--spark-driver-memory", "1g", "--resume")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "starting Solr" not in proc.stderr
     (json_path,) = out_dir.glob("*-corpus-scale-smoke-2000.json")
     report = json.loads(json_path.read_text())
+    assert report["steps"]["index"] == partial["steps"]["index"]
+    assert len(report["failed_attempts"]) == 1 and len(report["resumed"]) == 1
+    assert "A failed attempt" in json_path.with_suffix(".md").read_text()
     assert report["provenance"]["load_average_when_written"] and report["load_average_start"]
     steps = report["steps"]
     assert set(steps) == {"index", "optimize", "report", "lookup", "spark_dedup"}
