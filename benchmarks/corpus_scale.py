@@ -618,10 +618,12 @@ def solr_steps(args: argparse.Namespace, report: dict, base: Path, corpus_dir: P
         step["result"] = {**against_planted(report_codes, planted),
                           "candidates": stats.get("candidate_pairs"), "verified_documents":
                           stats.get("fetched_documents"), "report_stats_ru_maxrss_mib": stats.get("peak_rss_mib")}
-        step["disk_bytes"] = {"signature_store_peak": raw["disk_peak"]["signature_store"],
+        # A small run's store can come and go between two samples: then the store's own figure stands in.
+        store_peak = max(raw["disk_peak"]["signature_store"], int((stats.get("work_dir_mib") or 0) * MIB))
+        step["disk_bytes"] = {"signature_store_peak": store_peak,
                               "signature_store_own_mib": stats.get("work_dir_mib"),
                               "pairs_file": pairs_path.stat().st_size,
-                              "signature_store_bytes_per_doc": round(raw["disk_peak"]["signature_store"] / n, 1)}
+                              "signature_store_bytes_per_doc": round(store_peak / n, 1)}
         steps["report"] = step
         save_partial()
 
