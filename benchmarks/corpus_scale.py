@@ -724,6 +724,7 @@ def run(args: argparse.Namespace) -> dict:
         for name in SOLR_STEPS:  # a resumed run redoes them together: the index may be gone
             steps.pop(name, None)
         solr_steps(args, report, base, corpus_dir, docs_path, fresh_dir, planted, say, save_partial)
+        save_partial()  # with Solr's peak over the steps, known once it is stopped
     report_codes = pairs_file_codes(out / "report-pairs.tsv")
 
     # 4. spark dedup --groups --keep, local[2].
