@@ -57,6 +57,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -321,8 +322,6 @@ class PhasedTreeRSS(TreeRSS):
 def failure_reason(log_text: str, finished: "Finished") -> str:
     """One line on why a command failed: Spark's error class (``[AGGREGATE_OUT_OF_MEMORY] ...``) when its log
     has one, else the last line the command printed."""
-    import re
-
     classed = re.search(r"\[([A-Z][A-Z_]{4,})\][^\n]{0,160}", log_text)
     if classed:
         return classed.group(0).strip()
@@ -760,17 +759,17 @@ def run(args: argparse.Namespace) -> dict:
     second = tree.stop()
     first = tree.first or second
     memory = {k: max(first[k], second[k]) for k in second}
+    peaks = {"driver_python": memory["peak_driver_python_mib"], "jvm": memory["peak_jvm_mib"],
+             "python_workers": memory["peak_python_workers_mib"]}
     watched = watch.stop()
     if finished.exit_code != 0:
-        log_text = (logs / "spark_dedup.log").read_text(encoding="utf-8", errors="replace")
-        report.setdefault("failed_attempts", []).append({
+        error = failure_reason((logs / "spark_dedup.log").read_text(encoding="utf-8", errors="replace"), finished)
+        report["failed_attempts"].append({
             "step": "spark_dedup", "command": _shown(cmd, ROOT), "exit_code": finished.exit_code,
-            "seconds": round(finished.seconds, 1), "error": failure_reason(log_text, finished),
-            "memory_mib": {"driver_python": memory["peak_driver_python_mib"], "jvm": memory["peak_jvm_mib"],
-                           "python_workers": memory["peak_python_workers_mib"]},
+            "seconds": round(finished.seconds, 1), "error": error, "memory_mib": peaks,
             "load_average_start_end": [load[0], _load()[0]]})
         save_partial()
-        raise SystemExit(f"spark dedup exited with {finished.exit_code} ({report['failed_attempts'][-1]['error']}): "
+        raise SystemExit(f"spark dedup exited with {finished.exit_code} ({error}): "
                          f"see {logs / 'spark_dedup.log'}. The steps before it are kept in {partial_path}; run the "
                          "same command with --resume (and, for an executor out of memory, a larger "
                          "--spark-driver-memory) to run only what is left.")
@@ -780,8 +779,7 @@ def run(args: argparse.Namespace) -> dict:
     steps["spark_dedup"] = {
         "command": _shown(cmd, ROOT), **_per_doc(finished.seconds, n),
         "pairs_seconds": round(boundary - finished.started, 2) if boundary else None,
-        "memory_mib": {"driver_python": memory["peak_driver_python_mib"], "jvm": memory["peak_jvm_mib"],
-                       "python_workers": memory["peak_python_workers_mib"], "total": memory["peak_total_mib"],
+        "memory_mib": {**peaks, "total": memory["peak_total_mib"],
                        "by_phase": {"pairs": first, "groups_and_keep": second if tree.first else None}},
         "result": {**against_planted(spark_codes, planted),
                    "pairs_file_identical_to_report": _sha256(spark_pairs) == _sha256(out / "report-pairs.tsv"),
