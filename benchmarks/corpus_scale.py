@@ -694,8 +694,12 @@ def run(args: argparse.Namespace) -> dict:
     steps = report["steps"]
 
     def save_partial() -> None:
-        # What a failed step would otherwise take with it: a --resume run starts from here.
-        partial_path.write_text(json.dumps(report))
+        # What a failed step would otherwise take with it: a --resume run starts from here. Written beside and
+        # renamed over, so a run killed mid-write leaves the previous state rather than half a file.
+        unfinished = partial_path.with_name(partial_path.name + ".tmp")
+        with open(unfinished, "w", encoding="utf-8") as handle:
+            json.dump(report, handle)
+        os.replace(unfinished, partial_path)
 
     say(f"corpus of {n:,} documents in {corpus_dir}")
     t0 = time.perf_counter()

@@ -32,7 +32,11 @@ Why two identical texts sent at the same moment are never both added
 
     A claim whose owner was deleted (or never arrived: a crash between claim and add) is stale: after
     :data:`CLAIM_LEASE_SECONDS` it is taken over, again with optimistic concurrency on the version read, so
-    only one taker wins. Within the lease the owner is reported as the duplicate, "being added". Deleting
+    only one taker wins. Within the lease the owner is reported as the duplicate, "being added". An owner whose
+    add was delayed past the lease (retries through a partition) could otherwise lose its claim to a taker that
+    read the claim before the add and wrote after it, and both texts would stay: so once its document is in, the
+    owner rewrites its claim conditional on the version it reads. Of that rewrite and a takeover exactly one
+    succeeds; an owner that finds the claim taken over removes its document again and answers "duplicate". Deleting
     documents through :func:`delete_documents` removes their claims at once. Claims carry the reserved data set
     ``__meta__``, like the settings document, so reports, counts, verification and clears of a data set never
     see them; they hold no tokens, so no lookup can return them.
@@ -79,8 +83,8 @@ from neardup_solr.solr.claims import (
     CLAIM_PREFIX,
     claim,
     claim_and_create,
-    claim_holder,
     claim_id,
+    confirm_claim,
     create_only,
     delete_now,
     exists_error,
@@ -400,10 +404,10 @@ def check_and_add(
             except BaseException:
                 release(client, claim_id(query.md5_hash))
                 raise
-            holder = claim_holder(client, query.md5_hash)
+            holder = confirm_claim(client, query.md5_hash, doc_id, ttl)
             if holder is not None and holder != doc_id:
                 # Our add took longer than the claim's lease (retries through a partition) and another check took
-                # the claim over meanwhile, finding no document of ours yet: the claim holder keeps the text.
+                # the claim over before our confirmation, finding no document of ours yet: the holder keeps the text.
                 log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is "
                             "removed again", doc_id, holder, doc_id)
                 try:

@@ -85,6 +85,35 @@ def claim_holder(client: SolrClient, md5_hash: str) -> str | None:
     return (str(claim_info(found[0]).get("owner", "")) or None) if found else None
 
 
+def confirm_claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None) -> str | None:
+    """After ``doc_id``'s document is in: rewrite its claim, conditional on the version just read, and return who
+    holds the claim (``doc_id`` when it is still ours).
+
+    Reading the holder is not enough. A check that found our claim stale (our add was delayed past the lease by
+    retries through a partition) and our document absent takes the claim over with a write conditional on the
+    claim's version; if that write lands after our read, both texts stay. Rewriting the claim changes its version,
+    so of our rewrite and such a takeover exactly one succeeds: either the taker gets 409 (and, reading again, finds
+    a fresh claim and our document), or we read the taker as the holder and remove our add."""
+    cid = claim_id(md5_hash)
+    mine: dict[str, Any] | None = None
+    for _ in range(CLAIM_ATTEMPTS):
+        seen = client.get_by_ids([cid], "id,content,_version_", params=[FROM_LEADERS])
+        if seen and mine is not None and seen[0].get("content") == mine["content"]:
+            # Our last write took effect and its 409 came from the client sending it again (an answer lost, or
+            # fewer replicas than min_replicas acknowledged it): the nonce says it is this very write.
+            return doc_id
+        if seen:
+            owner = str(claim_info(seen[0]).get("owner", ""))
+            if owner != doc_id:
+                return owner or None
+        # Rewrite our claim; with none left (released or expired while our document went in), claim the text again.
+        mine = claim_document(md5_hash, doc_id, ttl)
+        if create(client, mine, int(seen[0]["_version_"]) if seen else -1):
+            return doc_id
+    raise NeardupError(f"could not confirm the claim on {doc_id!r}'s text: it kept changing under concurrent "
+                       "checks; try again")
+
+
 def claim_info(claim: dict) -> dict:
     """What a claim document says (owner, md5, claimed_at, nonce); empty for a claim whose content is unreadable."""
     try:

@@ -222,7 +222,8 @@ def test_check_and_add_from_two_processes_with_a_node_cut_adds_one_of_each(cloud
         assert proc.returncode == 0, err[-2000:]
     added = {doc_id for out, _ in outputs for doc_id, was_added in json.loads(out) if was_added}
     for i in range(len(texts)):
-        assert len({f"a{i}", f"b{i}"} & added) == 1, i  # one of each identical text, never both, never none
+        # One of each identical text, never both, never none; the processes' logs say how when it fails.
+        assert len({f"a{i}", f"b{i}"} & added) == 1, (i, [err[-3000:] for _, err in outputs])
     cloud.wait_for_active()
     check = SolrClient(cloud.collection_urls(), retry=RetryPolicy(max_wait=60))
     check.commit()

@@ -12,7 +12,10 @@ from neardup_solr.solr.claims import (
     CLAIM_LEASE_SECONDS,
     claim,
     claim_holder,
+    claim_document,
     claim_id,
+    confirm_claim,
+    create,
     create_only,
     release,
 )
@@ -54,3 +57,35 @@ def test_a_stale_claim_is_taken_over_and_a_released_one_is_gone(solr):
     assert claim_holder(solr, MD5) == "new"
     release(solr, claim_id(MD5))
     assert claim_holder(solr, MD5) is None
+
+
+def _stale_claim_of(solr, owner: str) -> int:
+    """A claim of ``owner`` older than the lease, as an add delayed by retries leaves it; returns its version."""
+    old = time.time() - CLAIM_LEASE_SECONDS - 1
+    solr.add([{"id": claim_id(MD5), "dataset": META_DATASET,
+               "content": json.dumps({"owner": owner, "md5": MD5, "claimed_at": old})}])
+    return int(solr.get_by_ids([claim_id(MD5)], "_version_")[0]["_version_"])
+
+
+def test_a_delayed_owner_that_confirms_first_shuts_out_a_takeover_read_before_its_add(solr):
+    # The taker read the stale claim (version v) and found no document "a"; then "a" went in and confirmed.
+    version_the_taker_read = _stale_claim_of(solr, "a")
+    solr.add([{"id": "a", "content": "the text", "md5_hash": MD5}])
+    assert confirm_claim(solr, MD5, "a") == "a"
+    assert not create(solr, claim_document(MD5, "b", None), version_the_taker_read)  # 409: the version moved on
+    assert claim_holder(solr, MD5) == "a"
+    # Reading again, the taker finds a fresh claim whose owner's document holds the text.
+    lost = claim(solr, MD5, "b")
+    assert not lost.won and lost.owner == "a" and not lost.pending
+
+
+def test_a_delayed_owner_whose_claim_was_taken_over_first_is_told_the_holder(solr):
+    version_the_taker_read = _stale_claim_of(solr, "a")
+    assert create(solr, claim_document(MD5, "b", None), version_the_taker_read)
+    assert confirm_claim(solr, MD5, "a") == "b"
+    assert claim_holder(solr, MD5) == "b"  # the confirmation never rewrote another's claim
+
+
+def test_a_confirmation_claims_again_a_claim_released_under_it(solr):
+    assert confirm_claim(solr, MD5, "a") == "a"
+    assert claim_holder(solr, MD5) == "a"
