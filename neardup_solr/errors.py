@@ -217,6 +217,10 @@ class SparkUnavailableError(NeardupError, RuntimeError):
     """PySpark is not installed, or no Java runtime can be found to start its JVM."""
 
 
+class SparkMemoryError(NeardupError, RuntimeError):
+    """A Spark job ran out of JVM memory: give Spark more (``driver_memory``, ``--driver-memory``) or a cluster."""
+
+
 class OutputInUseError(NeardupError, ValueError):
     """Another run holds the lock on this output file."""
 
@@ -336,6 +340,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     # the machinery around Solr and Spark
     LauncherError: Outcome(EXIT_USAGE, 500),
     SparkUnavailableError: Outcome(EXIT_USAGE, 500),
+    SparkMemoryError: Outcome(EXIT_USAGE, 500),
     PinnedUnicodeError: Outcome(EXIT_USAGE, 500),
     # bugs
     SignatureDisagreementError: Outcome(EXIT_INTERNAL, 500),

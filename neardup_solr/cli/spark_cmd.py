@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 import tempfile
 import time
@@ -107,6 +108,23 @@ def _save_snapshot(result, out: str) -> None:
 
     if result.snapshot is not None and not is_stdout(out):
         result.snapshot.save(snapshot_path(out))
+
+
+def _explaining_memory_errors(command):
+    """``command`` with a Spark out-of-memory failure said as what to change (``--driver-memory``), not as the Py4J
+    trace of an internal error."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except Exception as exc:
+            from neardup_solr.spark.session import memory_error_of
+
+            explained = memory_error_of(exc, args.driver_memory)
+            if explained is None:
+                raise
+            raise explained from exc
+    return run
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -290,7 +308,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="Spark master (default: spark-submit's --master when run under it, else local[*])")
     p.add_argument("--shuffle-partitions", type=number("--shuffle-partitions", Limit("int", 1, 100_000)), default=8,
                    help="spark.sql.shuffle.partitions (default 8; raise it on a cluster)")
-    p.add_argument("--driver-memory", default=None, help="spark.driver.memory, e.g. 4g (local mode: all of Spark)")
+    p.add_argument("--driver-memory", default=None, help="spark.driver.memory, e.g. 4g (local mode: all of Spark; default Spark's 1g)")
     p.add_argument("--staging-dir", default=None,
                    help="where line-format inputs are staged as Parquet (default: the temporary directory; on a "
                         "cluster, storage the executors can read)")
@@ -332,7 +350,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "write each document's near-duplicate group into it (nd_group, nd_keep: see groups --to-solr)")
     p.add_argument("--dataset", type=label("--dataset"), default=None, help="data set name for --to-solr")
     add_solr_options(p)
-    p.set_defaults(func=cmd_dedup)
+    p.set_defaults(func=_explaining_memory_errors(cmd_dedup))
 
     p = jobs.add_parser("join", help="every LEFT x RIGHT pair above --threshold, on Spark",
                         description="Like spark dedup, but only pairs of a LEFT record and a RIGHT record.")
@@ -340,4 +358,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("right")
     _add_common(p)
     p.add_argument("--one-to-one", action="store_true", help="keep each id in at most one pair, best first")
-    p.set_defaults(func=cmd_join)
+    p.set_defaults(func=_explaining_memory_errors(cmd_join))

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neardup_solr.errors import SparkUnavailableError
+from neardup_solr.errors import SparkMemoryError, SparkUnavailableError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -108,3 +109,32 @@ def spark_session(
     session.sparkContext.setLogLevel("ERROR")
     log.info("Spark %s, master %s", session.version, session.sparkContext.master)
     return session
+
+
+# How Spark says that a task or the driver found no JVM memory: its error classes (AGGREGATE_OUT_OF_MEMORY,
+# UNABLE_TO_ACQUIRE_MEMORY), which name the step, else the JVM's own errors; they reach Python inside a Py4J or
+# captured exception.
+_MEMORY_ERROR_CLASS = re.compile(r"\[(\w*OUT_OF_MEMORY\w*|UNABLE_TO_ACQUIRE_MEMORY)\]")
+_JVM_OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError(: [\w ]+)?|SparkOutOfMemoryError")
+
+
+def memory_error_of(error: BaseException, driver_memory: str | None) -> SparkMemoryError | None:
+    """``error`` (raised by a Spark action) as a :class:`SparkMemoryError` saying what to change, when it says Spark
+    ran out of memory; None for any other failure. ``driver_memory``: the ``spark.driver.memory`` the job had (None:
+    Spark's default, 1g)."""
+    text = str(error)
+    found = _MEMORY_ERROR_CLASS.search(text) or _JVM_OUT_OF_MEMORY.search(text)
+    if found is None:
+        return None
+    had = driver_memory or "1g (Spark's default)"
+    what = f"Spark ran out of memory ({found.group(0).strip('[]')}) with a driver of {had}"
+    advice = ("in local mode the driver holds all of Spark, its cache and every task: give it more, e.g. twice as "
+              "much, or run on a cluster. For scale: dedup of 1,000,000 documents ran with 1g, 10,000,000 needed 12g "
+              "(docs/benchmarks.md)")
+    return SparkMemoryError(f"{what}: pass driver_memory to spark_session(); {advice}",
+                            cli_message=f"{what}: pass --driver-memory; {advice}, --master for a cluster")
+
+
+def spark_driver_memory(spark: "SparkSession") -> str | None:
+    """The session's ``spark.driver.memory`` (None when it was left to Spark's default)."""
+    return spark.sparkContext.getConf().get("spark.driver.memory", None)
