@@ -308,7 +308,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="Spark master (default: spark-submit's --master when run under it, else local[*])")
     p.add_argument("--shuffle-partitions", type=number("--shuffle-partitions", Limit("int", 1, 100_000)), default=8,
                    help="spark.sql.shuffle.partitions (default 8; raise it on a cluster)")
-    p.add_argument("--driver-memory", default=None, help="spark.driver.memory, e.g. 4g (local mode: all of Spark; default Spark's 1g)")
+    p.add_argument("--driver-memory", default=None,
+                   help="spark.driver.memory, e.g. 4g (local mode: all of Spark; default Spark's 1g)")
     p.add_argument("--staging-dir", default=None,
                    help="where line-format inputs are staged as Parquet (default: the temporary directory; on a "
                         "cluster, storage the executors can read)")

@@ -134,7 +134,3 @@ def memory_error_of(error: BaseException, driver_memory: str | None) -> SparkMem
     return SparkMemoryError(f"{what}: pass driver_memory to spark_session(); {advice}",
                             cli_message=f"{what}: pass --driver-memory; {advice}, --master for a cluster")
 
-
-def spark_driver_memory(spark: "SparkSession") -> str | None:
-    """The session's ``spark.driver.memory`` (None when it was left to Spark's default)."""
-    return spark.sparkContext.getConf().get("spark.driver.memory", None)
