@@ -129,8 +129,8 @@ def memory_error_of(error: BaseException, driver_memory: str | None) -> SparkMem
     had = driver_memory or "1g (Spark's default)"
     what = f"Spark ran out of memory ({found.group(0).strip('[]')}) with a driver of {had}"
     advice = ("in local mode the driver holds all of Spark, its cache and every task: give it more, e.g. twice as "
-              "much, or run on a cluster. For scale: dedup of 1,000,000 documents ran with 1g, 10,000,000 needed 12g "
-              "(docs/benchmarks.md)")
+              "much, or run on a cluster. For scale, in local mode: dedup of 1,000,000 documents ran with 1g (4g with "
+              "--groups), 10,000,000 needed 12g (docs/benchmarks.md)")
     return SparkMemoryError(f"{what}: pass driver_memory to spark_session(); {advice}",
                             cli_message=f"{what}: pass --driver-memory; {advice}, --master for a cluster")
 
