@@ -513,7 +513,7 @@ def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int,
         candidates = paired.distinct().cache()
     else:
         signatures = signed.select("row", "id", "signature")
-        if members <= _BROADCAST_IDS:
+        if members <= _BROADCAST_ROWS:
             signatures = signatures.join(F.broadcast(large.select("row").distinct()), "row")
         judged = (large.join(signatures, "row").groupBy("band", "key")
                   .applyInPandas(_bucket_judge(params, split_bucket, keep_matches, max_bucket), "a long, b long"))
@@ -544,6 +544,11 @@ def _stage(source: "DataFrame | SparkSession", name: str) -> Iterator[None]:
 # Up to this many ids are broadcast to every executor to pick records out of the signed ones without a shuffle
 # (a few tens of MB of ids); more, and the join shuffles as usual.
 _BROADCAST_IDS = 1_000_000
+# The same for a dedup's row numbers (8-byte longs, a compact hash relation: ~100 MB at the limit). Without the
+# broadcast the verification shuffles every signed record, twice (signature and shingles, ~1.3 KB each): at
+# 10,000,000 documents 1.3M rows were in a candidate pair, over the ids' limit, and the shuffle wrote 29 GB
+# (590 B a document at 1M, 2,900 at 10M) and the verification took 22x its 1M time.
+_BROADCAST_ROWS = 4_000_000
 
 
 def _bucket_judge(params: LSHParams, split_bucket: int, keep_matches: int, max_bucket: int):
@@ -602,16 +607,19 @@ def _candidate_rows(candidates: "DataFrame", left: "DataFrame", right: "DataFram
 
     # Only the records in a candidate pair are joined, found through a broadcast of their ids when they are few
     # enough: the signed records (signature and set, ~1.3 KB each) are then not shuffled whole. A dedup, whose two
-    # sides are one set of records, picks them in one scan of the cached records.
+    # sides are one set of records, picks them in one scan of the cached records; its records in a pair are
+    # counted (near-duplicate clusters share them: 0.9 a candidate pair at 10M documents, not 2).
     picked = None
-    if stats.candidate_pairs * 2 <= _BROADCAST_IDS:
-        if left is right:
-            ids = (candidates.select(F.col("a").alias(key))
-                   .unionByName(candidates.select(F.col("b").alias(key))).distinct())
+    limit = _BROADCAST_IDS if key == "id" else _BROADCAST_ROWS
+    if left is right and stats.candidate_pairs <= limit:
+        # Counted, then computed again for the broadcast: both from the cached candidates, a small job each.
+        ids = (candidates.select(F.col("a").alias(key))
+               .unionByName(candidates.select(F.col("b").alias(key))).distinct())
+        if ids.count() <= limit:
             left = right = picked = left.join(F.broadcast(ids), key).cache()
-        else:
-            left = left.join(F.broadcast(candidates.select(F.col("a").alias(key)).distinct()), key)
-            right = right.join(F.broadcast(candidates.select(F.col("b").alias(key)).distinct()), key)
+    elif left is not right and stats.candidate_pairs * 2 <= limit:
+        left = left.join(F.broadcast(candidates.select(F.col("a").alias(key)).distinct()), key)
+        right = right.join(F.broadcast(candidates.select(F.col("b").alias(key)).distinct()), key)
     both = candidates.join(side(left, "a"), "a").join(side(right, "b"), "b")
     if key != "id":
         both = both.drop("a", "b").withColumnRenamed("id_a", "a").withColumnRenamed("id_b", "b")

@@ -338,6 +338,24 @@ def test_file_signed_as_it_is_read_gives_the_staged_runs_pairs_and_rejections(sp
     assert read == 307 and documents == 303 and [i for i, _ in unsigned] == ["blank"]
 
 
+def test_verification_gives_the_same_pairs_with_or_without_the_broadcast_of_the_paired_rows(spark, corpus, tmp_path,
+                                                                                          monkeypatch):
+    """The records in a candidate pair are picked through a broadcast of their row numbers up to a limit (4M; at
+    10M documents 1.3M rows, which the older limit of 1M ids sent to a shuffle of every signed record); past it the
+    verification joins by shuffling. Both ways give the same pairs, with the same similarities."""
+    from neardup_solr.spark import dedup_file, jobs
+
+    path, _ = corpus
+    runs = []
+    for limit in (None, 0):
+        if limit is not None:
+            monkeypatch.setattr(jobs, "_BROADCAST_ROWS", limit)
+            monkeypatch.setattr(jobs, "_BROADCAST_IDS", limit)
+        result, _ = dedup_file(spark, path, 0.8, staging_dir=tmp_path / f"staging-{limit}", read_on="executors")
+        runs.append([(p.id, p.neighbor_id, p.similarity) for p in result.collect()])
+    assert len(runs[0]) > 100 and runs[0] == runs[1]
+
+
 def test_a_file_without_signable_records_signed_as_read(spark, tmp_path):
     """Signed as it is read, a file with nothing to pair gives no pairs and says why: an empty file, a file of
     rejected lines, a record whose text has no words."""
