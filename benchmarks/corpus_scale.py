@@ -135,17 +135,26 @@ REPORT_PARTITION_MB = 160
 REPORT_SLICE_MB = 300
 REPORT_CANDIDATES_PER_DOC = 146_000 / 1_000_000
 REPORT_CANDIDATE_BYTES = 8 * 4
+# Found at 10M (617 MiB where the three terms above give 483; 452 at 1M): a per-document term, not traced yet.
+REPORT_BYTES_PER_DOC = 18
 # docs/benchmarks.md, the sizing formula under the cluster table.
 INDEX_BYTES_PER_DOC = 2_354.5
 SHARD_MAX_BYTES = 50.0e9
-NODE_INDEXING_RATE = 4_887.9
+# One node's indexing rate with `index --fields lsh`, as this script indexes: the 1M run's (6,400 at 10M; the
+# formula's 4,887.9 is benchmarks/cloud.py's, which indexes every field).
+NODE_INDEXING_RATE_LSH_FIELDS = 7_950
 SIGNING_RATE = 25_800
 DEDUP_SECONDS_PER_MILLION = 34.3
+# ... times this when a shard's heap, index and signature store exceed the machine's RAM (the 10M run on 24 GiB).
+DEDUP_OUT_OF_CACHE_FACTOR = 1.57
 SIGNATURE_STORE_BYTES_PER_DOC = 780.0
 # docs/spark.md, "Sizing a cluster".
 SPARK_TASK_MS_PER_DOC = 0.059
 SPARK_SHUFFLE_BYTES_PER_DOC = 590
 SPARK_CACHE_BYTES_PER_DOC = 1_655
+# The same two when the cache does not fit in a local driver's storage memory and spills to disk (10M, 12g).
+SPARK_SPILLED_TASK_MS_PER_DOC = 0.088
+SPARK_SPILLED_CACHE_BYTES_PER_DOC = 3_041
 SPARK_WORKERS_MIB = 860
 # docs/spark.md: "The driver's own memory: 151 MiB at 100k": nothing per document, so the same at any N.
 SPARK_DRIVER_PYTHON_MIB = 151
@@ -157,23 +166,41 @@ def _heap_bytes(run: dict) -> float:
     return parse_heap_mb(run.get("solr_heap", "2g")) * MIB
 
 
+def _fits_in_ram(n: int, run: dict) -> bool:
+    """Whether one shard's heap, index and the report's signature store fit in this machine's RAM (the page cache
+    then holds what the report reads)."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return _heap_bytes(run) + n * (INDEX_BYTES_PER_DOC + SIGNATURE_STORE_BYTES_PER_DOC) <= ram
+
+
+def _cache_fits(n: int, run: dict) -> bool:
+    """Whether a local run's cache fits in Spark's storage memory: 60% of the driver's heap less 300 MiB, Spark's
+    unified memory (``spark.memory.fraction``), which execution may take back."""
+    from neardup_solr.solr.backends.local import parse_heap_mb
+
+    memory = run.get("spark_driver_memory") or "1g"
+    return n * SPARK_CACHE_BYTES_PER_DOC <= 0.6 * (parse_heap_mb(memory) - 300) * MIB
+
+
 def _shards(index_bytes: float) -> int:
     return max(1, math.ceil(index_bytes / SHARD_MAX_BYTES))
 
 
 SPARK = ("steps", "spark_dedup")
 FORMULAS: tuple[Formula, ...] = (
-    Formula("report --method lsh client memory", "MiB", "docs/benchmarks.md", 86, "the projection is about 1 GB",
-            "160 MB partition + 300 MB verification slice + N x 0.146 candidates x 8 B x 4 arrays",
+    Formula("report --method lsh client memory", "MiB", "docs/benchmarks.md", 86, "the projection is about 2.7 GB",
+            "160 MB partition + 300 MB verification slice + N x 0.146 candidates x 8 B x 4 arrays + N x 18 B",
             lambda n, run: (REPORT_PARTITION_MB * 1e6 + REPORT_SLICE_MB * 1e6
-                            + n * REPORT_CANDIDATES_PER_DOC * REPORT_CANDIDATE_BYTES) / MIB,
+                            + n * (REPORT_CANDIDATES_PER_DOC * REPORT_CANDIDATE_BYTES + REPORT_BYTES_PER_DOC)) / MIB,
             _at("steps", "report", "memory_mib", "client"),
             "the partition and the slice are caps, reached from about 1M documents; below that the run holds less"),
     Formula("signature store (report's TMPDIR)", "MB", "docs/benchmarks.md", 83, "about 780 bytes a",
             "N x 780 B", lambda n, run: n * SIGNATURE_STORE_BYTES_PER_DOC / 1e6,
             _at("steps", "report", "disk_bytes", "signature_store_peak", per=1e6)),
-    Formula("report --method lsh time", "s", "docs/benchmarks.md", 119, "whole-collection dedup time = N x [34.3 s",
-            "N x 34.3 s per million", lambda n, run: n / 1e6 * DEDUP_SECONDS_PER_MILLION,
+    Formula("report --method lsh time", "s", "docs/benchmarks.md", 120, "whole-collection dedup time = N x [34.3 s",
+            "N x 34.3 s per million, x 1.57 when heap + index + signature store exceed RAM",
+            lambda n, run: n / 1e6 * DEDUP_SECONDS_PER_MILLION * (1.0 if _fits_in_ram(n, run) else
+                                                                  DEDUP_OUT_OF_CACHE_FACTOR),
             _at("steps", "report", "seconds"), "34.3 s is the 2-shard run's; one core took 40.2 s"),
     Formula("index size after optimize", "MB", "docs/benchmarks.md", 115, "index bytes a document B = [2,354.5]",
             "N x 2,354.5 B", lambda n, run: n * INDEX_BYTES_PER_DOC / 1e6,
@@ -188,25 +215,28 @@ FORMULAS: tuple[Formula, ...] = (
             _at("solr_jvm_peak_rss_mib"),
             "measured: the JVM's peak RSS (heap in use + index pages mapped); the formula counts the whole index "
             "in the page cache, conservative by design"),
-    Formula("indexing rate (one node)", "docs/s", "docs/benchmarks.md", 117, "indexing docs/s = min(shards x",
-            "min(shards x 4,887.9, 25,800)",
-            lambda n, run: min(_shards(n * INDEX_BYTES_PER_DOC) * NODE_INDEXING_RATE, SIGNING_RATE),
+    Formula("indexing rate (one node)", "docs/s", "docs/benchmarks.md", 118, "indexing docs/s = min(shards x",
+            "min(shards x 7,950 (--fields lsh), 25,800)",
+            lambda n, run: min(_shards(n * INDEX_BYTES_PER_DOC) * NODE_INDEXING_RATE_LSH_FIELDS, SIGNING_RATE),
             _at("steps", "index", "docs_per_s"), "measured: with the end-of-run check"),
-    Formula("spark task time (pairs)", "s", "docs/spark.md", 312, "N x 0.059 ms",
-            "N x 0.059 ms", lambda n, run: n * SPARK_TASK_MS_PER_DOC / 1000,
+    Formula("spark task time (pairs)", "s", "docs/spark.md", 316, "N x 0.059 ms",
+            "N x 0.059 ms, x 0.088 when the cache spills", lambda n, run: n * (
+                SPARK_TASK_MS_PER_DOC if _cache_fits(n, run) else SPARK_SPILLED_TASK_MS_PER_DOC) / 1000,
             _at(*SPARK, "spark", "pairs", "task_ms", per=1000)),
-    Formula("spark shuffle (pairs)", "MB", "docs/spark.md", 313, "N x 590 B", "N x 590 B",
+    Formula("spark shuffle (pairs)", "MB", "docs/spark.md", 317, "N x 590 B", "N x 590 B",
             lambda n, run: n * SPARK_SHUFFLE_BYTES_PER_DOC / 1e6,
             _at(*SPARK, "spark", "pairs", "shuffle_write_bytes", per=1e6),
             "measured: every stage before the pairs line (the groups' shuffles are reported apart)"),
-    Formula("spark cache (after the pairs)", "MB", "docs/spark.md", 314, "N x 1,655 B", "N x 1,655 B",
-            lambda n, run: n * SPARK_CACHE_BYTES_PER_DOC / 1e6,
+    Formula("spark cache (after the pairs)", "MB", "docs/spark.md", 318, "N x 1,655 B",
+            "N x 1,655 B, x 3,041 B when it spills",
+            lambda n, run: n * (SPARK_CACHE_BYTES_PER_DOC if _cache_fits(n, run) else SPARK_SPILLED_CACHE_BYTES_PER_DOC)
+            / 1e6,
             _at(*SPARK, "spark", "cached_bytes_after_pairs", per=1e6),
             "measured as benchmarks/spark.py did: the cached blocks once the pairs are written"),
-    Formula("spark Python workers", "MiB", "docs/spark.md", 315, "860 MiB for 2 workers at 1M",
+    Formula("spark Python workers", "MiB", "docs/spark.md", 319, "860 MiB for 2 workers at 1M",
             "860 MiB for 2 workers (not per N)", lambda n, run: SPARK_WORKERS_MIB,
             _at(*SPARK, "memory_mib", "python_workers")),
-    Formula("spark driver Python", "MiB", "docs/spark.md", 296, "The driver's own memory: 151 MiB at 100k",
+    Formula("spark driver Python", "MiB", "docs/spark.md", 300, "The driver's own memory: 151 MiB at 100k",
             "151 MiB at any N (nothing per document or pair)", lambda n, run: SPARK_DRIVER_PYTHON_MIB,
             _at(*SPARK, "memory_mib", "driver_python"),
             "measured: the spark dedup command's Python process (benchmarks/spark.py measured its own process)"),
@@ -1016,7 +1046,9 @@ def growth_table(out_dir: Path) -> dict:
         g["driver_not_flat"] = sorted(k for k in ("spark_driver_python",)
                                       if g["memory"].get(k) is not None and g["memory"][k] > 1 + TOLERANCE)
         growth.append(g)
-    return {"benchmark": "corpus_scale_table", "sizes": rows, "growth": growth,
+    # Each size checked again by the formulas as the docs state them now (a results file keeps the check of its day).
+    sizing_now = {str(n): sizing_check(n, reports[n]) for n in sorted(reports)}
+    return {"benchmark": "corpus_scale_table", "sizes": rows, "growth": growth, "sizing_now": sizing_now,
             "extrapolated": fitted_extrapolation([reports[n] for n in sorted(reports)])}
 
 
@@ -1090,6 +1122,19 @@ def render_table(table: dict) -> str:
                          f"{t['spark_dedup']} | {b['index']} | {b['signature_store']} | {b['spark_temp']} | "
                          f"{m['spark_driver_python']} | {m['spark_jvm']} | {m['report_client']} | "
                          f"{', '.join(g['grows_faster_than_n'] + g['driver_not_flat']) or 'none'} |")
+    checks = table.get("sizing_now") or {}
+    if checks:
+        sizes = list(checks)
+        lines += ["", "The sizing formulas as the docs state them now, against each size (measured / predicted; "
+                  "**bold**: more than 20% off; the results files keep the check of their day):", "",
+                  "| quantity | formula | " + " | ".join(f"{int(n):,}" for n in sizes) + " |",
+                  "|---|---|" + "---:|" * len(sizes)]
+        for i, row in enumerate(checks[sizes[0]]):
+            cells = []
+            for n in sizes:
+                r = checks[n][i]
+                cells.append("" if r["ratio"] is None else f"**{r['ratio']}**" if r["flag"] else str(r["ratio"]))
+            lines.append(f"| {row['quantity']} ({row['unit']}) | {row['formula']} | " + " | ".join(cells) + " |")
     for target, ex in table.get("extrapolated", {}).items():
         lines += ["", _extrapolation_line(int(target), ex)]
     return "\n".join(lines) + "\n"
