@@ -202,15 +202,15 @@ FORMULAS: tuple[Formula, ...] = (
             lambda n, run: n / 1e6 * DEDUP_SECONDS_PER_MILLION * (1.0 if _fits_in_ram(n, run) else
                                                                   DEDUP_OUT_OF_CACHE_FACTOR),
             _at("steps", "report", "seconds"), "34.3 s is the 2-shard run's; one core took 40.2 s"),
-    Formula("index size after optimize", "MB", "docs/benchmarks.md", 115, "index bytes a document B = [2,354.5]",
+    Formula("index size after optimize", "MB", "docs/benchmarks.md", 116, "index bytes a document B = [2,354.5]",
             "N x 2,354.5 B", lambda n, run: n * INDEX_BYTES_PER_DOC / 1e6,
             _at("steps", "optimize", "disk_bytes", "index_after", per=1e6)),
-    Formula("shards (one node each)", "shards", "docs/benchmarks.md", 115, "shards = ceil(N x B / 50.0 GB)",
+    Formula("shards (one node each)", "shards", "docs/benchmarks.md", 116, "shards = ceil(N x B / 50.0 GB)",
             "ceil(N x 2,354.5 B / 50 GB)", lambda n, run: _shards(n * INDEX_BYTES_PER_DOC),
             lambda run: None if _get(run, "steps", "optimize", "disk_bytes", "index_after") is None else
             _shards(run["steps"]["optimize"]["disk_bytes"]["index_after"]),
             "measured: the same rule on the measured index size"),
-    Formula("Solr RAM (heap + index)", "MiB", "docs/benchmarks.md", 116, "RAM per shard = heap [2.0 GB]",
+    Formula("Solr RAM (heap + index)", "MiB", "docs/benchmarks.md", 117, "RAM per shard = heap [2.0 GB]",
             "this run's heap + N x 2,354.5 B", lambda n, run: (_heap_bytes(run) + n * INDEX_BYTES_PER_DOC) / MIB,
             _at("solr_jvm_peak_rss_mib"),
             "measured: the JVM's peak RSS (heap in use + index pages mapped); the formula counts the whole index "
