@@ -74,7 +74,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
-from benchmarks.run import core_status, du_bytes, machine_tag, sec_corpus  # noqa: E402
+from benchmarks.run import core_status, du_bytes, machine_tag, memory_gib, sec_corpus  # noqa: E402
 from benchmarks.spark import TreeRSS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,10 +167,11 @@ def _heap_bytes(run: dict) -> float:
 
 
 def _fits_in_ram(n: int, run: dict) -> bool:
-    """Whether one shard's heap, index and the report's signature store fit in this machine's RAM (the page cache
-    then holds what the report reads)."""
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return _heap_bytes(run) + n * (INDEX_BYTES_PER_DOC + SIGNATURE_STORE_BYTES_PER_DOC) <= ram
+    """Whether one shard's heap, index and the report's signature store fit in the RAM of the run's machine (its
+    tag, e.g. 2core-24g; else this machine's): the page cache then holds what the report reads."""
+    tagged = re.search(r"-(\d+)g$", run.get("machine") or "")
+    ram_gib = float(tagged.group(1)) if tagged else memory_gib()
+    return _heap_bytes(run) + n * (INDEX_BYTES_PER_DOC + SIGNATURE_STORE_BYTES_PER_DOC) <= ram_gib * 2**30
 
 
 def _cache_fits(n: int, run: dict) -> bool:

@@ -67,13 +67,7 @@ SOLR_PORT = 8996
 
 
 def machine_tag() -> str:
-    try:
-        import psutil
-
-        mem = psutil.virtual_memory().total
-    except ImportError:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return f"{os.cpu_count()}core-{round(mem / 2**30)}g"
+    return f"{os.cpu_count()}core-{round(memory_gib())}g"
 
 
 def percentiles(values) -> dict:
@@ -1101,7 +1095,7 @@ def main(argv=None) -> int:
         "meta": {"date": date, "machine": machine, "command": cmd, "neardup_solr": package_version(),
                  "signing_path": kernel.describe(), "python": platform.python_version(),
                  "numpy": numpy.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
-                 "memory_gib": round(_mem_gib(), 1), "solr_version": nd_settings.SOLR_VERSION, "seed": args.seed,
+                 "memory_gib": round(memory_gib(), 1), "solr_version": nd_settings.SOLR_VERSION, "seed": args.seed,
                  "quick": quick, "threshold": THRESHOLD, "num_hashes": NUM_HASHES, "lookups": lookups,
                  "warmup": warmup, "peer_queries": peer_queries, "signing_repeats": signing_repeats,
                  "sections": sections, "sizes_run": sizes, "started": _dt.datetime.now().isoformat(timespec="seconds")},
@@ -1263,7 +1257,8 @@ def _core_has_docs(core_url: str) -> bool:
         return False
 
 
-def _mem_gib() -> float:
+def memory_gib() -> float:
+    """This machine's RAM in GiB."""
     try:
         import psutil
 

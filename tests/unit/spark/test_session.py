@@ -3,6 +3,8 @@ command line printing that instead of an internal error's Py4J trace."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from neardup_solr.cli import main
@@ -63,12 +65,13 @@ def test_spark_dedup_leaves_another_failure_an_internal_error(monkeypatch, capsy
 
 
 @pytest.mark.parametrize("memory", ["4g", None])
-def test_the_message_never_loses_the_cause(memory):
+def test_the_command_lines_error_keeps_sparks_as_its_cause(memory):
     cause = RuntimeError(AGGREGATION)
-    try:
-        try:
-            raise cause
-        except RuntimeError as exc:
-            raise memory_error_of(exc, memory) from exc  # as the command line raises it
-    except SparkMemoryError as error:
-        assert error.__cause__ is cause
+
+    def out_of_memory(args):
+        raise cause
+
+    with pytest.raises(SparkMemoryError) as raised:
+        spark_cmd._explaining_memory_errors(out_of_memory)(argparse.Namespace(driver_memory=memory))
+    assert raised.value.__cause__ is cause
+    assert f"driver of {memory or '1g'}" in str(raised.value)
