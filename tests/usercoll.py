@@ -92,6 +92,16 @@ class UserCore:
         resp.raise_for_status()
         return {d["id"]: d for d in resp.json()["response"]["docs"]}
 
+    def raw_documents(self) -> bytes:
+        """Every document with every field Solr returns (``fl=*`` and ``_version_``), as the exact bytes of its
+        answer: equal before and after means nothing was written to any document, not even an update that left the
+        values as they were (that would raise ``_version_``)."""
+        resp = requests.get(f"{self.url}/select", params={"q": "*:*", "rows": 100000, "fl": "*,_version_",
+                                                          "sort": "id asc", "wt": "json", "omitHeader": "true"},
+                            timeout=60)
+        resp.raise_for_status()
+        return resp.content
+
     def schema(self) -> dict:
         resp = requests.get(f"{self.url}/schema", params={"wt": "json"}, timeout=60)
         resp.raise_for_status()

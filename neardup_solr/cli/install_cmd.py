@@ -1,7 +1,8 @@
-"""``install``, ``uninstall``, ``backfill`` and ``sync``: near-duplicate detection on a collection of your own.
+"""``install``, ``uninstall``, ``backfill`` and ``sync``: near-duplicate detection on a collection of your own,
+through a companion index beside it.
 
-Python: :func:`neardup_solr.solr.schema_install.install` / ``uninstall``,
-:func:`neardup_solr.engine.backfill.backfill`, :class:`neardup_solr.engine.sync.Syncer`.
+Python: :func:`neardup_solr.solr.companion.install` / ``uninstall``, :func:`neardup_solr.engine.backfill.backfill`,
+:func:`neardup_solr.engine.sync.open_syncer`.
 """
 
 from __future__ import annotations
@@ -23,25 +24,21 @@ from neardup_solr.cli.common import (
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    """Add our field types, fields and settings to the collection (or say what would be added)."""
-    from neardup_solr.solr.schema_install import check_atomic_updates, install
+    """Create the companion of the collection (or say what would be created)."""
+    from neardup_solr.solr.companion import install
 
-    client = open_client(args)
+    client = open_client(args, resolve=False)
     settings = _with_normalizer(index_settings_from_args(args), args)
-    plan = install(client, args.text_field, settings, dry_run=args.dry_run)
+    plan = install(client, args.text_field, settings, companion=args.companion, dry_run=args.dry_run)
     print(plan.format())
-    check = check_atomic_updates(client)
-    if not check.ok:
-        print(f"note: backfill and sync will refuse this collection until this is fixed: {'; '.join(check.problems)}",
-              file=sys.stderr)
     return 0
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
-    """Remove what install added."""
-    from neardup_solr.solr.schema_install import uninstall
+    """Drop the companion (or remove an earlier install's fields)."""
+    from neardup_solr.solr.companion import uninstall
 
-    summary = uninstall(open_client(args), batch_size=args.batch_size)
+    summary = uninstall(open_client(args, resolve=False), companion=args.companion, batch_size=args.batch_size)
     print(summary.format())
     return 0
 
@@ -61,16 +58,18 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """One sync pass, or passes until interrupted (--follow)."""
-    from neardup_solr.engine.sync import Syncer
+    from neardup_solr.engine.sync import open_syncer
 
-    syncer = Syncer(open_client(args), changed_field=args.changed_field, batch_size=args.batch_size,
-                    full_scan=args.full_scan)
+    syncer = open_syncer(open_client(args, resolve=False), changed_field=args.changed_field,
+                         batch_size=args.batch_size, full_scan=args.full_scan,
+                         reconcile_interval=args.reconcile_interval)
 
     def show(summary) -> None:
         if args.json:
             print(json.dumps({"added": summary.added, "edited": summary.edited, "checked": summary.checked,
-                              "refused": summary.refused, "seconds": summary.seconds}), flush=True)
-        elif not args.follow or summary.added or summary.edited:
+                              "deleted": getattr(summary, "deleted", 0), "refused": summary.refused,
+                              "seconds": summary.seconds}), flush=True)
+        elif not args.follow or summary.added or summary.edited or getattr(summary, "deleted", 0):
             print(summary.format(), flush=True)
 
     if not args.follow:
@@ -85,13 +84,18 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``install``, ``uninstall``, ``backfill`` and ``sync``."""
-    p = sub.add_parser("install", help="add near-duplicate fields to a collection of your own",
-                       description="Add our field types, our fields and the settings document to an existing "
-                                   "collection through the Schema API, touching none of its own fields. The text "
-                                   "is read from --text-field. Then sign what is there with 'backfill' and keep "
-                                   "it current with 'sync --follow'; 'uninstall' removes all of it again.")
-    p.add_argument("--text-field", required=True, help="your field that holds the text (stored, single-valued)")
-    p.add_argument("--dry-run", action="store_true", help="print what would be added; change nothing")
+    p = sub.add_parser("install", help="make a companion index beside a collection of your own",
+                       description="Create a companion index beside your collection (a core or SolrCloud "
+                                   "collection from neardup-solr's configset, named after yours with _neardup) and "
+                                   "record in it your unique key and the field or fields your text is in. Nothing "
+                                   "of your collection changes: no field, no document. Then sign what is there "
+                                   "with 'backfill' and keep it current with 'sync --follow'; every lookup and "
+                                   "report takes your collection's URL. 'uninstall' drops the companion.")
+    p.add_argument("--text-field", required=True,
+                   help="your field that holds the text; several comma-separated (title,body) are read in that "
+                        "order and joined; multi-valued fields and dynamic fields are fine")
+    p.add_argument("--companion", default=None, help="the companion's name (default: your collection's + _neardup)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be created; change nothing")
     add_index_settings_options(p)
     p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,
                    help="text normaliser (default 3, the latest, as index's)")
@@ -100,21 +104,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_solr_options(p)
     p.set_defaults(func=cmd_install, param_flags=dict(INDEX_SETTINGS_FLAGS, rows="--rows-per-band"))
 
-    p = sub.add_parser("uninstall", help="remove what install added (our fields, types and documents)",
-                       description="Remove our fields' values from every document (atomic updates: an update of "
-                                   "yours meanwhile is kept), our settings document, then our fields and field "
-                                   "types. Your own fields and documents stay as they are.")
+    p = sub.add_parser("uninstall", help="drop the companion install made (your collection is not touched)",
+                       description="Drop the companion index of your collection. A collection installed by an "
+                                   "earlier version (our fields inside your documents) has those fields, their "
+                                   "values, our settings document and our field types removed instead.")
+    p.add_argument("--companion", default=None, help="the companion's name, when install was given one")
     p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
-                   help="documents per update request (default 500)")
+                   help="documents per update request, for an earlier install's fields (default 500)")
     add_solr_options(p)
     p.set_defaults(func=cmd_uninstall, param_flags={"batch_size": "--batch-size"})
 
     p = sub.add_parser("backfill", help="sign the documents already in a collection (after install)",
-                       description="Read the text of every document without a signature (a cursor), sign it and "
-                                   "write only our fields, with atomic updates at the version read: an update "
-                                   "your pipeline makes meanwhile is never overwritten, the document is signed "
-                                   "again on the next pass. Run it again to resume. Checked at the end: exit "
-                                   "code 4 when documents are still unsigned.")
+                       description="On a collection of yours: read every document with a cursor, sign its text "
+                                   "and write it into the companion (your documents are only read). Stopped, it "
+                                   "resumes after the last page written. On a collection of ours: sign what "
+                                   "other clients posted there. Checked at the end: exit code 4 when documents "
+                                   "are still unsigned.")
     p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
                    help="documents per request (default 500)")
     p.add_argument("--max-passes", type=number("--max-passes", Limit("int", 1, 1000)), default=10,
@@ -142,7 +147,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the previous one")
     p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
                    help="documents per request (default 500)")
+    p.add_argument("--reconcile-interval", type=number("--reconcile-interval", Limit("float", 0, 7 * 86_400,
+                                                                                     unit="seconds")),
+                   default=60.0, help="with --follow on a companion: seconds between the passes that look for "
+                                      "documents you deleted (default 60; a single sync always looks)")
     p.add_argument("--json", action="store_true", help="print each pass's summary as JSON")
     add_solr_options(p)
     p.set_defaults(func=cmd_sync, param_flags={"batch_size": "--batch-size", "interval": "--interval",
-                                               "changed_field": "--changed-field"})
+                                               "changed_field": "--changed-field",
+                                               "reconcile_interval": "--reconcile-interval"})

@@ -62,9 +62,9 @@ def _start_sync(args: argparse.Namespace):
     import threading
 
     from neardup_solr.cli.common import open_client
-    from neardup_solr.engine.sync import Syncer
+    from neardup_solr.engine.sync import open_syncer
 
-    syncer = Syncer(open_client(args), changed_field=args.changed_field)
+    syncer = open_syncer(open_client(args, resolve=False), changed_field=args.changed_field)
     stop = threading.Event()
 
     def follow() -> None:

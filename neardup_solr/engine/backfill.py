@@ -38,7 +38,8 @@ from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.signing.tokens import md5_hex
 from neardup_solr.solr.group_fields import groups_in_use
 from neardup_solr.solr.settings_store import read_index_settings
-from neardup_solr.solr.schema_install import require_atomic_updates
+from neardup_solr.solr.companion import InstallRefused, has_our_schema, read_link, resolve
+from neardup_solr.solr.schema_install import legacy_install_fields, require_atomic_updates
 from neardup_solr.validation import check_int
 
 log = logging.getLogger(__name__)
@@ -238,6 +239,21 @@ def count_unseen(client: SolrClient) -> int:
     return count_matching(client, [UNSEEN])
 
 
+def resolve_own_collection(client: SolrClient) -> SolrClient | None:
+    """The companion to fill when ``client`` is on a user's collection that ``install`` prepared (or on the
+    companion itself); None on a collection of ours. A collection holding an earlier install's fields inside its
+    documents is refused: filling those needs atomic updates, which rebuild the user's documents."""
+    target = resolve(client)
+    if read_link(target) is not None if has_our_schema(target) else False:
+        return target
+    if legacy_install_fields(client):
+        raise InstallRefused(
+            f"{client.url} holds near-duplicate fields of an earlier install inside your documents, which only "
+            "atomic updates of your documents could keep current: move to a companion with 'neardup-solr "
+            "uninstall', then 'neardup-solr install' and 'neardup-solr backfill'")
+    return None
+
+
 def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10, progress: bool = False,
              verify: bool = True) -> BackfillSummary:
     """Sign every document of the collection that has no signature yet (see the module docstring). Raises
@@ -246,6 +262,11 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     ``max_passes`` (each pass signs what other writers changed during the one before)."""
     batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
     max_passes = check_int("max_passes", max_passes, minimum=1, maximum=1000)
+    target = resolve_own_collection(client)
+    if target is not None:
+        from neardup_solr.engine.companion_sync import backfill_companion
+
+        return backfill_companion(target, batch_size=batch_size, progress=progress, verify=verify)
     settings = settings_of(client)
     require_atomic_updates(client)
     builder = DocumentBuilder(settings)

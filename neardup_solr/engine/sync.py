@@ -38,6 +38,7 @@ from neardup_solr.engine.backfill import (
     BackfillSummary,
     count_unseen,
     group_signed,
+    resolve_own_collection,
     settings_of,
     signing_pass,
     track_groups,
@@ -221,7 +222,21 @@ class _Stopped(Exception):
     """The catch-up comparison was stopped with its follow."""
 
 
+def open_syncer(client: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
+                batch_size: int = 500, reconcile_interval: float = 60.0):
+    """The syncer for ``client``'s collection: a :class:`~neardup_solr.engine.companion_sync.CompanionSyncer` for a
+    user's collection that ``install`` prepared (or its companion), a :class:`Syncer` for a collection of ours
+    that other clients post to. Both have ``run_once()`` and ``follow()``."""
+    target = resolve_own_collection(client)
+    if target is not None:
+        from neardup_solr.engine.companion_sync import CompanionSyncer
+
+        return CompanionSyncer(target, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size,
+                               reconcile_interval=reconcile_interval)
+    return Syncer(client, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size)
+
+
 def sync(client: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
-         batch_size: int = 500) -> SyncSummary:
-    """One sync pass over ``client``'s collection (see :class:`Syncer`)."""
-    return Syncer(client, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size).run_once()
+         batch_size: int = 500):
+    """One sync pass over ``client``'s collection (see :func:`open_syncer`)."""
+    return open_syncer(client, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size).run_once()

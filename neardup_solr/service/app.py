@@ -43,6 +43,7 @@ from neardup_solr.service.models import (  # the request models, importable from
 from neardup_solr.service.problems import PROBLEM, install_error_handlers, problem
 from neardup_solr.service.routers import ROUTERS
 from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.solr.companion import resolve_quietly
 
 __all__ = ["create_app", "problem", "Guard", "PROBLEM", "TOKEN_COOKIE", "OPEN_PATHS", "MAX_RECORDS", "DocumentIn",
            "LookupRequest", "LookupOptions", "TextLookup", "CheckRequest", "MatchRequest", "BulkDelete",
@@ -55,8 +56,9 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     ``config.solr_max_wait`` seconds for an absent Solr before answering 503."""
     config = config or ServiceConfig.load()
     if client is None:
-        client = SolrClient(config.solr_url, timeout=config.solr_timeout,
-                            retry=RetryPolicy(max_wait=config.solr_max_wait), min_replicas=config.min_replicas)
+        client = resolve_quietly(SolrClient(config.solr_url, timeout=config.solr_timeout,
+                                            retry=RetryPolicy(max_wait=config.solr_max_wait),
+                                            min_replicas=config.min_replicas))
     jobs = JobStore(config.resolved_jobs_dir())
     metrics = Metrics()
     searchers = lookups.SearcherCache(client)

@@ -62,6 +62,12 @@ def ensure_group_fields(client: SolrClient) -> list[str]:
     :class:`GroupFieldsError` when one exists with another definition (updating it would lose data or fail), or
     when the schema cannot be changed (a classic ``schema.xml``: reload the core with the current configset)."""
     fields = client.schema_fields()
+    if "minhash_sig" not in fields:
+        # A collection of the user's: its schema is theirs. Groups go into its companion (install), never here.
+        raise GroupFieldsError(
+            f"{client.url} is not a neardup collection and has no companion: nothing was changed. Make one with "
+            "'neardup-solr install --solr-url URL --text-field FIELD' and 'neardup-solr backfill'; groups are then "
+            "written into the companion")
     for name in GROUP_FIELDS:
         field = fields.get(name)
         if field is None:

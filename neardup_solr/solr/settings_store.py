@@ -66,6 +66,11 @@ def _no_neardup_fields(client: SolrClient) -> None:
     from neardup_solr.errors import ForeignCollectionError
 
     if "minhash_sig" not in client.schema_fields():
+        from neardup_solr.solr.companion import companion_problem
+
+        installed = companion_problem(client)
+        if installed:
+            raise ForeignCollectionError(installed)
         raise ForeignCollectionError(
             f"{client.url} has no near-duplicate fields yet: add them with 'neardup-solr install --solr-url "
             f"{client.url} --text-field FIELD' (FIELD: your field with the text), then sign what is there with "

@@ -1,8 +1,11 @@
-"""Near-duplicate detection on a collection that is not ours (issue 37), tried as a user would: a core made from a
-user's own configset (tests/data/user_configset), filled by clients that are not neardup-solr (plain JSON over
-HTTP, pysolr, CSV through /update/csv), then ``install``, ``backfill`` and ``sync`` through the command line, and
-the same ``report`` pairs and lookups as the same data indexed by ``index`` into a neardup collection.
+"""Near-duplicate detection on a collection that is not ours, through a companion index (issue 45), tried as a user
+would: a core made from a user's own configset (tests/data/user_configset), filled by clients that are not
+neardup-solr (plain JSON over HTTP, pysolr, CSV through /update/csv), then ``install``, ``backfill`` and ``sync``
+through the command line, and the same ``report`` pairs and lookups as the same data indexed by ``index`` into a
+neardup collection. Every test that installs checks that the user's documents are byte for byte what they were,
+``_version_`` included: nothing of ours ever writes to them.
 
+The schemas of Solr's stock configsets and of real applications: tests/solr/engine/test_companion_schemas.py.
 Needs the session's own single-node Solr (cores are created on it through CoreAdmin).
 """
 
@@ -22,15 +25,17 @@ import requests
 
 from benchmarks.corpus import generate
 from neardup_solr.cli import main
-from neardup_solr.engine.backfill import backfill, count_unseen
-from neardup_solr.engine.sync import Syncer
+from neardup_solr.engine import companion_sync
+from neardup_solr.engine.backfill import backfill
+from neardup_solr.engine.companion_sync import CompanionSyncer
+from neardup_solr.engine.sync import Syncer, open_syncer
 from neardup_solr.errors import InvalidParameterError
-from neardup_solr.solr import schema_install
-from neardup_solr.solr.atomic import SEEN, count_matching
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import SETTINGS_DOC_ID, IndexSettings, md5_hex
-from neardup_solr.solr.schema_install import InstallRefused
+from neardup_solr.solr.companion import companion_name, open_collection, read_state
+from neardup_solr.solr.documents import IndexSettings, md5_hex
+from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
+from neardup_solr.solr.schema_install import FIELD_TYPES
 from neardup_solr.solr.searcher import Searcher
 from usercoll import UserCore
 
@@ -45,6 +50,8 @@ def user_core(local_solr):
         pytest.skip("needs the session's own single-node Solr to create a user's core in (CoreAdmin)")
     core = UserCore.create(local_solr)
     yield core
+    requests.get(f"{core.base_url}/admin/cores", params={"action": "UNLOAD", "core": companion_name(core.name),
+                                                         "deleteInstanceDir": "true"}, timeout=120)
     core.drop()
 
 
@@ -88,161 +95,131 @@ def post_by_other_clients(core: UserCore, docs: list[dict]) -> None:
     core.post_csv(buffer.getvalue())
 
 
-def only_user_fields(docs: dict[str, dict]) -> dict[str, dict]:
-    return {doc_id: {k: v for k, v in doc.items() if k in USER_FIELDS} for doc_id, doc in docs.items()}
-
-
 def pairs_of(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if not line.startswith("#")]
 
 
+def companion_digests(core: UserCore) -> dict[str, str]:
+    companion = SolrClient(f"{core.base_url}/{companion_name(core.name)}")
+    params = [("q", "*:*"), ("rows", 100000), ("fl", "id,md5_hash"), *filter_params([USER_DOCUMENTS])]
+    return {d["id"]: d.get("md5_hash") for d in companion.select(params)["response"]["docs"]}
+
+
+def digest(text: str) -> str:
+    return md5_hex(IndexSettings().normalizer().normalize(text))
+
+
 # ---------------------------------------------------------------------------------------------------------------
-def test_every_command_on_a_collection_without_our_fields_names_install(user_core, tmp_path):
+def test_every_command_on_a_collection_without_a_companion_names_install_and_changes_nothing(user_core, tmp_path):
     user_core.post_json([user_doc("a1", "the quick brown fox jumps over the lazy dog", 1)])
-    before = user_core.docs()
+    before, schema = user_core.raw_documents(), user_core.schema()
     records = tmp_path / "records.txt"
     records.write_text("r1 the quick brown fox jumps over the lazy dog again\n")
+    pairs = tmp_path / "given.tsv"
+    pairs.write_text("a1\ta1x\t0.9\n")
     commands = [["report", "--out", str(tmp_path / "p.tsv")], ["near-dups", "a1"], ["backfill"], ["sync"],
-                ["delete", "--dataset", "x"], ["optimize"], ["uninstall"], ["settings"],
+                ["delete", "--dataset", "x"], ["optimize"], ["settings"],
                 ["join", str(records), "--threshold", "0.5", "--out", str(tmp_path / "j.tsv")],
-                ["verify", str(records)], ["index", str(records)]]
+                ["verify", str(records)], ["index", str(records)], ["groups", str(pairs), "--to-solr"]]
     for command in commands:
         code, _, err = run_cli(*command, "--solr-url", user_core.url)
         lines = error_lines(err)
         assert code == 2, (command, err)
-        assert len(lines) == 1 and "no near-duplicate fields" in lines[0] and "install" in lines[0], (command, err)
-    assert user_core.docs() == before
+        assert len(lines) == 1 and "install" in lines[0], (command, err)
+    code, _, err = run_cli("uninstall", "--solr-url", user_core.url)
+    assert code == 2 and "nothing to uninstall" in err
+    # Not a field, not a value, not a version changed (groups --to-solr used to add nd_group to the schema).
+    assert user_core.raw_documents() == before and user_core.schema() == schema
 
 
-def test_install_adds_only_ours_and_uninstall_removes_exactly_that(user_core, corpus):
+def test_install_makes_a_companion_and_uninstall_drops_it_your_collection_untouched(user_core, corpus, tmp_path):
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:60])]
     post_by_other_clients(user_core, docs)
-    schema_before, docs_before = user_core.schema(), user_core.docs()
+    schema_before, docs_before = user_core.schema(), user_core.raw_documents()
 
     code, out, _ = run_cli("install", "--solr-url", user_core.url, "--text-field", "body", "--dry-run")
-    assert code == 0 and "would add" in out and "field minhash_sig (neardup_blob_dv)" in out
-    assert user_core.schema() == schema_before
+    assert code == 0 and "would create the companion core" in out and companion_name(user_core.name) in out
+    assert "nothing of yours is changed" in out
+    companion_url = f"{user_core.base_url}/{companion_name(user_core.name)}"
+    assert requests.get(f"{companion_url}/admin/ping", timeout=30).status_code == 404  # a dry run made nothing
 
     code, out, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body", "--fields", "lsh,shingles")
     assert code == 0, err
-    schema = user_core.schema()
-    fields_before = {f["name"]: f for f in schema_before["fields"]}
-    fields_now = {f["name"]: f for f in schema["fields"]}
-    # Every field and type of the user's as it was; what was added is ours alone.
-    assert all(fields_now[name] == spec for name, spec in fields_before.items())
-    added = set(fields_now) - set(fields_before)
-    assert added == {"md5_hash", "num_words", "num_shingles", "first_word", "dataset", "minhash_sig",
-                     "neardup_settings", "content_nh", "content_lsh", "nd_group", "nd_keep", "next_group_i"}
-    types_before = {t["name"]: t for t in schema_before["fieldTypes"]}
-    types_now = {t["name"]: t for t in schema["fieldTypes"]}
-    assert all(types_now[name] == spec for name, spec in types_before.items())
-    assert all(name.startswith("neardup_") for name in set(types_now) - set(types_before))
-    # Installing again is refused, in one line naming uninstall.
     code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body")
     assert code == 2 and "uninstall" in error_lines(err)[0]
 
     code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
-    assert code == 0 and f"signed {len(docs)} document(s)" in out, err
-    signed = user_core.docs()
-    signed.pop(SETTINGS_DOC_ID)
-    assert only_user_fields(signed) == only_user_fields(docs_before)
-    assert all(d.get("md5_hash") and d.get("minhash_sig") for i, d in signed.items() if i != SETTINGS_DOC_ID)
+    assert code == 0 and f"signed {len(docs)} document(s)" in out and "every document is signed" in out, err
+    assert companion_digests(user_core) == {d["id"]: digest(d["body"]) for d in docs}
+    # Lookups and reports take the user's URL and answer from the companion, ids being the user's keys.
+    pairs = tmp_path / "pairs.tsv"
+    assert run_cli("report", "--solr-url", user_core.url, "--threshold", "0.5", "--method", "lsh",
+                   "--out", str(pairs))[0] == 0
+    found = pairs_of(pairs)
+    assert found and all(line.split("\t")[0] in {d["id"] for d in docs} for line in found)
+    searcher = Searcher(open_collection(user_core.url))
+    first, second = found[0].split("\t")[:2]
+    assert second in [d.id for d in searcher.find_near_dups(first, min_jaccard=0.5)]
+    assert user_core.raw_documents() == docs_before and user_core.schema() == schema_before
 
     code, out, err = run_cli("uninstall", "--solr-url", user_core.url)
-    assert code == 0, err
-    assert user_core.schema() == schema_before
-    after = user_core.docs()
-    strip = lambda d: {k: v for k, v in d.items() if k != "_version_"}  # noqa: E731
-    assert {i: strip(d) for i, d in after.items()} == {i: strip(d) for i, d in docs_before.items()}
+    assert code == 0 and "dropped the companion" in out, err
+    assert requests.get(f"{companion_url}/admin/ping", timeout=30).status_code == 404
+    assert user_core.raw_documents() == docs_before and user_core.schema() == schema_before
 
 
-def test_install_refuses_a_taken_name_a_classic_schema_and_an_old_solr(user_core, local_solr, monkeypatch):
-    resp = requests.post(f"{user_core.url}/schema", json={"add-field": {"name": "md5_hash", "type": "string"}},
-                         timeout=60)
-    resp.raise_for_status()
-    schema = user_core.schema()
-    code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body")
-    assert code == 2 and len(error_lines(err)) == 1
-    assert "field 'md5_hash'" in err and "nothing was changed" in err
-    assert user_core.schema() == schema
-
-    classic = UserCore.create(local_solr, prefix="user_classic", classic=True)
+def test_install_takes_your_key_several_fields_and_multi_valued_ones_and_refuses_what_holds_no_text(local_solr,
+                                                                                                  user_core):
+    # What the first design refused, the companion takes: a classic schema.xml (nothing is added to it), a unique
+    # key not called id, a multi-valued field, several fields at once.
+    classic = UserCore.create(local_solr, prefix="user_classic", classic=True, unique_key="url")
     try:
-        code, _, err = run_cli("install", "--solr-url", classic.url, "--text-field", "body", "--dry-run")
-        assert code == 2 and "cannot be changed through the Schema API" in err and "ManagedIndexSchemaFactory" in err
+        classic.post_json([user_doc("c1", "Harbour works finish early this year", 1),
+                           user_doc("c2", "Harbour works finish early this year!", 2)])
+        before = classic.raw_documents()
+        code, out, err = run_cli("install", "--solr-url", classic.url, "--text-field", "title,body,tags")
+        assert code == 0 and "your unique key 'url'" in out and "title + body + tags" in out, err
+        assert run_cli("backfill", "--solr-url", classic.url, "--no-progress")[0] == 0
+        code, out, err = run_cli("near-dups", "https://example.org/c1", "--solr-url", classic.url,
+                                 "--min-jaccard", "0.3")
+        assert code == 0 and "https://example.org/c2" in out, (out, err)
+        companion = open_collection(classic.url)
+        (stored,) = companion.get_by_ids(["https://example.org/c1"], "id,content")
+        assert stored["content"] == "Article c1\nHarbour works finish early this year\nnews\nt1"
+        assert run_cli("uninstall", "--solr-url", classic.url)[0] == 0
+        assert classic.raw_documents() == before
     finally:
+        requests.get(f"{classic.base_url}/admin/cores", params={"action": "UNLOAD", "deleteInstanceDir": "true",
+                     "core": companion_name(classic.name)}, timeout=120)
         classic.drop()
 
-    keyed_by_url = UserCore.create(local_solr, prefix="user_by_url", unique_key="url")
-    try:
-        code, _, err = run_cli("install", "--solr-url", keyed_by_url.url, "--text-field", "body", "--dry-run")
-        assert code == 2 and "unique key" in err and "'url'" in err
-    finally:
-        keyed_by_url.drop()
-
-    # A Solr before 8.2 cannot skip a conflicting document: the version check, fed an old version.
-    # Our settings document has none of the user's fields: a schema that requires one in every document is refused.
-    requests.post(f"{user_core.url}/schema", timeout=60, json={"delete-field": {"name": "md5_hash"}}
-                  ).raise_for_status()
-    requests.post(f"{user_core.url}/schema", timeout=60, json={"replace-field": {
-        "name": "title", "type": "text_general", "indexed": True, "stored": True, "required": True}}
-    ).raise_for_status()
-    code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body")
-    assert code == 2 and "requires field(s) title" in err and "default" in err
-
-    monkeypatch.setattr(schema_install, "solr_version", lambda client: (8, 1, 1))
-    with pytest.raises(InstallRefused, match=r"Solr 8\.1\.1; .* Solr 8\.2 or later"):
-        schema_install.install(SolrClient(user_core.url), "body", dry_run=True)
-
-
-def test_backfill_names_the_fields_atomic_updates_would_lose(user_core):
-    requests.post(f"{user_core.url}/schema", timeout=60, json={
-        "add-field": {"name": "summary_only_indexed", "type": "text_general", "stored": False, "docValues": False},
-        "add-dynamic-field": {"name": "*_idx", "type": "text_general", "stored": False, "docValues": False}}
-    ).raise_for_status()
-    user_core.post_json([user_doc("a1", "the quick brown fox jumps over the lazy dog", 1)])
-    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    code, _, err = run_cli("backfill", "--solr-url", user_core.url)
-    assert code == 2 and "summary_only_indexed, *_idx" in error_lines(err)[0] and "stored or docValues" in err
-    assert count_matching(SolrClient(user_core.url), [SEEN]) == 0
-
-
-def test_a_document_solr_refuses_is_named_and_the_rest_of_its_batch_is_signed(user_core, corpus):
-    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:40])]
-    docs[7]["rank_s"] = "high"
-    user_core.post_json(docs)
-    # The user's schema changed after the document was posted: rank_s became a number, so re-indexing the document
-    # (which an atomic update does) now fails.
-    requests.post(f"{user_core.url}/schema", timeout=60, json={"add-field": {
-        "name": "rank_s", "type": "pint", "indexed": True, "stored": True}}).raise_for_status()
-    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    code, _, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
-    assert code == 4, err
-    (line,) = error_lines(err)
-    assert "1 document(s) are still unsigned, 1 of them refused by Solr" in line and repr(docs[7]["id"]) in line
-    found = user_core.docs("id,md5_hash")
-    assert [i for i, d in found.items() if not d.get("md5_hash") and i != SETTINGS_DOC_ID] == [docs[7]["id"]]
-
-
-def test_same_pairs_as_index_after_install_backfill_and_sync(user_core, solr, corpus, tmp_path):
-    """The issue's "done when" on a core: posted by others, installed, backfilled, synced while more is posted,
-    replaced, edited and deleted; then the same report pairs and lookups as `index` gives for the same data."""
-    same_pairs_scenario(user_core, solr, corpus, tmp_path)
+    schema = user_core.schema()
+    for field, why in [("views", "'pint'"), ("published", "'pdate'"), ("nosuch", "no field 'nosuch'"),
+                       ("id", "unique key"), ("_version_", "a field of Solr")]:
+        code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", field)
+        assert code == 2 and len(error_lines(err)) == 1 and why in err, (field, err)
+    code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "nosuch")
+    assert "title" in err and "*_txt" in err  # the fields and dynamic fields to choose from
+    # A dynamic field is a field.
+    code, out, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "summary_txt", "--dry-run")
+    assert code == 0, err
+    assert user_core.schema() == schema
 
 
 def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tuple[str, str]], tmp_path: Path) -> None:
-    """(Also run on a local SolrCloud by tests/solr/engine/test_own_collection_cloud.py.)"""
+    """Posted by others, installed, backfilled, then followed by sync while more is posted, replaced, edited and
+    deleted; the same report pairs and lookups as ``index`` gives for the same data. (Also run on a local SolrCloud
+    by tests/solr/engine/test_own_collection_cloud.py.)"""
     rng = random.Random(37)
     first, later = corpus[:200], corpus[200:]
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(first)]
     post_by_other_clients(user_core, docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
     assert run_cli("backfill", "--solr-url", user_core.url, "--no-progress")[0] == 0
-    expected = only_user_fields(user_core.docs())
-    expected.pop(SETTINGS_DOC_ID, None)
+    expected = {d["id"]: d for d in user_core.docs().values()}
 
-    client = SolrClient(user_core.url)
-    syncer = Syncer(client)
+    syncer = open_syncer(SolrClient(user_core.url), reconcile_interval=1.0)
+    assert isinstance(syncer, CompanionSyncer)
     stop = threading.Event()
     passes: list = []
     failures: list[BaseException] = []
@@ -257,16 +234,15 @@ def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tupl
     follower = threading.Thread(target=follow)
     follower.start()
     try:
-        # More documents, plain JSON; some replaced whole (another title, the same or a changed text); texts
-        # edited in place (atomic updates of body), one into a near copy of another document; deletes.
         new_docs = [user_doc(i, text, 200 + n) for n, (i, text) in enumerate(later)]
         user_core.post_json(new_docs)
         replaced = rng.sample(sorted(expected), 15)
         for doc_id in replaced:
             doc = dict(expected[doc_id], title="replaced " + doc_id)
+            doc.pop("_version_", None)
             if rng.random() < 0.5:
                 doc["body"] = doc["body"] + " A closing line added on replacement."
-            user_core.post_json([{k: v for k, v in doc.items()}])
+            user_core.post_json([doc])
         edited = rng.sample(sorted(set(expected) - set(replaced)), 8)
         for doc_id in edited[:-1]:
             user_core.atomic_set(doc_id, body=expected[doc_id]["body"].replace(" ", "  ", 3) + " Edited.")
@@ -278,14 +254,14 @@ def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tupl
         # A document posted now is found as a near duplicate within the lag the follower keeps.
         posted = time.monotonic()
         user_core.post_json([user_doc("zz-late", expected[source]["body"] + " Late.", 999)])
-        searcher = Searcher(SolrClient(user_core.url))
+        searcher = Searcher(open_collection(user_core.url))
         while not any(d.id == "zz-late" for d in searcher.find_near_dups(source)):
             assert time.monotonic() - posted < 10, "a document posted by plain HTTP was not findable in 10 s"
             time.sleep(0.1)
         lag = time.monotonic() - posted
-        # Let the follower finish what it has seen.
+        # Deleted documents leave the companion within a reconcile interval (1 s here).
         deadline = time.monotonic() + 30
-        while count_unseen(client) or len(passes) < 3:
+        while set(deleted) & set(companion_digests(user_core)):
             assert time.monotonic() < deadline and not failures, failures
             time.sleep(0.2)
         count = len(passes)
@@ -297,19 +273,10 @@ def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tupl
         follower.join(timeout=60)
     print(f"lag from post to findable: {lag:.2f} s; {len(passes)} sync passes")
 
-    final = only_user_fields(user_core.docs())
-    final.pop(SETTINGS_DOC_ID, None)
+    final = user_core.docs()
     assert not set(deleted) & set(final)
-    # The user's fields are what their writers wrote, untouched by us.
-    for doc_id, doc in expected.items():
-        if doc_id not in replaced and doc_id not in edited and doc_id not in deleted:
-            assert final[doc_id] == doc
-    # Every text is signed from its current version.
-    normalizer = IndexSettings().normalizer()
-    stored = {d["id"]: d for d in client.select([("q", "*:*"), ("rows", 10000), ("fl", "id,md5_hash"),
-                                                 ("fq", "-id:" + SETTINGS_DOC_ID)])["response"]["docs"]}
-    assert {i: d.get("md5_hash") for i, d in stored.items()} == {
-        i: md5_hex(normalizer.normalize(d["body"])) for i, d in final.items()}
+    # Every text is signed from its current version, and nothing else is in the companion.
+    assert companion_digests(user_core) == {i: digest(d["body"]) for i, d in final.items()}
 
     # The same data, indexed by `index` into a neardup collection.
     data = tmp_path / "same.jsonl"
@@ -321,16 +288,55 @@ def same_pairs_scenario(user_core: UserCore, solr: SolrClient, corpus: list[tupl
         assert run_cli("report", "--solr-url", user_core.url, "--out", str(theirs), *flags)[0] == 0
         assert run_cli("report", "--solr-url", solr.url, "--out", str(ours), *flags)[0] == 0
         assert pairs_of(theirs) == pairs_of(ours) and len(pairs_of(ours)) >= 5
-        # The text edited in place into a near copy, and the one posted late, are found with their source.
         assert any(source in line and "zz-late" in line for line in pairs_of(ours))
         assert any(source in line and edited[-1] in line for line in pairs_of(ours)) or not flags
-    lookups_theirs, lookups_ours = Searcher(SolrClient(user_core.url)), Searcher(solr)
+    lookups_theirs, lookups_ours = Searcher(open_collection(user_core.url)), Searcher(solr)
     for doc_id in [source, edited[-1], *replaced[:5], *rng.sample(sorted(final), 10)]:
         assert ([(d.id, d.edit_distance, d.jaccard) for d in lookups_theirs.find_near_dups(doc_id)]
                 == [(d.id, d.edit_distance, d.jaccard) for d in lookups_ours.find_near_dups(doc_id)])
 
 
-def test_backfill_racing_concurrent_updates_loses_none(user_core, corpus):
+def test_same_pairs_as_index_after_install_backfill_and_sync(user_core, solr, corpus, tmp_path):
+    same_pairs_scenario(user_core, solr, corpus, tmp_path)
+
+
+def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monkeypatch):
+    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:100])]
+    user_core.post_json(docs)
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    companion = open_collection(user_core.url)
+    real_add = SolrClient.add
+    sent: list[int] = []
+
+    def add_then_fail(self, batch, **kwargs):
+        if len(sent) == 4:
+            raise ConnectionError("the companion went away")
+        real_add(self, batch, **kwargs)
+        sent.append(len(batch))
+
+    monkeypatch.setattr(SolrClient, "add", add_then_fail)
+    with pytest.raises(ConnectionError):
+        backfill(companion, batch_size=10)
+    monkeypatch.setattr(SolrClient, "add", real_add)
+    state = read_state(companion)
+    assert state.backfill_cursor not in (None, "*")
+    read: list[int] = []
+    real_pages = companion_sync.source_pages
+
+    def counting_pages(*args, **kwargs):
+        for page, cursor in real_pages(*args, **kwargs):
+            read.append(len(page))
+            yield page, cursor
+
+    monkeypatch.setattr(companion_sync, "source_pages", counting_pages)
+    summary = backfill(companion, batch_size=10, verify=False)
+    assert sum(read) == len(docs) - 40  # resumed after the four pages written
+    assert summary.signed == len(docs) - 40
+    assert companion_digests(user_core) == {d["id"]: digest(d["body"]) for d in docs}
+    assert read_state(companion).backfill_cursor is None
+
+
+def test_backfill_racing_concurrent_updates_then_sync_signs_every_current_text(user_core, corpus):
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:240])]
     user_core.post_json(docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
@@ -346,7 +352,7 @@ def test_backfill_racing_concurrent_updates_loses_none(user_core, corpus):
             change = {"views": last[doc_id]["views"] + 1}
             if rng.random() < 0.3:
                 change["body"] = last[doc_id]["body"] + f" Revision {writes[0]}."
-            resp = session.post(f"{user_core.url}/update", params={"wt": "json"}, timeout=60,
+            resp = session.post(f"{user_core.url}/update", params={"wt": "json", "commitWithin": 100}, timeout=60,
                                 json=[{"id": doc_id, **{k: {"set": v} for k, v in change.items()}}])
             resp.raise_for_status()
             last[doc_id].update(change)
@@ -359,76 +365,49 @@ def test_backfill_racing_concurrent_updates_loses_none(user_core, corpus):
     finally:
         stop.set()
         thread.join(timeout=60)
-    user_core.commit()
     print(f"{writes[0]} concurrent writes; backfill: {summary.format()}")
-    assert writes[0] > 50 and summary.signed >= len(docs)
-    # Every update of the writer is there: ours never went over one of theirs.
-    found = user_core.docs("id,views,body,md5_hash")
-    assert {i: {"views": d["views"], "body": d["body"]} for i, d in found.items() if i in last} == last
-    # Texts edited after they were signed are signed again by sync.
-    sync_summary = Syncer(SolrClient(user_core.url)).run_once()
-    normalizer = IndexSettings().normalizer()
-    found = user_core.docs("id,body,md5_hash")
-    assert all(found[i]["md5_hash"] == md5_hex(normalizer.normalize(last[i]["body"])) for i in last)
-    assert sync_summary.checked >= len(docs)
+    assert writes[0] >= 5 and summary.signed == len(docs)
+    user_core.commit()
+    found = user_core.docs("id,views,body")
+    assert {i: {"views": d["views"], "body": d["body"]} for i, d in found.items()} == last
+    # What changed after backfill read it is read again by sync: it starts from the version backfill began at.
+    open_syncer(SolrClient(user_core.url)).run_once()
+    assert companion_digests(user_core) == {i: digest(v["body"]) for i, v in last.items()}
 
 
-def test_sync_compares_only_documents_whose_version_moved_on(user_core, corpus):
+def test_sync_reads_only_what_changed_and_an_idle_pass_reads_nothing(user_core, corpus):
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])]
     user_core.post_json(docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    syncer = Syncer(SolrClient(user_core.url), version_margin_s=0)
+    companion = open_collection(user_core.url)
+    syncer = CompanionSyncer(companion, version_margin_s=0)
     first = syncer.run_once()
-    assert (first.added, first.edited) == (len(docs), 0)
-    syncer.run_once()  # reads once more what the first pass wrote (its versions moved on)
+    assert (first.added, first.edited, first.checked) == (len(docs), 0, len(docs))
     assert syncer.run_once().checked == 0  # idle: nothing read
     edited = docs[4]["id"]
+    before = {i: d["_version_"] for i, d in user_core.docs().items()}
     user_core.atomic_set(edited, body="A text edited in place by the pipeline, with no date of its own.")
-    user_core.atomic_set(docs[5]["id"], views=1000)  # another field: the signature stays right
-    summary = syncer.run_once()
+    user_core.atomic_set(docs[5]["id"], views=1000)  # another field: the text is the same, nothing to write
+    summary = syncer.run_once(reconcile=False)
     assert (summary.added, summary.edited, summary.checked) == (0, 1, 2)
-    found = user_core.docs("id,md5_hash,views")
-    assert found[edited]["md5_hash"] == md5_hex(IndexSettings().normalizer().normalize(
-        "A text edited in place by the pipeline, with no date of its own."))
-    assert found[docs[5]["id"]]["views"] == 1000
-    full = Syncer(SolrClient(user_core.url), full_scan=True)
-    full.run_once()
+    assert companion_digests(user_core)[edited] == digest("A text edited in place by the pipeline, with no date "
+                                                          "of its own.")
+    assert {i: d["_version_"] for i, d in user_core.docs().items() if i not in (edited, docs[5]["id"])} == \
+        {i: v for i, v in before.items() if i not in (edited, docs[5]["id"])}
+    # A restarted sync starts from the version the last pass that wrote saved.
+    assert CompanionSyncer(companion, version_margin_s=0).run_once().checked <= 2
+    full = CompanionSyncer(companion, full_scan=True)
     assert full.run_once().checked == len(docs)
-
-
-def test_follow_compares_what_changed_before_it_began_beside_its_passes(user_core, corpus):
-    # The first pass of follow no longer compares every signed document (a minute at 1M documents, during which a
-    # new post waited): a catch-up thread does, and the passes look only at what changed since follow began.
-    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:40])]
-    user_core.post_json(docs)
-    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    assert backfill(SolrClient(user_core.url)).signed == len(docs)
-    stale = docs[7]["id"]
-    user_core.atomic_set(stale, body="Edited in place while no sync was running, so its signature went stale.")
-    syncer = Syncer(SolrClient(user_core.url), version_margin_s=0)
-    stop = threading.Event()
-    passes: list = []
-    follower = threading.Thread(target=syncer.follow, args=(0.1, stop, passes.append), daemon=True)
-    follower.start()
-    deadline = time.monotonic() + 60
-    expected = md5_hex(IndexSettings().normalizer().normalize(
-        "Edited in place while no sync was running, so its signature went stale."))
-    while user_core.docs("id,md5_hash")[stale].get("md5_hash") != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    while len(passes) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    stop.set()
-    follower.join(timeout=60)
-    assert not follower.is_alive()
-    assert user_core.docs("id,md5_hash")[stale]["md5_hash"] == expected  # the catch-up found the stale one
-    assert passes and passes[0].checked < len(docs)  # the first pass did not compare them all
+    user_core.delete([docs[0]["id"]])
+    gone = syncer.run_once()
+    assert gone.deleted == 1 and docs[0]["id"] not in companion_digests(user_core)
 
 
 def test_sync_with_a_changed_field_reads_only_what_changed(user_core, corpus):
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])]
     user_core.post_json(docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    syncer = Syncer(SolrClient(user_core.url), changed_field="published")
+    syncer = CompanionSyncer(open_collection(user_core.url), changed_field="published")
     first = syncer.run_once()
     assert first.added == len(docs) and first.checked == len(docs)
     a, b = docs[0]["id"], docs[1]["id"]
@@ -436,10 +415,9 @@ def test_sync_with_a_changed_field_reads_only_what_changed(user_core, corpus):
     user_core.atomic_set(b, body="A new text for the second article, date left alone.")
     second = syncer.run_once()
     assert (second.added, second.edited, second.checked) == (0, 1, 1)
-    found = user_core.docs("id,md5_hash")
-    assert found[a]["md5_hash"] == md5_hex(IndexSettings().normalizer().normalize("A new text for the first article, edited in place."))
+    assert companion_digests(user_core)[a] == digest("A new text for the first article, edited in place.")
     with pytest.raises(InvalidParameterError, match="changed_field"):
-        Syncer(SolrClient(user_core.url), changed_field="title")
+        CompanionSyncer(open_collection(user_core.url), changed_field="title")
 
 
 def test_sync_signs_what_other_clients_post_to_our_own_collection(solr, corpus):
@@ -451,8 +429,9 @@ def test_sync_signs_what_other_clients_post_to_our_own_collection(solr, corpus):
                   json=[{"id": "posted-by-curl", "content": text + " posted by another client"}]).raise_for_status()
     searcher = Searcher(solr)
     assert "posted-by-curl" not in [d.id for d in searcher.find_near_dups(source_id)]
-    summary = Syncer(solr).run_once()
-    assert summary.added == 1
+    syncer = open_syncer(solr)
+    assert isinstance(syncer, Syncer)
+    assert syncer.run_once().added == 1
     assert "posted-by-curl" in [d.id for d in searcher.find_near_dups(source_id)]
 
 
@@ -497,95 +476,77 @@ def test_serve_sync_signs_what_others_post_and_the_service_finds_it(user_core, c
         proc.wait(timeout=30)
 
 
-def test_groups_written_into_an_installed_collection_and_given_to_what_sync_and_backfill_sign(user_core, corpus,
-                                                                                             tmp_path):
-    """Issue 38 on a user's own collection: install adds the group fields, 'groups --to-solr' writes them, and
-    what sync and backfill sign afterwards gets its group as check_and_add gives one (the nearest kept neighbour's
-    at or above the threshold, else a new group); nothing is grouped while the groups were never written; a
-    folded search works there; uninstall removes the group fields too."""
+def test_groups_go_into_the_companion_and_follow_what_sync_and_backfill_sign(user_core, corpus, tmp_path):
+    """Groups of an installed collection: 'groups --to-solr' with the user's URL writes them into the companion;
+    what sync and backfill sign afterwards gets its group (the nearest kept neighbour's at or above the threshold,
+    else a new one); a folded search runs on the companion; the user's documents are never written."""
     from neardup_solr.solr.folded_search import folded_search
     from neardup_solr.solr.group_fields import read_groups
 
-    schema_before = user_core.schema()
     user_core.post_json([user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:80])])
+    schema_before = user_core.schema()
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    fields = {f["name"]: f for f in user_core.schema()["fields"]}
-    assert {k: fields["nd_group"][k] for k in ("indexed", "stored", "docValues")} == \
-        {"indexed": False, "stored": False, "docValues": True}
     code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
     assert code == 0 and "near-duplicate group" not in out, err
-    client = SolrClient(user_core.url)
-    assert {g for _, g, _ in read_groups(client)} == {None}  # groups never written: none given
+    companion = open_collection(user_core.url)
+    assert {g for _, g, _ in read_groups(companion)} == {None}  # groups never written: none given
 
     pairs = tmp_path / "pairs.tsv"
     assert run_cli("report", "--solr-url", user_core.url, "--threshold", "0.8", "--out", str(pairs))[0] == 0
     code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
     assert code == 0 and "80 documents" in out, err
-    written = {i: (g, k) for i, g, k in read_groups(client)}
+    written = {i: (g, k) for i, g, k in read_groups(companion)}
     assert all(g is not None for g, _ in written.values())
     kept = next(i for i, (g, k) in sorted(written.items()) if k == 1 and
-                sum(1 for other, _ in written.values() if other == g) > 1)  # the kept document of a real group
+                sum(1 for other, _ in written.values() if other == g) > 1)
     texts = dict(corpus)
-    copy_text = texts[kept] + " indeed"
-    # A copy of a kept document, an unrelated text, and two new near duplicates of each other, posted by another
-    # client; sync signs them and gives them their groups.
     fresh = "Quarterly figures of the regional water board show reservoir levels rising after the long wet winter"
-    user_core.post_json([user_doc("zcopy", copy_text, 1), user_doc("zlone", corpus[-1][1], 2),
+    user_core.post_json([user_doc("zcopy", texts[kept] + " indeed", 1), user_doc("zlone", corpus[-1][1], 2),
                          user_doc("zpair1", fresh, 3), user_doc("zpair2", fresh + " again", 4)])
+    before = user_core.raw_documents()
     code, out, err = run_cli("sync", "--solr-url", user_core.url)
     assert code == 0 and "4 given their near-duplicate group" in out, (out, err)
-    now = {i: (g, k) for i, g, k in read_groups(client)}
+    now = {i: (g, k) for i, g, k in read_groups(companion)}
     assert now["zcopy"] == (written[kept][0], 0)
     assert now["zlone"][1] == 1 and now["zlone"][0] not in {g for g, _ in written.values()}
     assert now["zpair1"][1] == 1 and now["zpair2"] == (now["zpair1"][0], 0)
-    assert all(now[i] == written[i] for i in written)  # nothing else changed
+    assert all(now[i] == written[i] for i in written)
 
-    # A text edited in place is signed again and keeps its group (until the next write-back).
-    edited = next(i for i in sorted(written) if i != kept and written[i][0] != written[kept][0])
-    user_core.atomic_set(edited, body=texts[edited] + " with a late correction")
-    # The user's atomic update keeps the group (install defines the fields useDocValuesAsStored for that).
-    assert {i: (g, k) for i, g, k in read_groups(client)}[edited] == written[edited]
-    code, out, err = run_cli("sync", "--solr-url", user_core.url)
-    assert code == 0 and "1 edited in place" in out and "given their near-duplicate group" not in out, (out, err)
-    assert {i: (g, k) for i, g, k in read_groups(client)}[edited] == written[edited]
-
-    # backfill the same way.
-    user_core.post_json([user_doc("zcopy2", texts[kept] + " surely", 5)])
-    code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
-    assert code == 0 and "1 given their near-duplicate group" in out, (out, err)
-    assert {i: (g, k) for i, g, k in read_groups(client)}["zcopy2"] == (written[kept][0], 0)
-
-    found = folded_search(client, texts[kept], rows=5)
+    found = folded_search(companion, texts[kept], rows=5)
     head = next(h for h in found.hits if h.group == written[kept][0])
-    assert head.id == kept and {"zcopy", "zcopy2"} <= {c.id for c in head.copies}
-    assert sum(1 for h in found.hits if h.group == written[kept][0]) == 1
-
+    assert head.id == kept and "zcopy" in {c.id for c in head.copies}
+    # The kept document deleted by the pipeline: the companion follows and another member heads the group.
+    user_core.delete([kept])
+    code, out, err = run_cli("sync", "--solr-url", user_core.url)
+    assert code == 0 and "1 deleted" in out, (out, err)
+    members = {i: k for i, g, k in read_groups(companion) if g == written[kept][0]}
+    assert kept not in members and sorted(members.values()).count(1) == 1
+    assert user_core.raw_documents() != before  # (the pipeline's delete)
+    assert user_core.schema() == schema_before
     assert run_cli("uninstall", "--solr-url", user_core.url)[0] == 0
     assert user_core.schema() == schema_before
 
 
-def test_a_collection_installed_before_the_group_fields_gets_them_on_the_first_write_back(user_core, corpus,
-                                                                                         tmp_path):
-    """An install from before the group fields (simulated: they are removed again): 'groups --to-solr' adds them
-    (and the counter's field, which a user's schema without *_i lacks) through the Schema API and writes."""
-    from neardup_solr.solr.group_fields import read_groups
-
-    user_core.post_json([user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:30])])
-    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
-    requests.post(f"{user_core.url}/schema", json={"delete-field": [{"name": n} for n in
-                                                                    ("nd_group", "nd_keep", "next_group_i")]},
-                  timeout=60).raise_for_status()
-    assert not {"nd_group", "nd_keep", "next_group_i"} & {f["name"] for f in user_core.schema()["fields"]}
-    assert run_cli("backfill", "--solr-url", user_core.url, "--no-progress")[0] == 0
-    pairs = tmp_path / "pairs.tsv"
-    assert run_cli("report", "--solr-url", user_core.url, "--out", str(pairs))[0] == 0
-    code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
-    assert code == 0 and "30 documents" in out, (out, err)
-    fields = {f["name"]: f for f in user_core.schema()["fields"]}
-    assert {"nd_group", "nd_keep", "next_group_i"} <= set(fields)
-    assert fields["nd_group"]["docValues"] is True and fields["nd_group"]["stored"] is False
-    held = list(read_groups(SolrClient(user_core.url)))
-    assert len(held) == 30 and all(g is not None and k in (0, 1) for _, g, k in held)
-    first_id, group, keep = held[0]
-    user_core.atomic_set(first_id, views=12345)  # the user's pipeline updating a field of theirs
-    assert dict((i, (g, k)) for i, g, k in read_groups(SolrClient(user_core.url)))[first_id] == (group, keep)
+def test_an_earlier_install_inside_your_documents_is_recognised_and_uninstall_removes_it(user_core):
+    """Installs of the first design added our fields to the user's schema; they are refused by install, backfill
+    and sync (which would have to rewrite the user's documents), and uninstall still removes them."""
+    user_core.post_json([user_doc("a1", "the quick brown fox jumps over the lazy dog", 1)])
+    schema_before = user_core.schema()
+    requests.post(f"{user_core.url}/schema", timeout=60, json={
+        "add-field-type": [{"name": "neardup_string", **FIELD_TYPES["neardup_string"]},
+                           {"name": "neardup_stored_text", **FIELD_TYPES["neardup_stored_text"]}],
+        "add-field": [{"name": "md5_hash", "type": "neardup_string", "indexed": True, "stored": True},
+                      {"name": "dataset", "type": "neardup_string", "indexed": True, "stored": True},
+                      {"name": "neardup_settings", "type": "neardup_stored_text", "multiValued": False}]}
+    ).raise_for_status()
+    user_core.post_json([{"id": "__neardup_settings__", "dataset": "__meta__",
+                          "neardup_settings": json.dumps({**json.loads(IndexSettings().to_json()),
+                                                          "text_field": "body"})}])
+    user_core.atomic_set("a1", md5_hash=digest("the quick brown fox jumps over the lazy dog"))
+    for command in (["install", "--text-field", "body"], ["backfill"], ["sync"]):
+        code, _, err = run_cli(*command, "--solr-url", user_core.url)
+        assert code == 2 and "earlier install" in err and "uninstall" in err, (command, err)
+    code, out, err = run_cli("uninstall", "--solr-url", user_core.url)
+    assert code == 0 and "earlier install" in out, err
+    assert user_core.schema() == schema_before
+    assert set(user_core.docs()) == {"a1"} and "md5_hash" not in user_core.docs()["a1"]

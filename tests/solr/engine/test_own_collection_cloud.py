@@ -1,8 +1,8 @@
-"""Near-duplicate detection on a user's own collection on a local SolrCloud (issue 37, "on a core and on the local
+"""Near-duplicate detection on a user's own collection on a local SolrCloud (issue 45, "on a core and on the local
 SolrCloud"): a user's collection of 2 shards x 2 replicas made from tests/data/user_configset, filled by plain
-JSON, pysolr and CSV, then install, backfill and sync --follow while more is posted, replaced, edited and
-deleted; the same report pairs and lookups as the same data indexed by ``index`` into the neardup collection
-(2 shards x 1 replica) on the same cluster (the scenario of tests/solr/engine/test_own_collection.py).
+JSON, pysolr and CSV, then install (a companion collection of the same layout), backfill and sync --follow while
+more is posted, replaced, edited and deleted; the same report pairs and lookups as the same data indexed by
+``index`` into the neardup collection on the same cluster (the scenario of tests/solr/engine/test_own_collection.py).
 
 The module runs on the session's shared cluster (``shared_cloud`` in conftest.py: ZooKeeper and 2 nodes), whatever
 ``NEARDUP_TEST_BACKEND`` says.
@@ -14,10 +14,8 @@ import pytest
 import requests
 
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.documents import SETTINGS_DOC_ID
-from neardup_solr.solr.cluster import create_collection
-from test_own_collection import (  # noqa: F401 (corpus: a fixture)
-    USER_FIELDS, corpus, only_user_fields, run_cli, same_pairs_scenario)
+from neardup_solr.solr.cluster import cluster_status, create_collection, list_collections
+from test_own_collection import corpus, run_cli, same_pairs_scenario  # noqa: F401 (corpus: a fixture)
 from usercoll import USER_CONFIGSET, UserCore
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
@@ -27,8 +25,9 @@ pytestmark = [pytest.mark.solr, pytest.mark.slow]
 def cloud(shared_cloud):
     """The session's cluster; the user's collection made on it (2 shards x 2 replicas) is dropped at the end."""
     yield shared_cloud
-    requests.get(f"{shared_cloud.node_urls[0]}/admin/collections", params={"action": "DELETE",
-                 "name": "user_articles"}, timeout=120).raise_for_status()
+    for name in ("user_articles", "user_articles_neardup"):
+        requests.get(f"{shared_cloud.node_urls[0]}/admin/collections", params={"action": "DELETE", "name": name},
+                     timeout=120)
 
 
 def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):  # noqa: F811
@@ -39,13 +38,12 @@ def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):
     neardup = SolrClient(cloud.collection_url)
     neardup.delete_all()
     same_pairs_scenario(user, neardup, corpus, tmp_path)
+    # The companion has the user's layout.
+    shards = cluster_status(node, "user_articles_neardup")["collections"]["user_articles_neardup"]["shards"]
+    assert len(shards) == 2 and all(len(s["replicas"]) == 2 for s in shards.values())
 
-    # uninstall leaves the schema as it was, on every replica, and the documents with the user's fields only.
-    users_fields = only_user_fields(user.docs())
-    users_fields.pop(SETTINGS_DOC_ID)
+    documents = user.raw_documents()
     code, _, err = run_cli("uninstall", "--solr-url", user.url)
     assert code == 0, err
-    assert user.schema() == schema_before
-    after = user.docs()
-    assert only_user_fields(after) == users_fields
-    assert all(set(doc) <= set(USER_FIELDS) | {"_version_"} for doc in after.values())
+    assert "user_articles_neardup" not in list_collections(node)
+    assert user.schema() == schema_before and user.raw_documents() == documents

@@ -1,0 +1,329 @@
+"""Filling and following a companion index (:mod:`neardup_solr.solr.companion`): ``backfill`` and ``sync`` of a
+collection of the user's that ``install`` prepared.
+
+Both only read the user's collection and only write the companion. A document's text is its text fields joined;
+it is signed by the one signer every path uses (:class:`~neardup_solr.signing.builder.DocumentBuilder`) and added
+to the companion whole, under the user's key: an add replaces, so writing a document twice is harmless, and
+nothing depends on the order two writes land in beyond the last one being the newest text read.
+
+- **backfill** reads every document with a cursor in key order. The cursor mark after each page goes into the
+  companion's state document with that page, so a run that stops resumes after the last page written.
+- **sync** follows what the user's pipeline does. Every add, replacement and in-place edit raises the document's
+  ``_version_`` (Solr's update log), so a pass reads the documents whose version is above the highest one the
+  previous pass saw (less a margin for shard leaders' clocks), signs those whose normalised text's digest differs
+  from the companion's, and writes them. An idle pass is one small query. Deletions leave no version behind: a
+  reconciling pass (every ``reconcile_interval`` seconds, and at the end of every single ``sync``) compares the
+  companion's ids with the user's keys and deletes what the user deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Iterable, Sequence
+
+from neardup_solr.engine.backfill import BackfillSummary, Verification
+from neardup_solr.engine.group_writeback import group_signed_documents, kept_groups, promote_kept
+from neardup_solr.errors import IndexIncomplete, InvalidParameterError
+from neardup_solr.io.progress import progress_bar
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.signing.tokens import md5_hex
+from neardup_solr.solr.atomic import dated_since, highest_version, updated_at_or_before, updated_since
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.companion import (
+    InstallRefused,
+    SourceLink,
+    SourceState,
+    read_link,
+    read_state,
+    source_client,
+    source_count,
+    source_keys,
+    source_pages,
+)
+from neardup_solr.solr.group_fields import chunks, groups_in_use
+from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, filter_params, select_params
+from neardup_solr.solr.settings_store import read_index_settings
+from neardup_solr.validation import Limit, check_float, check_int
+
+log = logging.getLogger(__name__)
+
+_GET_CHUNK = 500
+
+
+class Companion:
+    """A companion and what it needs to read its source: the link, a client on the user's collection, the
+    settings and the signer."""
+
+    def __init__(self, companion: SolrClient):
+        link = read_link(companion)
+        if link is None:
+            raise InstallRefused(f"{companion.url} is not the companion of a collection of yours: 'neardup-solr "
+                                 "install --solr-url URL --text-field FIELD' makes one")
+        settings = read_index_settings(companion)
+        if settings is None:
+            raise InstallRefused(f"the companion {companion.url} has lost its settings: 'neardup-solr uninstall', "
+                                 "then install again")
+        self.client: SolrClient = companion
+        self.link: SourceLink = link
+        self.settings: IndexSettings = settings
+        self.source: SolrClient = source_client(companion, link)
+        self.builder = DocumentBuilder(settings)
+        self._normalize = self.builder.shingler.normalizer.normalize
+
+    def digest(self, text: str) -> str:
+        """The digest a signed document carries of its text (``md5_hash``)."""
+        return md5_hex(self._normalize(text))
+
+    def documents(self, items: Sequence[tuple[str, str]], summary: BackfillSummary) -> list[dict]:
+        """The companion documents of ``(key, text)`` items. A text with nothing to sign (no words left, or no text
+        field set) becomes a marker with its digest and no signature, so that sync does not read it again until it
+        changes and reports leave it out."""
+        built = self.builder.build(items)
+        docs = list(built.documents)
+        for index, reason in built.rejected:
+            key, text = items[index]
+            summary.refused += 1
+            if len(summary.refusals) < 20:
+                summary.refusals.append((key, reason))
+            log.info("document %r not signed: %s", key, reason)
+            if isinstance(key, str) and key:
+                docs.append({"id": key, "md5_hash": self.digest(text), "num_words": 0, "num_shingles": 0})
+        summary.signed += len(built.documents)
+        return docs
+
+    def items(self, page: Iterable[dict]) -> list[tuple[str, str]]:
+        key = self.link.key_field
+        return [(str(d[key]), self.link.text_of(d)) for d in page if key in d]
+
+    def stored_digests(self, keys: list[str]) -> dict[str, str | None]:
+        """``{key: md5_hash}`` of the keys the companion holds (real-time get: what was just written counts)."""
+        out: dict[str, str | None] = {}
+        for chunk in chunks(keys, _GET_CHUNK):
+            out.update({str(d["id"]): d.get("md5_hash") for d in self.client.get_by_ids(chunk, "id,md5_hash")})
+        return out
+
+    def companion_ids(self) -> set[str]:
+        params = select_params([USER_DOCUMENTS], fields="id", sort="id asc")
+        return {str(d["id"]) for page in self.client.cursor_pages(params, 10_000) for d in page}
+
+    def save_state(self, state: SourceState) -> None:
+        self.client.add([state.document()])
+
+
+def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress: bool = False,
+                       verify: bool = True, restart: bool = False) -> BackfillSummary:
+    """Sign every document of the user's collection into its companion (see the module docstring). Resumes an
+    unfinished backfill from its last page unless ``restart``. Raises
+    :class:`~neardup_solr.errors.IndexIncomplete` when, at the end, a document that was there when the backfill
+    started is missing from the companion."""
+    batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
+    comp = Companion(companion)
+    state = read_state(companion)
+    resuming = state.backfill_cursor is not None and not restart
+    if not resuming:
+        state = SourceState(backfill_cursor="*", backfill_started_version=highest_version(comp.source)
+                            if comp.link.has_version else None, synced_version=state.synced_version)
+    summary = BackfillSummary(passes=1)
+    track = groups_in_use(companion)
+    signed_texts: list[tuple[str, str]] = []
+    started = time.monotonic()
+    total = source_count(comp.source)
+    bar = progress_bar(progress, desc=f"signing {comp.link.collection}", total=total)
+    if resuming:
+        log.info("%s: resuming the backfill after its last page written", companion.url)
+    in_flight: Future | None = None
+    try:
+        # Solr adds one page while the next is read and signed. A page's state document (its cursor) is sent
+        # only after the page before it was acknowledged, so the saved cursor never runs ahead of what is in.
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            for page, next_cursor in source_pages(comp.source, comp.link, page_size=batch_size,
+                                                  cursor=state.backfill_cursor or "*"):
+                items = comp.items(page)
+                docs = comp.documents(items, summary)
+                if track:
+                    signed_texts += items
+                state.backfill_cursor = next_cursor
+                docs.append(state.document())
+                if in_flight is not None:
+                    in_flight.result()
+                in_flight = writer.submit(companion.add, docs)
+                bar.update(len(page))
+            if in_flight is not None:
+                in_flight.result()
+    finally:
+        bar.close()
+    state.backfill_cursor, state.backfilled = None, True
+    if state.synced_version is None:
+        state.synced_version = state.backfill_started_version
+    comp.save_state(state)
+    companion.commit()
+    if signed_texts:
+        summary.grouped = group_signed_documents(companion, comp.settings, signed_texts)
+    summary.seconds = round(time.monotonic() - started, 3)
+    if verify:
+        summary.verification = _verify(comp, state.backfill_started_version)
+        if summary.verification.unsigned:
+            raise IndexIncomplete(summary)
+    log.info("backfill of %s into %s: %s", comp.link.collection, companion.url, summary.format())
+    return summary
+
+
+def _verify(comp: Companion, started_version: int | None) -> Verification:
+    """Every document of the user's that was there when the backfill began must be in the companion (those
+    posted since are sync's)."""
+    held = comp.companion_ids()
+    filters = [updated_at_or_before(started_version)] if started_version is not None else []
+    missing: list[str] = []
+    for page, _ in source_pages(comp.source, comp.link, filters, page_size=10_000):
+        missing += [str(d[comp.link.key_field]) for d in page
+                    if comp.link.key_field in d and str(d[comp.link.key_field]) not in held]
+    return Verification(len(missing), missing[:5])
+
+
+@dataclass
+class CompanionSyncSummary:
+    """One sync pass over a companion: documents ``added`` (new to the companion), ``edited`` (their text
+    changed), ``checked`` (read from the user's collection), ``deleted`` (gone from it), and the time."""
+
+    added: int = 0
+    edited: int = 0
+    checked: int = 0
+    deleted: int = 0
+    refused: int = 0
+    grouped: int = 0
+    reconciled: bool = False
+    seconds: float = 0.0
+    started_at: str = ""
+
+    @property
+    def solr_refused(self) -> int:  # the same summary as a sync of a collection of ours
+        return 0
+
+    def format(self) -> str:
+        return (f"sync: {self.added} new, {self.edited} changed (of {self.checked} read)"
+                + (f", {self.deleted} deleted" if self.reconciled else "")
+                + (f", {self.refused} with nothing to sign" if self.refused else "")
+                + (f", {self.grouped} given their near-duplicate group" if self.grouped else "")
+                + f" in {self.seconds:.2f} s")
+
+
+class CompanionSyncer:
+    """Sync passes from the user's collection into its companion (see the module docstring). ``changed_field``:
+    a date field the user's pipeline sets on every change, which chooses the documents to read instead of their
+    versions; ``full_scan``: read every document on every pass; ``reconcile_interval``: seconds between the
+    passes of :meth:`follow` that also look for deleted documents."""
+
+    def __init__(self, companion: SolrClient, *, changed_field: str | None = None, full_scan: bool = False,
+                 batch_size: int = 500, version_margin_s: float = 5.0, reconcile_interval: float = 60.0):
+        self.comp = Companion(companion)
+        self.client = companion
+        self.batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
+        self.version_margin_s = check_float("version_margin_s", version_margin_s, Limit("float", 0, 86_400))
+        self.reconcile_interval = check_float("reconcile_interval", reconcile_interval,
+                                              Limit("float", 0, 7 * 86_400, unit="seconds"))
+        if changed_field is not None:
+            source = self.comp.source
+            found = source.schema_fields().get(changed_field)
+            field_class = str(source.schema_field_types().get(str((found or {}).get("type")), {}).get("class", ""))
+            if found is None or "Date" not in field_class:
+                raise InvalidParameterError("changed_field", "a date field of the collection that the writers set "
+                                            "on every change", changed_field, f"{source.url} has no such date field")
+        self.changed_field = changed_field
+        self.full_scan = full_scan or not self.comp.link.has_version and changed_field is None
+        state = read_state(companion)
+        self._since_version: int | None = state.synced_version
+        self._since_date: str | None = None
+        self._last_reconcile = 0.0
+        self._state = state
+
+    def run_once(self, *, reconcile: bool = True) -> CompanionSyncSummary:
+        """One pass: what was added, replaced or edited since the last pass; then, when ``reconcile`` (or its
+        interval is up), what was deleted."""
+        started = time.monotonic()
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        # Read before the pass: a change made while the pass runs is read by the next one.
+        version = highest_version(self.comp.source) if self.comp.link.has_version else None
+        summary = CompanionSyncSummary(started_at=now)
+        work = BackfillSummary()
+        written_texts = self._sign_changes(self._change_filters(), summary, work)
+        if reconcile:
+            summary.deleted = self.reconcile()
+            summary.reconciled = True
+        if summary.added or summary.edited or summary.deleted:
+            if version is not None:
+                self._state.synced_version = version
+                self.comp.save_state(self._state)
+            self.client.commit()
+            if written_texts and groups_in_use(self.client):
+                summary.grouped = group_signed_documents(self.client, self.comp.settings, written_texts)
+        self._since_version, self._since_date = version, now
+        summary.refused = work.refused
+        summary.seconds = round(time.monotonic() - started, 3)
+        if summary.added or summary.edited or summary.deleted:
+            log.info("%s: %s", self.client.url, summary.format())
+        return summary
+
+    def _change_filters(self) -> list[Filter]:
+        if self.full_scan:
+            return []
+        if self.changed_field is not None:
+            return [dated_since(self.changed_field, self._since_date, 30)] if self._since_date else []
+        if self._since_version is not None:
+            return [updated_since(self._since_version, self.version_margin_s)]
+        return []
+
+    def _sign_changes(self, filters: list[Filter], summary: CompanionSyncSummary,
+                      work: BackfillSummary) -> list[tuple[str, str]]:
+        written: list[tuple[str, str]] = []
+        for page, _ in source_pages(self.comp.source, self.comp.link, filters, page_size=self.batch_size):
+            items = self.comp.items(page)
+            summary.checked += len(items)
+            stored = self.comp.stored_digests([key for key, _ in items])
+            changed = [(key, text) for key, text in items if stored.get(key, "") != self.comp.digest(text)]
+            if not changed:
+                continue
+            summary.added += sum(1 for key, _ in changed if key not in stored)
+            summary.edited += sum(1 for key, _ in changed if key in stored)
+            self.client.add(self.comp.documents(changed, work))
+            written += changed
+        return written
+
+    def reconcile(self) -> int:
+        """Delete from the companion what the user deleted; returns how many. The companion's ids are read first:
+        a document it holds was in the user's collection before, so one missing from the keys read afterwards was
+        deleted (one deleted and added again meanwhile comes back with the next pass, by its new version)."""
+        self._last_reconcile = time.monotonic()
+        held = self.comp.companion_ids()
+        for key in source_keys(self.comp.source, self.comp.link):
+            held.discard(key)
+        gone = sorted(held)
+        if not gone:
+            return 0
+        kept = kept_groups(self.client, gone)
+        for chunk in chunks(gone, _GET_CHUNK):
+            self.client.delete_ids(chunk)
+        self.client.commit()
+        if kept:
+            promote_kept(self.client, kept)
+        log.info("%s: %d document(s) deleted from %s, deleted here too", self.client.url, len(gone),
+                 self.comp.link.collection)
+        return len(gone)
+
+    def follow(self, interval: float = 1.0, stop: threading.Event | None = None,
+               on_pass: Callable[[CompanionSyncSummary], None] | None = None) -> None:
+        """Pass after pass, ``interval`` seconds apart, until ``stop`` is set (or KeyboardInterrupt); deletions
+        are looked for every ``reconcile_interval`` seconds."""
+        interval = check_float("interval", interval, Limit("float", 0.05, 86_400))
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            due = time.monotonic() - self._last_reconcile >= self.reconcile_interval
+            summary = self.run_once(reconcile=due)
+            if on_pass is not None:
+                on_pass(summary)
+            stop.wait(interval)

@@ -1,0 +1,598 @@
+"""The companion index: near-duplicate detection on a user's own collection without writing to it.
+
+Our signatures, tokens and settings live in a collection of ours (a core or SolrCloud collection made from our
+configset) beside the user's, named after it (``articles`` -> ``articles_neardup``) and keyed by the value of the
+user's unique key, whatever that key is called. ``install`` creates it and records the link in it (the user's
+collection, its key field, the field or fields the text is read from); ``backfill`` and ``sync``
+(:mod:`neardup_solr.engine.companion_sync`) fill it by reading the user's documents; ``uninstall`` drops it.
+
+Why beside and not inside: the first design (``schema_install``, kept only to recognise and remove such installs)
+added our fields to the user's schema and wrote them with atomic updates. Every atomic update makes Solr rebuild
+the whole document from its stored fields, which re-indexed the user's documents (backfill at 0.8x ``index``'s
+rate), grew their index fivefold, needed preconditions many real schemas miss (every field stored or docValues),
+and where Solr's rebuild is lossy (a stored copyField target of a currency type) it changed the user's values.
+The companion writes nothing to the user's collection: not a document, not a schema field.
+
+The companion keeps its own copy of the text (``content``, stored and compressed by Lucene, not indexed): every
+lookup, report, join and group write-back then needs one collection, exactly as on a collection of ours, and the
+user's collection gets no load from our reports (a report over a million documents would otherwise fetch a
+million texts from it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Sequence
+
+from neardup_solr.errors import CollectionSetupError, ForeignCollectionError, SolrRequestError, SolrUnavailableError
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.solr import settings as solr_settings
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.queries import Filter, filter_params, select_params
+
+log = logging.getLogger(__name__)
+
+COMPANION_SUFFIX = "_neardup"
+# The companion's own documents (data set __meta__, like its settings): the link to the user's collection, and
+# where backfill and sync have got to.
+LINK_DOC_ID = "__neardup_link__"
+STATE_DOC_ID = "__neardup_source_state__"
+# Values of a multi-valued field, and the fields of a multi-field text, are joined with a line break: the
+# normaliser treats it as the space between two words, so no word of one value runs into the next.
+TEXT_SEPARATOR = "\n"
+# Field types whose values are text. Anything else (a vector, a date, a point, a location, a currency, binary) is
+# refused as a text field, naming its type.
+_TEXT_CLASSES = ("TextField", "SortableTextField", "StrField", "ICUCollationField", "CollationField")
+# Field names that can be named in fl and sort without quoting.
+_PLAIN_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# Solr's own fields on a user's document: never text, never the key.
+_SOLR_FIELDS = ("_version_", "_root_", "_nest_path_", "_text_")
+
+
+class InstallRefused(ForeignCollectionError):
+    """``install``, ``uninstall``, ``backfill`` or ``sync`` will not act on this collection; the message says why
+    and what to do. Nothing was changed."""
+
+
+@dataclass(frozen=True)
+class SourceLink:
+    """What ties a companion to the user's collection: its name and URL as ``install`` reached it, the unique key
+    field, the text fields (read in this order, multi-valued values in stored order, joined by a line break), and
+    the fields ``install`` added to the user's schema (none unless asked: uninstall removes exactly these)."""
+
+    collection: str
+    url: str
+    key_field: str
+    text_fields: tuple[str, ...]
+    has_version: bool = True
+    added_to_source: tuple[str, ...] = ()
+    installed_at: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SourceLink":
+        data = json.loads(text)
+        return cls(collection=str(data["collection"]), url=str(data["url"]), key_field=str(data["key_field"]),
+                   text_fields=tuple(data["text_fields"]), has_version=bool(data.get("has_version", True)),
+                   added_to_source=tuple(data.get("added_to_source", ())),
+                   installed_at=str(data.get("installed_at", "")))
+
+    @property
+    def read_fields(self) -> str:
+        """fl of a read of the user's documents: the key and the text fields."""
+        return ",".join(dict.fromkeys((self.key_field, *self.text_fields)))
+
+    def text_of(self, doc: dict) -> str:
+        """The text of one of the user's documents: its text fields' values joined (see the class docstring)."""
+        parts: list[str] = []
+        for name in self.text_fields:
+            value = doc.get(name)
+            if value is None:
+                continue
+            values = value if isinstance(value, list) else [value]
+            parts += [v if isinstance(v, str) else str(v) for v in values if v is not None]
+        return TEXT_SEPARATOR.join(parts)
+
+
+def link_document(link: SourceLink) -> dict:
+    return {"id": LINK_DOC_ID, "dataset": META_DATASET, "content": link.to_json()}
+
+
+def read_link(companion: SolrClient) -> SourceLink | None:
+    """The link a companion records, None for a collection that is not a companion."""
+    docs = companion.get_by_ids([LINK_DOC_ID], "id,content")
+    if not docs or not docs[0].get("content"):
+        return None
+    try:
+        return SourceLink.from_json(docs[0]["content"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InstallRefused(f"{companion.url} holds a broken link to its collection ({exc}): drop it with "
+                             "'neardup-solr uninstall' and install again") from None
+
+
+@dataclass
+class SourceState:
+    """Where backfill and sync have got to: the cursor of an unfinished backfill (None when none is running), the
+    version of the user's collection a finished backfill started at, and the highest version sync has read up to
+    (Solr's ``_version_``: every add, replacement and edit raises it)."""
+
+    backfill_cursor: str | None = None
+    backfill_started_version: int | None = None
+    backfilled: bool = False
+    synced_version: int | None = None
+
+    def document(self) -> dict:
+        return {"id": STATE_DOC_ID, "dataset": META_DATASET, "content": json.dumps(asdict(self), sort_keys=True)}
+
+
+def read_state(companion: SolrClient) -> SourceState:
+    docs = companion.get_by_ids([STATE_DOC_ID], "id,content")
+    if not docs or not docs[0].get("content"):
+        return SourceState()
+    try:
+        data = json.loads(docs[0]["content"])
+        return SourceState(**{k: data.get(k) for k in ("backfill_cursor", "backfill_started_version",
+                                                        "backfilled", "synced_version")})
+    except (ValueError, TypeError):
+        log.warning("%s: unreadable backfill/sync state; starting from the beginning", companion.url)
+        return SourceState()
+
+
+# ---------------------------------------------------------------------------------------------- clients and names
+def companion_name(collection: str) -> str:
+    return f"{collection}{COMPANION_SUFFIX}"
+
+
+def sibling_client(client: SolrClient, collection: str) -> SolrClient:
+    """A client on ``collection`` of the same Solr (every node ``client`` knows), with its credentials, timeout,
+    retry policy and write concern."""
+    nodes = list(getattr(client, "_nodes", [client.node_url]))
+    auth = client.session.auth if isinstance(client.session.auth, tuple) else None
+    sibling = SolrClient(",".join(f"{node}/{collection}" for node in nodes), timeout=client.timeout,
+                         retry=client.retry, verify=client.session.verify, pool_size=client.pool_size,
+                         min_replicas=client.min_replicas,
+                         username=auth[0] if auth else None, password=auth[1] if auth else None)
+    return sibling
+
+
+def _auth(client: SolrClient):
+    return client.session.auth if isinstance(client.session.auth, tuple) else None
+
+
+def _node_call(client: SolrClient, path: str, params: dict, what: str, *, timeout: float | None = None) -> dict:
+    """A node-level admin request (CoreAdmin, Collections, Configsets API); InstallRefused naming ``what``."""
+    from neardup_solr.solr.cluster import admin_call
+
+    try:
+        return admin_call(client.node_url, path, params, what, auth=_auth(client),
+                          timeout=timeout or max(client.timeout, 120))
+    except CollectionSetupError as exc:
+        raise InstallRefused(str(exc.args[-1] if exc.args else exc)) from None
+
+
+def collection_exists(client: SolrClient, name: str) -> bool:
+    """Whether the Solr ``client`` talks to has a core (single node) or collection (SolrCloud) called ``name``."""
+    if client.is_single_core():
+        status = _node_call(client, "admin/cores", {"action": "STATUS", "core": name, "indexInfo": "false"},
+                            f"look for the core {name!r}")
+        return bool(status.get("status", {}).get(name, {}).get("name"))
+    listed = _node_call(client, "admin/collections", {"action": "LIST"}, "list the collections")
+    return name in listed.get("collections", [])
+
+
+def has_our_schema(client: SolrClient) -> bool:
+    """Whether the collection was made from our configset (a companion is). Fields an earlier install added to a
+    user's schema never include ``fields_json``, and always our settings field."""
+    fields = client.schema_fields()
+    return "minhash_sig" in fields and "fields_json" in fields and "neardup_settings" not in fields
+
+
+def companion_of(client: SolrClient, name: str | None = None) -> SolrClient | None:
+    """The companion of the user's collection ``client`` talks to (its own client), or None when it has none."""
+    name = name or companion_name(client.collection)
+    if name == client.collection or not collection_exists(client, name):
+        return None
+    companion = sibling_client(client, name)
+    link = read_link(companion)
+    if link is None or link.collection != client.collection:
+        log.debug("%s exists but is not the companion of %s", name, client.collection)
+        return None
+    return companion
+
+
+def resolve(client: SolrClient) -> SolrClient:
+    """The client every command works through: ``client`` itself on a collection of ours (a companion included),
+    its companion's on a user's collection that ``install`` prepared. A collection with neither is returned as it
+    is: the command that reads its settings says what to do."""
+    try:
+        if has_our_schema(client):
+            return client
+        companion = companion_of(client)
+    except (SolrRequestError, KeyError) as exc:
+        log.debug("no companion found for %s: %s", client.url, exc)
+        return client
+    if companion is None:
+        return client
+    log.info("%s: near-duplicate detection through its companion %s", client.url, companion.url)
+    return companion
+
+
+def open_collection(url: str | None = None, **client_options: Any) -> SolrClient:
+    """A client for ``url`` that every lookup, report and group write-back can use: on a collection of the user's
+    that ``install`` prepared, its companion's; else the collection's own. ``client_options`` go to
+    :class:`~neardup_solr.solr.client.SolrClient`."""
+    return resolve(SolrClient(url, **client_options))
+
+
+def resolve_quietly(client: SolrClient) -> SolrClient:
+    """:func:`resolve` for a process that starts before Solr may be up (the service): ``client`` itself when Solr
+    cannot be asked yet."""
+    from neardup_solr.errors import NeardupError
+
+    try:
+        return resolve(client)
+    except (NeardupError, OSError) as exc:
+        log.info("could not look for a companion of %s (%s); using it as it is", client.url, exc)
+        return client
+
+
+def source_client(companion: SolrClient, link: SourceLink | None = None) -> SolrClient:
+    """A client on the user's collection a companion belongs to (same Solr, same credentials)."""
+    link = link or read_link(companion)
+    if link is None:
+        raise InstallRefused(f"{companion.url} is not the companion of a collection of yours ('neardup-solr "
+                             "install --solr-url URL --text-field FIELD' makes one)")
+    return sibling_client(companion, link.collection)
+
+
+def source_pages(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *, page_size: int = 500,
+                 cursor: str = "*", extra_fields: str = "") -> Iterator[tuple[list[dict], str]]:
+    """The user's documents matching ``filters``, a cursor page at a time in key order, each page with the cursor
+    mark that continues after it (a resumable position: Solr's cursor marks are stateless)."""
+    fields = link.read_fields + (f",{extra_fields}" if extra_fields else "")
+    params = select_params(filters, fields=fields, sort=f"{link.key_field} asc")
+    while True:
+        data = source.select(params + [("rows", page_size), ("cursorMark", cursor)])
+        docs = data["response"]["docs"]
+        next_cursor = data.get("nextCursorMark", cursor)
+        if docs:
+            yield docs, next_cursor
+        if not docs or next_cursor == cursor:
+            return
+        cursor = next_cursor
+
+
+def source_keys(source: SolrClient, link: SourceLink, *, page_size: int = 10_000) -> Iterator[str]:
+    """Every key of the user's collection (a cursor over the key alone)."""
+    params = select_params(fields=link.key_field, sort=f"{link.key_field} asc")
+    cursor = "*"
+    while True:
+        data = source.select(params + [("rows", page_size), ("cursorMark", cursor)])
+        docs = data["response"]["docs"]
+        yield from (str(d[link.key_field]) for d in docs if link.key_field in d)
+        next_cursor = data.get("nextCursorMark", cursor)
+        if not docs or next_cursor == cursor:
+            return
+        cursor = next_cursor
+
+
+def source_count(source: SolrClient, filters: Sequence[Filter] = ()) -> int:
+    return source.count(params=filter_params(filters))
+
+
+# ---------------------------------------------------------------------------------------------- the user's schema
+@dataclass
+class SourceSchema:
+    """What ``install`` reads of the user's collection: its unique key, its fields (with their types' classes) and
+    dynamic fields, whether it has ``_version_``, and whether the Schema API may change it."""
+
+    key_field: str
+    fields: dict[str, dict]
+    dynamic: list[dict]
+    type_classes: dict[str, str]
+    managed: bool
+
+    @property
+    def has_version(self) -> bool:
+        return "_version_" in self.fields
+
+    def field(self, name: str) -> dict | None:
+        """The definition of ``name``: a field, else the dynamic field that matches it (the longest pattern first,
+        as Solr matches them)."""
+        if name in self.fields:
+            return self.fields[name]
+        for spec in sorted(self.dynamic, key=lambda s: -len(str(s.get("name", "")))):
+            pattern = str(spec.get("name", ""))
+            if (pattern.startswith("*") and name.endswith(pattern[1:])) or \
+                    (pattern.endswith("*") and name.startswith(pattern[:-1])):
+                return {**spec, "name": name, "dynamic": pattern}
+        return None
+
+    def type_class(self, spec: dict) -> str:
+        return self.type_classes.get(str(spec.get("type")), "")
+
+
+def read_source_schema(client: SolrClient) -> SourceSchema:
+    fields = client.schema_fields()
+    dynamic = client.get_json("schema/dynamicfields", {"showDefaults": "true"}).get("dynamicFields", [])
+    types = client.schema_field_types()
+    key = client.get_json("schema/uniquekey").get("uniqueKey")
+    return SourceSchema(str(key) if key else "", fields, dynamic,
+                        {name: str(t.get("class", "")) for name, t in types.items()}, _schema_is_managed(client))
+
+
+def _schema_is_managed(client: SolrClient) -> bool:
+    """Whether the Schema API may change the schema. The Config API answers ``"schemaFactory": null`` when
+    solrconfig.xml leaves the factory implicit (Solr's stock configsets do): the default, managed."""
+    config = client.get_json("config/schemaFactory").get("config", {})
+    factory = config.get("schemaFactory") or {}
+    return "Classic" not in str(factory.get("class", "ManagedIndexSchemaFactory"))
+
+
+def check_text_fields(schema: SourceSchema, names: Sequence[str], url: str) -> None:
+    """Refuse (one line naming the field and why) a text field that is missing, not text, or cannot be read."""
+    if not names:
+        raise InstallRefused("--text-field names no field: give the field (or fields, comma-separated) that hold "
+                             "your documents' text")
+    for name in names:
+        if not _PLAIN_FIELD_NAME.match(name):
+            raise InstallRefused(f"--text-field {name!r} is not a plain field name (letters, digits, _ . -)")
+        if name == schema.key_field or name in _SOLR_FIELDS:
+            raise InstallRefused(f"--text-field {name} is {'the unique key' if name == schema.key_field else 'a field of Solr'}, not your text; give the field that holds the documents' text")
+        spec = schema.field(name)
+        if spec is None:
+            own = sorted(n for n in schema.fields if not n.startswith("_"))
+            shown = ", ".join(own[:30]) + (f" and {len(own) - 30} more" if len(own) > 30 else "")
+            patterns = ", ".join(sorted(str(d.get("name")) for d in schema.dynamic)[:20])
+            raise InstallRefused(f"{url} has no field {name!r} and no dynamic field matches it (its fields: {shown}"
+                                 + (f"; dynamic fields: {patterns}" if patterns else "") + ")")
+        type_class = schema.type_class(spec)
+        if not type_class.endswith(_TEXT_CLASSES):
+            raise InstallRefused(f"field {name!r} of {url} is of type {spec.get('type')!r} ({type_class}), which "
+                                 "holds no text: give a text or string field as --text-field")
+        if not spec.get("stored") and not spec.get("docValues"):
+            raise InstallRefused(f"field {name!r} of {url} is neither stored nor docValues, so its text cannot be "
+                                 "read back to be signed: make it stored (and re-index), or give another field")
+
+
+# ---------------------------------------------------------------------------------------------- install / uninstall
+@dataclass
+class InstallPlan:
+    """What :func:`install` creates (or created: ``done``): the companion and the link it records."""
+
+    url: str
+    companion_url: str
+    link: SourceLink
+    settings: IndexSettings
+    cloud: bool = False
+    shards: int = 1
+    replicas: int = 1
+    done: bool = False
+
+    def format(self) -> str:
+        link = self.link
+        where = (f"collection {companion_name(link.collection)} ({self.shards} shard(s) x {self.replicas} "
+                 "replica(s))" if self.cloud else f"core {companion_name(link.collection)}")
+        verb = "created" if self.done else "would create"
+        lines = [f"{verb} the companion {where} beside {self.url}, from neardup-solr's configset:",
+                 f"  key: your unique key {link.key_field!r}; text: {' + '.join(link.text_fields)}"
+                 + ("" if link.has_version else " (no _version_ field: every sync pass reads every document)"),
+                 f"  settings: {self.settings}",
+                 "  nothing of yours is changed: no field, no document, no schema change"]
+        if self.done:
+            lines.append("next: sign the documents already there with 'neardup-solr backfill', then keep them "
+                         "current with 'neardup-solr sync --follow'")
+        return "\n".join(lines)
+
+
+def plan_install(client: SolrClient, text_fields: Sequence[str] | str,
+                 settings: IndexSettings | None = None, *, companion: str | None = None) -> InstallPlan:
+    """What :func:`install` would do; :class:`InstallRefused` (one line, what to do) when it cannot."""
+    from neardup_solr.solr.schema_install import legacy_install_fields
+
+    names = [n.strip() for n in (text_fields.split(",") if isinstance(text_fields, str) else text_fields)
+             if n and n.strip()]
+    settings = (settings or IndexSettings()).signed_here()
+    if has_our_schema(client):
+        if read_link(client) is not None:
+            raise InstallRefused(f"{client.url} is a companion already; install names the collection of yours")
+        raise InstallRefused(
+            f"{client.url} is a neardup collection already (made from our configset): index into it with "
+            "'neardup-solr index'; documents other clients post there are signed by 'neardup-solr sync'")
+    if legacy_install_fields(client):
+        raise InstallRefused(
+            f"{client.url} holds near-duplicate fields of an earlier install (inside your documents): remove them "
+            "with 'neardup-solr uninstall', then install again (a companion beside your collection)")
+    name = companion or companion_name(client.collection)
+    existing = companion_of(client, name)
+    if existing is not None:
+        link = read_link(existing)
+        raise InstallRefused(
+            f"{client.url} is installed already: its companion {existing.url} reads {' + '.join(link.text_fields) if link else '?'}; "
+            "to change that, 'neardup-solr uninstall' first")
+    if collection_exists(client, name):
+        raise InstallRefused(f"{client.url}: a core or collection named {name!r} exists already and is not its "
+                             "companion; nothing was changed: give another name with --companion")
+    schema = read_source_schema(client)
+    if not schema.key_field:
+        raise InstallRefused(f"{client.url} has no unique key: near duplicates are named by it; add a <uniqueKey> "
+                             "to the schema")
+    check_text_fields(schema, names, client.url)
+    link = SourceLink(client.collection, client.url, schema.key_field, tuple(names), schema.has_version,
+                      installed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    plan = InstallPlan(client.url, _companion_url(client, name), link, settings)
+    if not client.is_single_core():
+        plan.cloud = True
+        plan.shards, plan.replicas = _layout_of(client)
+    return plan
+
+
+def _companion_url(client: SolrClient, name: str) -> str:
+    return f"{client.node_url}/{name}"
+
+
+def _layout_of(client: SolrClient) -> tuple[int, int]:
+    """Shards and replicas of the user's SolrCloud collection: the companion gets the same."""
+    from neardup_solr.solr.cluster import cluster_status
+
+    status = cluster_status(client.node_url, client.collection, auth=_auth(client))
+    shards = status.get("collections", {}).get(client.collection, {}).get("shards", {})
+    replicas = max((len(s.get("replicas", {})) for s in shards.values()), default=1)
+    return max(1, len(shards)), max(1, replicas)
+
+
+def install(client: SolrClient, text_fields: Sequence[str] | str, settings: IndexSettings | None = None, *,
+            companion: str | None = None, dry_run: bool = False) -> InstallPlan:
+    """Create the companion of the user's collection ``client`` talks to, whose text is in ``text_fields`` (one
+    field, several, or a comma-separated string), and record the link and the settings in it. Nothing of the
+    user's collection changes. ``dry_run``: only say what would be done."""
+    plan = plan_install(client, text_fields, settings, companion=companion)
+    if dry_run:
+        return plan
+    name = companion or companion_name(client.collection)
+    create_companion_collection(client, name, plan)
+    target = sibling_client(client, name)
+    from neardup_solr.solr.settings_store import settings_document
+
+    target.add([settings_document(plan.settings), link_document(plan.link), SourceState().document()])
+    target.commit()
+    if read_link(target) != plan.link:
+        raise InstallRefused(f"the companion {target.url} was created but does not read back its link; run "
+                             "'neardup-solr uninstall' and install again")
+    plan.done = True
+    log.info("installed %s: companion %s (key %s, text from %s)", client.url, target.url, plan.link.key_field,
+             "+".join(plan.link.text_fields))
+    return plan
+
+
+def create_companion_collection(client: SolrClient, name: str, plan: InstallPlan) -> None:
+    """Create the companion from our configset: a SolrCloud collection (the configset uploaded through the
+    Configsets API when the cluster lacks it), or a core on a single node (from the node's ``neardup`` configset;
+    one a remote node lacks is uploaded through the Configsets API where that node allows it)."""
+    from neardup_solr.solr.cluster import create_collection
+
+    if plan.cloud:
+        try:
+            create_collection(client.node_url, name, plan.shards, plan.replicas, auth=_auth(client),
+                              timeout=max(client.timeout, 180))
+        except CollectionSetupError as exc:
+            raise InstallRefused(f"could not create the companion collection {name!r}: {exc}") from None
+        return
+    params = {"action": "CREATE", "name": name, "instanceDir": name, "configSet": solr_settings.CONFIGSET_NAME}
+    try:
+        _node_call(client, "admin/cores", params, f"create the companion core {name!r}")
+        return
+    except InstallRefused as first:
+        missing_configset = "configset" in str(first).lower() or "config" in str(first).lower()
+        if not missing_configset:
+            raise
+    _upload_to_single_node(client)
+    _node_call(client, "admin/cores", params, f"create the companion core {name!r}")
+
+
+def _upload_to_single_node(client: SolrClient) -> None:
+    from neardup_solr.solr.cluster import configset_zip
+
+    try:
+        resp = client.session.post(f"{client.node_url}/admin/configs",
+                                   params={"action": "UPLOAD", "name": solr_settings.CONFIGSET_NAME, "wt": "json"},
+                                   data=configset_zip(), headers={"Content-Type": "application/octet-stream"},
+                                   timeout=max(client.timeout, 60))
+        ok = resp.status_code == 200
+        reason = resp.text[:200]
+    except OSError as exc:
+        ok, reason = False, str(exc)
+    if not ok:
+        raise InstallRefused(
+            f"the Solr at {client.node_url} has no '{solr_settings.CONFIGSET_NAME}' configset for the companion core "
+            f"and a single node takes no upload ({reason.strip()[:120]}): copy {solr_settings.configset_dir()} "
+            f"into the node's configsets directory (<solr home>/configsets/{solr_settings.CONFIGSET_NAME}), then "
+            "install again")
+
+
+@dataclass
+class UninstallSummary:
+    """What :func:`uninstall` removed."""
+
+    url: str
+    companion: str | None = None
+    documents: int = 0
+    removed_from_source: list[str] = field(default_factory=list)
+    legacy: Any = None
+
+    def format(self) -> str:
+        if self.legacy is not None:
+            return self.legacy.format()
+        text = f"dropped the companion {self.companion} of {self.url} ({self.documents} signed document(s))"
+        if self.removed_from_source:
+            text += f"; removed the fields install added to yours: {', '.join(self.removed_from_source)}"
+        return text + "; your collection is as it was"
+
+
+def uninstall(client: SolrClient, *, companion: str | None = None, batch_size: int = 500) -> UninstallSummary:
+    """Drop the companion of the user's collection (and exactly the fields its link says install added, none by
+    default). A collection installed the old way (our fields inside the user's documents) has them removed as
+    before. ``client`` may be on the user's collection or on the companion."""
+    from neardup_solr.solr.schema_install import legacy_install_fields, uninstall_legacy
+    from neardup_solr.solr.queries import USER_DOCUMENTS
+
+    link = read_link(client) if has_our_schema(client) else None
+    if link is not None:
+        target, user = client, sibling_client(client, link.collection)
+    else:
+        if has_our_schema(client):
+            raise InstallRefused(f"{client.url} is a neardup collection (made from our configset), not a companion "
+                                 "install made; nothing was changed ('neardup-solr delete' removes documents)")
+        found = companion_of(client, companion)
+        if found is None:
+            if legacy_install_fields(client):
+                return UninstallSummary(client.url, legacy=uninstall_legacy(client, batch_size=batch_size))
+            raise InstallRefused(f"{client.url} has no companion ({companion or companion_name(client.collection)}) "
+                                 "and no fields of an earlier install: nothing to uninstall; nothing was changed")
+        target, user, link = found, client, read_link(found)
+        assert link is not None
+    documents = target.count(params=filter_params([USER_DOCUMENTS]))
+    removed: list[str] = []
+    if link.added_to_source:
+        fields = user.schema_fields()
+        removed = [name for name in link.added_to_source if name in fields]
+        if removed:
+            user.request("POST", "schema", params={"wt": "json"},
+                         json_body={"delete-field": [{"name": n} for n in removed]})
+    drop_collection(target)
+    log.info("uninstalled %s: dropped %s", user.url, target.collection)
+    return UninstallSummary(user.url, target.collection, documents, removed)
+
+
+def drop_collection(target: SolrClient) -> None:
+    """Delete the companion core (with its data) or SolrCloud collection."""
+    if target.is_single_core():
+        _node_call(target, "admin/cores", {"action": "UNLOAD", "core": target.collection, "deleteIndex": "true",
+                                           "deleteDataDir": "true", "deleteInstanceDir": "true"},
+                   f"drop the companion core {target.collection!r}")
+    else:
+        _node_call(target, "admin/collections", {"action": "DELETE", "name": target.collection},
+                   f"drop the companion collection {target.collection!r}")
+
+
+def companion_problem(client: SolrClient) -> str | None:
+    """For a collection without our fields: the companion to use instead, said in one line (None without one)."""
+    try:
+        found = companion_of(client)
+    except (SolrRequestError, SolrUnavailableError, KeyError, InstallRefused):
+        return None
+    if found is None:
+        return None
+    return (f"{client.url} is installed: its near duplicates are in its companion {found.url} (the command line "
+            "finds it from your collection's URL; in Python: neardup_solr.open_collection(url))")
+
+
+__all__ = ["open_collection", "COMPANION_SUFFIX", "InstallPlan", "InstallRefused", "SourceLink", "SourceState", "UninstallSummary",
+           "companion_name", "companion_of", "install", "plan_install", "read_link", "read_state", "resolve",
+           "source_client", "source_pages", "uninstall"]

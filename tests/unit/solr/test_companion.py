@@ -1,0 +1,87 @@
+"""The pure parts of near-duplicate detection on a user's own collection: the companion's link (the text of a
+document from its fields, the link's round trip), the text fields install accepts and refuses, how the client reads
+an earlier install's text field as ``content``, and what an atomic update of ours may set (sync on a collection of
+ours)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from neardup_solr.engine.backfill import written_fields
+from neardup_solr.solr.atomic import set_update
+from neardup_solr.solr.client import SolrClient
+from neardup_solr.signing.builder import DocumentBuilder
+import pytest
+
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.companion import InstallRefused, SourceLink, SourceSchema, check_text_fields
+from neardup_solr.solr.schema_install import ALL_OUR_FIELDS
+
+
+def test_the_client_reads_the_users_text_field_as_content():
+    client = SolrClient("http://127.0.0.1:1/solr/articles")
+    assert client._text_fl("id,content,md5_hash") == "id,content,md5_hash"  # our own collections: unchanged
+    client.text_field = "body"
+    assert client._text_fl("id,content,md5_hash") == "id,content:body,md5_hash"
+    assert client._text_fl("id, content") == "id,content:body"
+    assert client._text_fl("*") == "*,content:body"
+    assert client._text_fl("id,minhash_sig") == "id,minhash_sig"
+    assert client._aliased([("q", "*:*"), ("fl", "id,content")]) == [("q", "*:*"), ("fl", "id,content:body")]
+    assert client._aliased({"fl": "content", "rows": 3}) == [("fl", "content:body"), ("rows", 3)]
+    # (An earlier install's collection: lookups there still read the text field its settings name.)
+
+
+def test_a_documents_text_is_its_text_fields_values_joined_in_order():
+    link = SourceLink("articles", "http://h/solr/articles", "key", ("title", "body", "tags"))
+    doc = {"key": "k1", "title": "A title", "body": "The body.", "tags": ["one", "two"], "other": "not text"}
+    assert link.text_of(doc) == "A title\nThe body.\none\ntwo"
+    assert link.text_of({"key": "k2", "tags": ["only"]}) == "only"
+    assert link.text_of({"key": "k3"}) == ""
+    assert link.read_fields == "key,title,body,tags"
+    assert SourceLink("a", "u", "body", ("body",)).read_fields == "body"
+    assert SourceLink.from_json(link.to_json()) == link
+    assert json.loads(link.to_json())["key_field"] == "key"
+
+
+def _schema() -> SourceSchema:
+    fields = {"id": {"name": "id", "type": "string", "stored": True},
+              "body": {"name": "body", "type": "text_general", "stored": True, "multiValued": True},
+              "hidden": {"name": "hidden", "type": "text_general", "stored": False, "docValues": False},
+              "when": {"name": "when", "type": "pdate", "stored": True},
+              "vec": {"name": "vec", "type": "knn_vector", "stored": True},
+              "_version_": {"name": "_version_", "type": "plong", "stored": False, "docValues": True}}
+    dynamic = [{"name": "*_t", "type": "text_general", "stored": True},
+               {"name": "*_txt_en", "type": "text_general", "stored": False},
+               {"name": "attr_*", "type": "text_general", "stored": True}]
+    classes = {"string": "solr.StrField", "text_general": "solr.TextField", "pdate": "solr.DatePointField",
+               "knn_vector": "solr.DenseVectorField", "plong": "solr.LongPointField"}
+    return SourceSchema("id", fields, dynamic, classes, managed=True)
+
+
+def test_install_takes_text_string_and_dynamic_fields_and_names_why_it_refuses_others():
+    schema = _schema()
+    check_text_fields(schema, ["body", "series_t", "attr_x"], "U")  # multi-valued and dynamic fields are text
+    assert schema.field("series_t")["dynamic"] == "*_t"
+    # The longest pattern wins, as in Solr: *_txt_en (not stored) over *_t.
+    assert schema.field("a_txt_en")["dynamic"] == "*_txt_en"
+    refusals = {"when": "'pdate' (solr.DatePointField)", "vec": "solr.DenseVectorField",
+                "hidden": "neither stored nor docValues", "a_txt_en": "neither stored nor docValues",
+                "nosuch": "no field 'nosuch'", "id": "the unique key", "_version_": "a field of Solr",
+                "a,b": "not a plain field name"}
+    for name, why in refusals.items():
+        with pytest.raises(InstallRefused, match=re.escape(why)):
+            check_text_fields(schema, [name], "U")
+    with pytest.raises(InstallRefused, match="names no field"):
+        check_text_fields(schema, [], "U")
+
+
+def test_an_update_of_ours_sets_only_our_fields_at_the_version_read():
+    built = DocumentBuilder(IndexSettings()).build([("a1", "the quick brown fox jumps over the lazy dog")])
+    fields = written_fields(built.documents[0])
+    assert "content" not in fields and "id" not in fields and "dataset" not in fields
+    assert set(fields) <= set(ALL_OUR_FIELDS)
+    update = set_update("a1", 17, fields)
+    assert update["id"] == "a1" and update["_version_"] == 17
+    assert all(update[name] == {"set": value} for name, value in fields.items())
+    assert set_update("a1", 5, {"md5_hash": None})["md5_hash"] == {"set": None}
