@@ -29,7 +29,8 @@ def cmd_install(args: argparse.Namespace) -> int:
 
     client = open_client(args, resolve=False)
     settings = _with_normalizer(index_settings_from_args(args), args)
-    plan = install(client, args.text_field, settings, companion=args.companion, dry_run=args.dry_run)
+    plan = install(client, args.text_field, settings, companion=args.companion, fold=args.fold,
+                   dry_run=args.dry_run)
     print(plan.format())
     return 0
 
@@ -95,6 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="your field that holds the text; several comma-separated (title,body) are read in that "
                         "order and joined; multi-valued fields and dynamic fields are fine")
     p.add_argument("--companion", default=None, help="the companion's name (default: your collection's + _neardup)")
+    p.add_argument("--fold", action="store_true",
+                   help="also add the two group fields to your schema (docValues only, updated in place: no other "
+                        "field of your documents is rewritten), so that your own searches can fold near duplicates "
+                        "once 'groups --to-solr' has written them")
     p.add_argument("--dry-run", action="store_true", help="print what would be created; change nothing")
     add_index_settings_options(p)
     p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,

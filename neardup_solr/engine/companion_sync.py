@@ -37,6 +37,7 @@ from neardup_solr.solr.atomic import dated_since, highest_version, updated_at_or
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.companion import (
     InstallRefused,
+    mirror_groups,
     SourceLink,
     SourceState,
     read_link,
@@ -165,6 +166,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     companion.commit()
     if signed_texts:
         summary.grouped = group_signed_documents(companion, comp.settings, signed_texts)
+        mirror_groups(companion, [key for key, _ in signed_texts])
     summary.seconds = round(time.monotonic() - started, 3)
     if verify:
         summary.verification = _verify(comp, state.backfill_started_version)
@@ -262,6 +264,7 @@ class CompanionSyncer:
             self.client.commit()
             if written_texts and groups_in_use(self.client):
                 summary.grouped = group_signed_documents(self.client, self.comp.settings, written_texts)
+                mirror_groups(self.client, [key for key, _ in written_texts])
         self._since_version, self._since_date = version, now
         summary.refused = work.refused
         summary.seconds = round(time.monotonic() - started, 3)
@@ -310,7 +313,7 @@ class CompanionSyncer:
             self.client.delete_ids(chunk)
         self.client.commit()
         if kept:
-            promote_kept(self.client, kept)
+            mirror_groups(self.client, promote_kept(self.client, kept))
         log.info("%s: %d document(s) deleted from %s, deleted here too", self.client.url, len(gone),
                  self.comp.link.collection)
         return len(gone)

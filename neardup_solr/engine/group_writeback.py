@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from neardup_solr.errors import GroupWritebackIncomplete
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.companion import mirror_groups
 from neardup_solr.solr.group_fields import (
     allocate_groups,
     chunks,
@@ -82,6 +83,8 @@ class WritebackSummary:
     pairs_skipped: int = 0
     new_groups: int = 0
     fields_added: list[str] = field(default_factory=list)
+    # Documents of the user's collection given their group in place (a companion installed with --fold).
+    mirrored: int = 0
     seconds: float = 0.0
 
     def format(self) -> str:
@@ -93,6 +96,8 @@ class WritebackSummary:
             text += f"; {len(self.gone)} deleted meanwhile"
         if self.pairs_skipped:
             text += f"; {self.pairs_skipped} pairs skipped (a document not in the collection)"
+        if self.mirrored:
+            text += f"; {self.mirrored} of your documents given their group in place (install --fold)"
         return text + f" ({self.seconds:.1f} s)"
 
 
@@ -196,6 +201,8 @@ def write_groups(
     gone = set(summary.gone)
     summary.updated = len(changed) - len(gone)
     _verify(client, [i for i in changed if i not in gone], wanted)
+    # A companion whose install asked for folding in the user's own searches: the groups go there too.
+    summary.mirrored = mirror_groups(client)
     summary.seconds = round(time.perf_counter() - started, 3)
     log.info("groups written: %s", summary.format())
     return summary

@@ -32,6 +32,7 @@ from neardup_solr.errors import CollectionSetupError, ForeignCollectionError, So
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups
 from neardup_solr.solr.queries import Filter, filter_params, select_params
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,14 @@ class SourceLink:
     key_field: str
     text_fields: tuple[str, ...]
     has_version: bool = True
+    # What install --fold added to the user's schema, as "field:NAME" and "type:NAME": uninstall removes these.
     added_to_source: tuple[str, ...] = ()
     installed_at: str = ""
+
+    @property
+    def folds_source(self) -> bool:
+        """Whether the groups are mirrored into the user's documents (install --fold)."""
+        return any(entry == f"field:{GROUP_FIELD}" for entry in self.added_to_source)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -373,6 +380,7 @@ class InstallPlan:
     cloud: bool = False
     shards: int = 1
     replicas: int = 1
+    fold: bool = False
     done: bool = False
 
     def format(self) -> str:
@@ -383,8 +391,13 @@ class InstallPlan:
         lines = [f"{verb} the companion {where} beside {self.url}, from neardup-solr's configset:",
                  f"  key: your unique key {link.key_field!r}; text: {' + '.join(link.text_fields)}"
                  + ("" if link.has_version else " (no _version_ field: every sync pass reads every document)"),
-                 f"  settings: {self.settings}",
-                 "  nothing of yours is changed: no field, no document, no schema change"]
+                 f"  settings: {self.settings}"]
+        if self.fold:
+            lines.append(f"  {'added' if self.done else 'would add'} to your schema, for folding in your own "
+                         f"searches: field type {FOLD_TYPE} and the docValues-only fields {GROUP_FIELD}, "
+                         f"{KEEP_FIELD} (updated in place: your documents' other fields are never rewritten)")
+        else:
+            lines.append("  nothing of yours is changed: no field, no document, no schema change")
         if self.done:
             lines.append("next: sign the documents already there with 'neardup-solr backfill', then keep them "
                          "current with 'neardup-solr sync --follow'")
@@ -392,7 +405,8 @@ class InstallPlan:
 
 
 def plan_install(client: SolrClient, text_fields: Sequence[str] | str,
-                 settings: IndexSettings | None = None, *, companion: str | None = None) -> InstallPlan:
+                 settings: IndexSettings | None = None, *, companion: str | None = None,
+                 fold: bool = False) -> InstallPlan:
     """What :func:`install` would do; :class:`InstallRefused` (one line, what to do) when it cannot."""
     from neardup_solr.solr.schema_install import legacy_install_fields
 
@@ -424,9 +438,16 @@ def plan_install(client: SolrClient, text_fields: Sequence[str] | str,
         raise InstallRefused(f"{client.url} has no unique key: near duplicates are named by it; add a <uniqueKey> "
                              "to the schema")
     check_text_fields(schema, names, client.url)
+    added: tuple[str, ...] = ()
+    if fold:
+        problems = fold_problems(client, schema)
+        if problems:
+            raise InstallRefused(f"{client.url} cannot fold in your own searches: {'; '.join(problems)}. Nothing was "
+                                 "changed; install without --fold folds through neardup-solr's search instead")
+        added = (f"type:{FOLD_TYPE}", f"field:{GROUP_FIELD}", f"field:{KEEP_FIELD}")
     link = SourceLink(client.collection, client.url, schema.key_field, tuple(names), schema.has_version,
-                      installed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    plan = InstallPlan(client.url, _companion_url(client, name), link, settings)
+                      added_to_source=added, installed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    plan = InstallPlan(client.url, _companion_url(client, name), link, settings, fold=fold)
     if not client.is_single_core():
         plan.cloud = True
         plan.shards, plan.replicas = _layout_of(client)
@@ -448,14 +469,18 @@ def _layout_of(client: SolrClient) -> tuple[int, int]:
 
 
 def install(client: SolrClient, text_fields: Sequence[str] | str, settings: IndexSettings | None = None, *,
-            companion: str | None = None, dry_run: bool = False) -> InstallPlan:
+            companion: str | None = None, fold: bool = False, dry_run: bool = False) -> InstallPlan:
     """Create the companion of the user's collection ``client`` talks to, whose text is in ``text_fields`` (one
     field, several, or a comma-separated string), and record the link and the settings in it. Nothing of the
-    user's collection changes. ``dry_run``: only say what would be done."""
-    plan = plan_install(client, text_fields, settings, companion=companion)
+    user's collection changes, unless ``fold``: then the two group fields are added to its schema (docValues only,
+    which Solr updates in place) so that its own searches can fold near duplicates. ``dry_run``: only say what
+    would be done."""
+    plan = plan_install(client, text_fields, settings, companion=companion, fold=fold)
     if dry_run:
         return plan
     name = companion or companion_name(client.collection)
+    if fold:
+        add_fold_fields(client)
     create_companion_collection(client, name, plan)
     target = sibling_client(client, name)
     from neardup_solr.solr.settings_store import settings_document
@@ -558,13 +583,7 @@ def uninstall(client: SolrClient, *, companion: str | None = None, batch_size: i
         target, user, link = found, client, read_link(found)
         assert link is not None
     documents = target.count(params=filter_params([USER_DOCUMENTS]))
-    removed: list[str] = []
-    if link.added_to_source:
-        fields = user.schema_fields()
-        removed = [name for name in link.added_to_source if name in fields]
-        if removed:
-            user.request("POST", "schema", params={"wt": "json"},
-                         json_body={"delete-field": [{"name": n} for n in removed]})
+    removed = remove_fold_fields(user, link)
     drop_collection(target)
     log.info("uninstalled %s: dropped %s", user.url, target.collection)
     return UninstallSummary(user.url, target.collection, documents, removed)
@@ -581,6 +600,173 @@ def drop_collection(target: SolrClient) -> None:
                    f"drop the companion collection {target.collection!r}")
 
 
+# ---------------------------------------------------------------------------------------------- folding in the user's searches
+# install --fold: the group fields in the user's own collection, so that their searches can fold near duplicates
+# (fq={!collapse field=nd_group nullPolicy=expand}, or the cached filter fq=-nd_keep:0). Solr updates a field in
+# place (only that field's docValues, the rest of the document untouched) when the field and _version_ are
+# single-valued numeric docValues, neither indexed nor stored, and no copyField takes the field somewhere that is
+# not; otherwise it silently falls back to a full atomic update, which rebuilds the document from its stored fields
+# (lossy: a stored copyField target of a currency type changed its values that way). So the conditions are checked
+# before the fields are added and again before every write, and a failed check refuses instead of writing.
+FOLD_TYPE = "neardup_fold_int"
+_FOLD_TYPE_DEFINITION = {"name": FOLD_TYPE, "class": "solr.IntPointField", "docValues": True}
+# useDocValuesAsStored false: the user's fl=* answers stay what they were.
+_FOLD_FIELD_DEFINITION = {"type": FOLD_TYPE, "indexed": False, "stored": False, "docValues": True,
+                          "multiValued": False, "useDocValuesAsStored": False}
+_NUMERIC_CLASSES = ("IntPointField", "LongPointField", "FloatPointField", "DoublePointField", "TrieIntField",
+                    "TrieLongField", "TrieFloatField", "TrieDoubleField")
+
+
+def _updatable_in_place(spec: dict, type_class: str) -> bool:
+    return (not spec.get("indexed") and not spec.get("stored") and bool(spec.get("docValues"))
+            and not spec.get("multiValued") and type_class.endswith(_NUMERIC_CLASSES))
+
+
+def _copied_fields(client: SolrClient, names: Sequence[str]) -> list[str]:
+    """Our fields a copyField of the user's would copy (a source pattern that matches them, like "*")."""
+    copies = client.get_json("schema/copyfields").get("copyFields", [])
+    hit = []
+    for rule in copies:
+        source = str(rule.get("source", ""))
+        for name in names:
+            if source == name or (source.endswith("*") and name.startswith(source[:-1])) or \
+                    (source.startswith("*") and name.endswith(source[1:])):
+                hit.append(f"{source} -> {rule.get('dest')}")
+    return sorted(set(hit))
+
+
+def fold_problems(client: SolrClient, schema: SourceSchema) -> list[str]:
+    """Why the group fields cannot be added to the user's schema and updated in place ([] when they can)."""
+    problems = []
+    if not schema.managed:
+        problems.append("its schema cannot be changed through the Schema API (a classic schema.xml)")
+    version = schema.fields.get("_version_")
+    if version is None or not _updatable_in_place(version, schema.type_class(version)):
+        problems.append("its _version_ field is not a docValues-only long (indexed=false stored=false "
+                        "docValues=true): Solr would rebuild every document instead of updating in place")
+    taken = [name for name in (GROUP_FIELD, KEEP_FIELD) if name in schema.fields]
+    if taken or FOLD_TYPE in schema.type_classes:
+        problems.append(f"the name(s) {', '.join(taken + ([FOLD_TYPE] if FOLD_TYPE in schema.type_classes else []))}"
+                        " are taken in its schema")
+    copied = _copied_fields(client, (GROUP_FIELD, KEEP_FIELD))
+    if copied:
+        problems.append(f"a copyField would copy the group fields ({', '.join(copied)}), and Solr updates in place "
+                        "only what is not copied")
+    return problems
+
+
+def add_fold_fields(client: SolrClient) -> None:
+    """Add the fold type and fields to the user's schema (one Schema API request: all or nothing)."""
+    commands = {"add-field-type": [_FOLD_TYPE_DEFINITION],
+                "add-field": [{"name": name, **_FOLD_FIELD_DEFINITION} for name in (GROUP_FIELD, KEEP_FIELD)]}
+    _schema_change(client, commands, "add the group fields to")
+
+
+def remove_fold_fields(client: SolrClient, link: SourceLink) -> list[str]:
+    """Remove from the user's schema exactly what the link says install added; returns what was removed."""
+    fields = client.schema_fields()
+    types = client.schema_field_types()
+    drop_fields = [e.split(":", 1)[1] for e in link.added_to_source
+                   if e.startswith("field:") and e.split(":", 1)[1] in fields]
+    drop_types = [e.split(":", 1)[1] for e in link.added_to_source
+                  if e.startswith("type:") and e.split(":", 1)[1] in types]
+    commands: dict[str, list] = {}
+    if drop_fields:
+        commands["delete-field"] = [{"name": n} for n in drop_fields]
+    if drop_types:
+        commands["delete-field-type"] = [{"name": n} for n in drop_types]
+    if commands:
+        _schema_change(client, commands, "remove the group fields from")
+    return [f"field {n}" for n in drop_fields] + [f"field type {n}" for n in drop_types]
+
+
+def _schema_change(client: SolrClient, commands: dict, what: str) -> None:
+    try:
+        resp = client.request("POST", "schema", params={"wt": "json", "updateTimeoutSecs": 60}, json_body=commands,
+                              timeout=max(client.timeout, 90))
+    except SolrRequestError as exc:
+        raise InstallRefused(f"Solr refused to {what} {client.url}: {exc}") from None
+    body = resp.json()
+    if body.get("error") or body.get("errors"):
+        raise InstallRefused(f"Solr refused to {what} {client.url}: {json.dumps(body.get('error') or body.get('errors'))[:400]}")
+
+
+def check_in_place(client: SolrClient) -> None:
+    """Refuse (InstallRefused) unless an update of the group fields in the user's collection is one Solr makes in
+    place: checked before every write, since the schema may have changed since install."""
+    schema = read_source_schema(client)
+    problems = []
+    for name in ("_version_", GROUP_FIELD, KEEP_FIELD):
+        spec = schema.fields.get(name)
+        if spec is None or not _updatable_in_place(spec, schema.type_class(spec)):
+            problems.append(f"{name} is {'missing' if spec is None else 'no longer a docValues-only number'}")
+    copied = _copied_fields(client, (GROUP_FIELD, KEEP_FIELD))
+    if copied:
+        problems.append(f"a copyField copies the group fields ({', '.join(copied)})")
+    if problems:
+        raise InstallRefused(f"the groups were not written into {client.url}: an update would not be in place "
+                             f"({'; '.join(problems)}), and Solr would rebuild your documents instead. Nothing of "
+                             "yours was written; the companion holds the groups ('neardup-solr uninstall' and "
+                             "install without --fold to stop folding in your collection)")
+
+
+def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, batch_size: int = 1000) -> int:
+    """Copy the companion's groups into the user's documents where install --fold asked for it (else nothing):
+    of ``ids``, or of every document. Only what differs is written, by in-place updates that name the document's
+    existence (``_version_`` 1), so a document deleted meanwhile is not brought back. Returns how many were
+    written."""
+    link = read_link(companion)
+    if link is None or not link.folds_source:
+        return 0
+    user = sibling_client(companion, link.collection)
+    check_in_place(user)
+    key = link.key_field
+    if ids is None:
+        wanted = {doc_id: (g, k) for doc_id, g, k in read_groups(companion) if g is not None}
+        params = select_params(fields=f"{key},{GROUP_FIELD},{KEEP_FIELD}", sort=f"{key} asc")
+        held = {str(d[key]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD))
+                for page in user.cursor_pages(params, 10_000) for d in page if key in d}
+    else:
+        from neardup_solr.solr.group_fields import groups_of
+
+        wanted = {doc_id: (g, k) for doc_id, (g, k) in groups_of(companion, list(ids)).items() if g is not None}
+        held = {}
+        for chunk in chunks(list(wanted), 500):
+            # Real-time get looks documents up by the unique key, whatever it is called.
+            held.update({str(d[key]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD))
+                         for d in user.get_by_ids(chunk, f"{key},{GROUP_FIELD},{KEEP_FIELD}") if key in d})
+    changed = [(doc_id, g, k) for doc_id, (g, k) in wanted.items() if doc_id in held and held[doc_id] != (g, k)]
+    written = 0
+    for batch in chunks(changed, batch_size):
+        updates = [{key: doc_id, GROUP_FIELD: {"set": int(g)}, KEEP_FIELD: {"set": int(k or 0)}, "_version_": 1}
+                   for doc_id, g, k in batch]
+        written += len(updates) - len(_send_in_place(user, updates, key))
+    if written:
+        user.request("POST", "update", params={"wt": "json", "softCommit": "true"}, json_body=[])
+        log.info("folded %d document(s) of %s in place", written, user.url)
+    return written
+
+
+def _send_in_place(user: SolrClient, updates: list[dict], key: str) -> list[str]:
+    """Send in-place updates; returns the keys of documents gone meanwhile (409: Solr stops a request at its first
+    refused document, so a refused batch is sent again one by one)."""
+    try:
+        user.request("POST", "update", params={"wt": "json"}, json_body=updates)
+        return []
+    except SolrRequestError as exc:
+        if exc.status != 409:
+            raise
+    gone = []
+    for update in updates:
+        try:
+            user.request("POST", "update", params={"wt": "json"}, json_body=[update])
+        except SolrRequestError as exc:
+            if exc.status != 409:
+                raise
+            gone.append(str(update[key]))
+    return gone
+
+
 def companion_problem(client: SolrClient) -> str | None:
     """For a collection without our fields: the companion to use instead, said in one line (None without one)."""
     try:
@@ -593,6 +779,6 @@ def companion_problem(client: SolrClient) -> str | None:
             "finds it from your collection's URL; in Python: neardup_solr.open_collection(url))")
 
 
-__all__ = ["open_collection", "COMPANION_SUFFIX", "InstallPlan", "InstallRefused", "SourceLink", "SourceState", "UninstallSummary",
+__all__ = ["open_collection", "mirror_groups", "COMPANION_SUFFIX", "InstallPlan", "InstallRefused", "SourceLink", "SourceState", "UninstallSummary",
            "companion_name", "companion_of", "install", "plan_install", "read_link", "read_state", "resolve",
            "source_client", "source_pages", "uninstall"]

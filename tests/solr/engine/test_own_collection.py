@@ -550,3 +550,65 @@ def test_an_earlier_install_inside_your_documents_is_recognised_and_uninstall_re
     assert code == 0 and "earlier install" in out, err
     assert user_core.schema() == schema_before
     assert set(user_core.docs()) == {"a1"} and "md5_hash" not in user_core.docs()["a1"]
+
+
+def test_install_fold_updates_only_the_group_fields_in_place_and_uninstall_removes_exactly_them(user_core, corpus,
+                                                                                                 tmp_path):
+    """install --fold: the group fields in the user's schema, written in place. An indexed, non-stored field of the
+    user's proves it: a full atomic update rebuilds a document from its stored fields and would drop that field's
+    terms, an in-place update leaves them."""
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"add-field": {
+        "name": "notes_idx", "type": "text_general", "indexed": True, "stored": False}}).raise_for_status()
+    docs = [dict(user_doc(i, text, n), notes_idx=f"marker{n}") for n, (i, text) in enumerate(corpus[:60])]
+    user_core.post_json(docs)
+    schema_before = user_core.schema()
+    strip = lambda d: {k: v for k, v in d.items() if k != "_version_"}  # noqa: E731
+    values_before = {i: strip(d) for i, d in user_core.docs().items()}
+
+    code, out, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body", "--fold")
+    assert code == 0 and "nd_group, nd_keep" in out, err
+    assert run_cli("backfill", "--solr-url", user_core.url, "--no-progress")[0] == 0
+    pairs = tmp_path / "pairs.tsv"
+    assert run_cli("report", "--solr-url", user_core.url, "--threshold", "0.8", "--out", str(pairs))[0] == 0
+    code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
+    assert code == 0 and "60 of your documents given their group in place" in out, (out, err)
+
+    # fl=* as before (the group fields are not returned as stored), every non-stored field's terms still there.
+    assert {i: strip(d) for i, d in user_core.docs().items()} == values_before
+    for n in (0, 17, 59):
+        hits = requests.get(f"{user_core.url}/select", params={"q": f"notes_idx:marker{n}", "fl": "id"},
+                            timeout=30).json()["response"]["docs"]
+        assert [h["id"] for h in hits] == [docs[n]["id"]]
+    # The user's own searches fold: one document a group.
+    companion = open_collection(user_core.url)
+    from neardup_solr.solr.group_fields import read_groups
+
+    groups = {i: (g, k) for i, g, k in read_groups(companion)}
+    held = {d["id"]: (d["nd_group"], d["nd_keep"]) for d in user_core.docs("id,nd_group,nd_keep").values()}
+    assert held == groups
+    folded = requests.get(f"{user_core.url}/select", timeout=30, params={
+        "q": "*:*", "fq": "{!collapse field=nd_group nullPolicy=expand}", "fl": "id", "rows": 1000}).json()
+    assert folded["response"]["numFound"] == len({g for g, _ in groups.values()}) < len(docs)
+    kept_only = requests.get(f"{user_core.url}/select", timeout=30, params={
+        "q": "*:*", "fq": "-nd_keep:0", "rows": 0}).json()
+    assert kept_only["response"]["numFound"] == folded["response"]["numFound"]
+
+    # A new document posted by the pipeline gets its group from sync, in place too.
+    kept = next(i for i, (g, k) in groups.items() if k == 1 and sum(1 for other, _ in groups.values() if other == g) > 1)
+    user_core.post_json([dict(user_doc("zcopy", dict(corpus)[kept] + " indeed", 1), notes_idx="markerz")])
+    assert run_cli("sync", "--solr-url", user_core.url)[0] == 0
+    assert user_core.docs("id,nd_group,nd_keep")["zcopy"]["nd_group"] == groups[kept][0]
+
+    # A schema changed under us so that the update would no longer be in place: refused, nothing written.
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"add-copy-field": {"source": "nd_keep",
+                                                                                  "dest": "notes_idx"}}
+                  ).raise_for_status()
+    code, _, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
+    assert code == 2 and "not be in place" in err, err
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"delete-copy-field": {"source": "nd_keep",
+                                                                                     "dest": "notes_idx"}}
+                  ).raise_for_status()
+
+    code, out, err = run_cli("uninstall", "--solr-url", user_core.url)
+    assert code == 0 and "field nd_group" in out and "field type neardup_fold_int" in out, err
+    assert user_core.schema() == schema_before
