@@ -75,12 +75,18 @@ def _read_text_file(path: str) -> str:
         raise UsageError(f"--text-file {path}: cannot read it ({exc})") from None
 
 
+def _one_line(text: str) -> str:
+    """A text shown on one line (a text read from several fields of a collection of yours is joined by line
+    breaks; a match is one line of output)."""
+    return " ".join(text.split()) if "\n" in text or "\r" in text else text
+
+
 def _print_matches(source_label: str, source_text: str, matches) -> None:
-    print(f"{source_label}: {source_text}")
+    print(f"{source_label}: {_one_line(source_text)}")
     for m in matches:
         tag = "exact" if m.exact else f"distance {m.edit_distance}"
         est = f", est. {m.estimated_jaccard:.2f}" if m.estimated_jaccard is not None else ""
-        print(f"  {m.id}: {m.content}  ({tag}, jaccard {m.jaccard:.3f}{est}, overlap {m.score:g})")
+        print(f"  {m.id}: {_one_line(m.content)}  ({tag}, jaccard {m.jaccard:.3f}{est}, overlap {m.score:g})")
 
 
 def cmd_near_dups(args: argparse.Namespace) -> int:

@@ -46,10 +46,18 @@ def require_neardup_schema(client: SolrClient, *, installed_ok: bool = False) ->
             "sync'; remove what install added with 'neardup-solr uninstall'")
     if "minhash_sig" not in fields:
         raise ForeignCollectionError(
-            f"{client.url} is not a neardup-solr core or collection and has no near-duplicate fields yet. Nothing "
-            f"was changed. Add them with 'neardup-solr install --solr-url {client.url} --text-field FIELD', or point "
+            f"{client.url} is not a neardup-solr core or collection. Nothing was changed. For near duplicates in it, "
+            f"make a companion with 'neardup-solr install --solr-url {client.url} --text-field FIELD', or point "
             "--solr-url at a collection made from the neardup configset ('neardup-solr solr start', or "
             "'neardup-solr solr create-collection NAME')")
+    if not installed_ok:
+        from neardup_solr.solr.companion import read_link
+
+        link = read_link(client)
+        if link is not None:
+            raise ForeignCollectionError(
+                f"{client.url} is the companion of {link.url}, which 'neardup-solr backfill' and 'sync' keep equal "
+                "to it: nothing was changed. Add, change and delete documents in your collection; sync follows")
     problems = []
     for name, field_type in SIGNATURE_FIELDS.items():
         found = fields.get(name)

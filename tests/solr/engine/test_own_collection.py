@@ -160,6 +160,14 @@ def test_install_makes_a_companion_and_uninstall_drops_it_your_collection_untouc
     searcher = Searcher(open_collection(user_core.url))
     first, second = found[0].split("\t")[:2]
     assert second in [d.id for d in searcher.find_near_dups(first, min_jaccard=0.5)]
+    # What writes whole documents is refused, in one line: the user's documents are their pipeline's, and the
+    # companion is backfill's and sync's.
+    records = tmp_path / "records.txt"
+    records.write_text("r1 the quick brown fox jumps over the lazy dog again\n")
+    for command in (["delete", first], ["delete", "--dataset", "x"], ["index", str(records)]):
+        code, _, err = run_cli(*command, "--solr-url", user_core.url)
+        assert code == 2 and len(error_lines(err)) == 1 and "companion" in err, (command, err)
+    assert companion_digests(user_core) == {d["id"]: digest(d["body"]) for d in docs}
     assert user_core.raw_documents() == docs_before and user_core.schema() == schema_before
 
     code, out, err = run_cli("uninstall", "--solr-url", user_core.url)
