@@ -72,9 +72,9 @@ def _no_neardup_fields(client: SolrClient) -> None:
         if installed:
             raise ForeignCollectionError(installed)
         raise ForeignCollectionError(
-            f"{client.url} has no near-duplicate fields yet: add them with 'neardup-solr install --solr-url "
-            f"{client.url} --text-field FIELD' (FIELD: your field with the text), then sign what is there with "
-            "'neardup-solr backfill'")
+            f"{client.url} is not a neardup collection and has no companion yet: make one with 'neardup-solr "
+            f"install --solr-url {client.url} --text-field FIELD' (FIELD: your field with the text; nothing of "
+            "yours is changed), then sign what is there with 'neardup-solr backfill'")
 
 
 def _settings_problem(text: str | None) -> str:
@@ -124,6 +124,7 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
     ``allow_unicode_mismatch`` (None: the environment variable ``NEARDUP_SOLR_ALLOW_UNICODE_MISMATCH=1``)."""
     if settings is not None and not isinstance(settings, IndexSettings):
         raise ParameterTypeError("settings", "an IndexSettings or None", settings)
+    _refuse_a_companion(client)
     try:
         stored = read_index_settings(client)
     except StoredSettingsError:
@@ -168,6 +169,20 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
                     "use it, re-index everything (neardup-solr index FILE --clear-all)", client.url,
                     stored.normalizer_version, LATEST_NORMALIZER_VERSION)
     return stored
+
+
+def _refuse_a_companion(client: SolrClient) -> None:
+    """A companion mirrors a collection of the user's: what is written into it by anything but backfill and sync
+    would be deleted again by sync's next reconciling pass, so it is refused."""
+    from neardup_solr.errors import ForeignCollectionError
+    from neardup_solr.solr.companion import read_link
+
+    link = read_link(client)
+    if link is not None:
+        raise ForeignCollectionError(
+            f"{client.url} is the companion of {link.url}: it holds what 'neardup-solr backfill' and 'sync' read "
+            "from there, and takes no other documents. Add documents to your collection (sync signs them), or "
+            "index into a collection of ours ('neardup-solr solr create-collection', or the default core)")
 
 
 # Set to 1 to write into a collection recorded with another Unicode version than this Python's (normaliser
