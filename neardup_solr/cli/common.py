@@ -128,9 +128,20 @@ def refuse_unless(args: argparse.Namespace, applies: bool, flags: dict[str, str]
         raise UsageError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply {why}")
 
 
-def open_client(args: argparse.Namespace) -> "SolrClient":
+def open_client(args: argparse.Namespace, *, resolve: bool = True) -> "SolrClient":
     """The client for --solr-url (else $SOLR_URL, else the local Solr), checked: one clear line up front when
-    Solr is down, times out or lacks the core."""
+    Solr is down, times out or lacks the core. ``resolve``: on a collection of the user's that ``install``
+    prepared, the client of its companion index, where its near duplicates are (see
+    :func:`neardup_solr.solr.companion.resolve`)."""
+    client = _open_client(args)
+    if not resolve:
+        return client
+    from neardup_solr.solr.companion import resolve as resolve_companion
+
+    return resolve_companion(client)
+
+
+def _open_client(args: argparse.Namespace) -> "SolrClient":
     from neardup_solr.errors import SolrUnavailableError
     from neardup_solr.solr.client import RetryPolicy, SolrClient
 
@@ -146,12 +157,11 @@ def open_client(args: argparse.Namespace) -> "SolrClient":
         client.check()
         return client
     client = SolrClient(args.solr_url, **options)
-    # A refused connection is waited out (a node restarting, a cluster node down for a while), except where it
-    # surely means "not started": the local launcher's default URL with no Solr started there.
-    never_started = args.solr_url is None and settings.solr_url_is_local() and (
-        not local_solr_started(client.url) or local_crash_cause(client.url) is not None)
+    # Not waited for when nothing answers (SolrClient.check's default): a wrong URL, or a Solr never started,
+    # is one line within seconds; --max-wait rides out a Solr that goes away once it has answered. The message
+    # advises 'neardup-solr solr start' only for the local launcher's default URL.
     try:
-        client.check(wait_if_refused=not never_started)
+        client.check()
     except SolrUnavailableError as exc:
         cause = local_crash_cause(client.url)
         if cause:
@@ -166,16 +176,6 @@ def add_min_replicas_option(p: argparse.ArgumentParser, what: str) -> None:
                    help=f"SolrCloud: count {what} only once this many replicas of each shard acknowledged them "
                         "(Solr's achieved replication factor); fewer is retried within --max-wait, then the run "
                         "stops and --resume sends them again (default 1: the leader)")
-
-
-def local_solr_started(url: str) -> bool:
-    """Whether the local launcher started a Solr on ``url``'s port (its registry says so)."""
-    from urllib.parse import urlsplit
-
-    from neardup_solr.solr.backends.local import registered
-
-    port = urlsplit(url).port
-    return port is not None and registered(port) is not None
 
 
 def local_crash_cause(url: str) -> str | None:

@@ -8,6 +8,10 @@ Every call has a timeout. Connection failures, timeouts, 502/503/504 answers and
 recovers (update-log replay, leader election) are retried with exponential backoff and full jitter for up to
 ``max_wait`` seconds (2 minutes by default), logging that it waits; then the call raises
 :class:`~neardup_solr.errors.SolrUnavailableError`, whose message says where we looked and how to start Solr.
+Until Solr has answered a client once, though, nothing is waited for: a refused connection, a host name that
+does not resolve or a timeout on its first contact raises at once, as does an answer that is not Solr's (a web
+page, a 404 where no Solr runs), naming the URL and what was tried; :meth:`SolrClient.check` with
+``wait_if_refused=True`` waits for a Solr that is still starting.
 Any other 5xx raises :class:`~neardup_solr.errors.SolrServerError` at once, naming the cause (full disk,
 exhausted heap, closed index writer) and the way out; a 4xx raises
 :class:`~neardup_solr.errors.SolrRequestError` (the request itself is at fault).
@@ -25,6 +29,7 @@ import json
 import logging
 import os
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -226,8 +231,11 @@ class SolrClient(NodeFailover):
         # Messages name what the user gave; requests go to the node in use.
         self.url = ", ".join(redact_url(u) for u in given) if len(given) > 1 else redact_url(given[0])
         self.collection = collections.pop()
-        self._init_nodes(bases, urlsplit(given[0]).scheme)
+        self._init_nodes(bases, urlsplit(given[0]).scheme, local_default=given == [settings.local_core_url()])
         self._closed = False
+        # Set once Solr answers (any answer of Solr's, an error included): only then is a connection that fails
+        # an outage worth waiting out rather than a wrong URL.
+        self._answered = False
         self.retry = retry or RetryPolicy()
         self.session = requests.Session()
         # https certificates are verified unless the caller passes verify=False or a CA bundle path.
@@ -306,30 +314,49 @@ class SolrClient(NodeFailover):
     ) -> requests.Response:
         """One HTTP call to the collection (``path`` relative to it), with the retry policy (unless ``retry`` is
         False) and the error mapping described in the module docstring."""
+        return self._request(method, path, params=params, data=data, json_body=json_body, timeout=timeout,
+                             stream=stream, retry=retry, headers=headers, wait_for_contact=False)
+
+    def _request(self, method: str, path: str, *, params: dict | list | None, data: Any, json_body: Any,
+                 timeout: float | None, stream: bool, retry: bool, headers: dict | None,
+                 wait_for_contact: bool) -> requests.Response:
+        """:meth:`request`; ``wait_for_contact`` retries a connection that fails even before Solr has answered
+        this client (check(wait_if_refused=True))."""
         if self._closed:
             raise ClientClosedError(f"this SolrClient for {self.url} is closed; create a new one")
         attempt = 0
         started = time.monotonic()
         node = self._node
         tried: set[str] = set()
+        failures: dict[str, str] = {}  # node -> why it did not answer, for the first contact's message
+        sent = 0
         while True:
             url = f"{node}/{self.collection}/{path.lstrip('/')}" if path else f"{node}/{self.collection}"
             shard_state: object = None
             shortfall: int | None = None
             timed_out = False
             try:
+                sent += 1
                 resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
                                   headers=headers, timeout=timeout or self.timeout, stream=stream)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 reason = short_reason(exc)
                 timed_out = isinstance(exc, requests.Timeout)
+                failures[node] = reason
                 if len(self._nodes) > 1 or self._cloud:
                     other = self._fail_over(node, reason, tried)
                     if other is not None:
                         # Another node serves the same collection: go there now instead of waiting for this one.
                         node = other
                         continue
+                if not self._answered and not wait_for_contact:
+                    waited = time.monotonic() - started
+                    if timed_out:
+                        raise timeout_error(self.url, timeout or self.timeout, sent, waited)
+                    raise self._first_contact_error(failures, sent, waited)
             else:
+                if not self._answered:
+                    self._first_answer(url, resp, stream)
                 if resp.status_code in (401, 403):
                     raise SolrAuthError(
                         f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
@@ -382,6 +409,27 @@ class SolrClient(NodeFailover):
             time.sleep(wait)
             attempt += 1
             node = self._node
+
+    def _first_answer(self, url: str, resp: requests.Response, stream: bool) -> None:
+        """Mark the client as answered by Solr, or raise when what answered is not Solr: a web page where Solr's
+        JSON was asked for (another server, or a path that is not Solr's API). A 404 is left to _not_found, which
+        asks the node what it is."""
+        if resp.status_code == 404:
+            return
+        html = "text/html" in resp.headers.get("Content-Type", "").lower()
+        if not html:
+            self._answered = True
+            return
+        if resp.status_code >= 400:
+            return  # an error page (a proxy's 502 while Solr restarts): the usual error handling applies
+        found = None if stream else _TITLE.search(resp.text[:4096])
+        resp.close()
+        title = f" ({' '.join(found.group(1).split())[:80]!r})" if found else ""
+        shown = url if len(url) <= 200 else url[:200] + "..."
+        raise SolrUnavailableError(
+            f"{shown} answered HTTP {resp.status_code} with a web page{title}, not Solr's JSON: no Solr core or "
+            f"collection answers at {self.url}. Check the host, port and path of the URL (a Solr core's URL looks "
+            f"like http://127.0.0.1:8983/solr/{settings.CORE_NAME}).")
 
     def _replication_shortfall(self, method: str, path: str, resp: requests.Response) -> int | None:
         """The replicas that acknowledged an update when fewer than ``min_replicas`` did, else None."""
@@ -447,25 +495,26 @@ class SolrClient(NodeFailover):
         except SolrUnavailableError:
             return False
 
-    def check(self, *, wait_if_refused: bool = True) -> None:
+    def check(self, *, wait_if_refused: bool = False) -> None:
         """Raise SolrUnavailableError (one clear line) unless the core or collection answers a ping; then learn
         whether it is a SolrCloud collection (and its live nodes) or a single core.
 
-        The first request rides out what every later one does: a node that refuses connections is left for the
-        other URLs given, and when none answers the ping is retried within the retry policy's ``max_wait`` (a
-        node restarting, a cluster whose node in the URL is down for a while). ``wait_if_refused=False`` fails
-        at once on a refused connection instead: the command line passes it when the URL is the local
-        launcher's and nothing was started there, so that a user who has not started Solr is told so at once.
-        A ping that times out raises SolrTimeoutError (the timeout is too short, or Solr is stuck); a missing
-        core raises SolrCoreNotFoundError naming it."""
+        A client that Solr has not answered yet fails at once, as every first request does: a refused
+        connection, an unknown host or a timeout means a wrong URL or a Solr that is not running far more
+        often than one that is about to answer, and a wrong URL should be said in seconds, not after
+        ``max_wait``. The other URLs given are still tried first. ``wait_if_refused=True`` waits instead, within
+        the retry policy's ``max_wait``: for scripts that start Solr and the client together. Once Solr has
+        answered, the ping rides out what every request does (a node restarting, a core loading). A ping that
+        times out raises SolrTimeoutError (the timeout is too short, or Solr is stuck); a missing core raises
+        SolrCoreNotFoundError naming it and the cores there."""
         ping_timeout = min(self.timeout, 10)
         try:
             self.get_json("admin/ping", retry=False, timeout=ping_timeout)
         except SolrUnavailableError as exc:
-            refused = "connection refused" in str(exc)
-            if isinstance(exc, (SolrTimeoutError, SolrCoreNotFoundError)) or (refused and not wait_if_refused):
+            if isinstance(exc, (SolrTimeoutError, SolrCoreNotFoundError)) or not (self._answered or wait_if_refused):
                 raise
-            self.get_json("admin/ping", timeout=ping_timeout)
+            self._request("GET", "admin/ping", params=_with_json(None), data=None, json_body=None,
+                          timeout=ping_timeout, stream=False, retry=True, headers=None, wait_for_contact=True)
         if self._cloud is None:
             # Once per client: a cluster's other nodes are what the client falls back on when this one dies.
             self._discover()
@@ -581,6 +630,7 @@ class SolrClient(NodeFailover):
 
 
 _FORM = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 def _with_json(params: dict | list | None) -> list:

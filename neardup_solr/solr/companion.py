@@ -161,10 +161,13 @@ def sibling_client(client: SolrClient, collection: str) -> SolrClient:
     retry policy and write concern."""
     nodes = list(getattr(client, "_nodes", [client.node_url]))
     auth = client.session.auth if isinstance(client.session.auth, tuple) else None
+    verify = client.session.verify if client.session.verify is not None else True
     sibling = SolrClient(",".join(f"{node}/{collection}" for node in nodes), timeout=client.timeout,
-                         retry=client.retry, verify=client.session.verify, pool_size=client.pool_size,
+                         retry=client.retry, verify=verify, pool_size=client.pool_size,
                          min_replicas=client.min_replicas,
                          username=auth[0] if auth else None, password=auth[1] if auth else None)
+    # The same Solr has answered already: the sibling rides out a restart as the client does.
+    sibling._answered = getattr(client, "_answered", False)
     return sibling
 
 

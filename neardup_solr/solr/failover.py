@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import requests
 
-from neardup_solr.errors import SolrCoreNotFoundError, SolrRequestError
+from neardup_solr.errors import SolrCoreNotFoundError, SolrRequestError, SolrUnavailableError
 from neardup_solr.solr import settings
 from neardup_solr.solr.failures import solr_error_text
 
@@ -34,8 +34,10 @@ class NodeFailover:
     timeout: float
     session: requests.Session
 
-    def _init_nodes(self, bases: list[str], scheme: str) -> None:
+    def _init_nodes(self, bases: list[str], scheme: str, *, local_default: bool = False) -> None:
         self._scheme = scheme
+        # The URL is the local launcher's default: only then is "neardup-solr solr start" the way out to advise.
+        self._local_default = local_default
         self._lock = threading.Lock()
         self._nodes = bases           # every node known to serve the collection: the user's first, then learned
         self._node = bases[0]         # the node requests go to now
@@ -204,26 +206,83 @@ class NodeFailover:
         else:
             core_missing = True
         if core_missing:
-            return self._core_missing_error()
+            return self._core_missing_error(node)
         return SolrRequestError(f"Solr at {self.url} answered HTTP 404 for {path}: {solr_error_text(resp)}",
                                 status=404)
 
-    def _core_missing_error(self) -> SolrCoreNotFoundError:
-        if self._cloud is None:
-            self._discover()
-        name, node = self.collection, self._node
-        if self._cloud:
+    def _core_missing_error(self, node: str) -> SolrUnavailableError:
+        """A 404 for the core itself: the node is asked what it is, so that the message says whether Solr runs
+        there at all (a wrong host, port or path) and, when it does, which cores or collections it has."""
+        name, asked = self.collection, f"{node}/{self.collection}"
+        kind, cloud, names = self._node_inventory(node)
+        if kind == "other":
+            origin = node[: len(node) - len(urlsplit(node).path)]
+            elsewhere = (f"{origin}/solr" if node != f"{origin}/solr"
+                         and self._node_inventory(f"{origin}/solr")[0] == "solr" else None)
+            fix = (f"Solr answers at {elsewhere}: use {elsewhere}/{name}" if elsewhere else
+                   "check the host, port and path of the URL (a Solr core's URL looks like "
+                   f"http://127.0.0.1:8983/solr/{settings.CORE_NAME})")
+            return SolrUnavailableError(
+                f"{asked} answered HTTP 404, and {node} does not answer as a Solr node does (no Solr there, or a "
+                f"wrong path): {fix}.")
+        if cloud is None:
+            if self._cloud is None:
+                self._discover()
+            cloud = bool(self._cloud)
+        if names is None:
+            listed = ""
+        else:
+            shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+            listed = (f"; {'collections' if cloud else 'cores'} there: {shown}" if names
+                      else f"; it has no {'collection' if cloud else 'core'} yet")
+        if cloud:
             return SolrCoreNotFoundError(
-                f"SolrCloud is running at {node}, but it has no collection {name!r} (HTTP 404): create it with "
-                f"'neardup-solr solr create-collection {name} --solr-url {node}', or set SOLR_URL to an "
-                "existing collection"
+                f"SolrCloud is running at {node}, but it has no collection {name!r} ({asked} answered HTTP 404"
+                f"{listed}): create it with 'neardup-solr solr create-collection {name} --solr-url {node}', or "
+                "set SOLR_URL to an existing collection"
             )
         hint = (
             "'neardup-solr solr start' creates it on the local Solr"
-            if settings.solr_url_is_local() and name == settings.CORE_NAME
+            if self._local_default and name == settings.CORE_NAME
             else "create it from solr_config/configsets/neardup, or set SOLR_URL to an existing core"
         )
-        return SolrCoreNotFoundError(f"Solr is running at {node}, but it has no core {name!r} (HTTP 404): {hint}.")
+        return SolrCoreNotFoundError(
+            f"Solr is running at {node}, but it has no core {name!r} ({asked} answered HTTP 404{listed}): {hint}.")
+
+    def _node_inventory(self, node: str) -> tuple[str, bool | None, list[str] | None]:
+        """What ``node`` is: ("solr", whether it is a SolrCloud, its collections or cores), ("other", None,
+        None) when it answers but not as Solr does, or ("unknown", None, None) when it does not answer the
+        question (no connection, or credentials the admin API refuses); "solr" may still lack the names."""
+        timeout = min(self.timeout, 10)
+
+        def ask(path: str, params: dict) -> requests.Response | None:
+            try:
+                return self.session.get(f"{node}/{path}", params={**params, "wt": "json"}, timeout=timeout,
+                                        **self._environment(node))
+            except (requests.ConnectionError, requests.Timeout):
+                return None
+
+        info = ask("admin/info/system", {})
+        if info is None or info.status_code in (401, 403):
+            return "unknown", None, None
+        try:
+            system = info.json() if info.status_code == 200 else None
+        except ValueError:
+            system = None
+        if not isinstance(system, dict) or not ("mode" in system or "lucene" in system):
+            return "other", None, None
+        cloud = system.get("mode") == "solrcloud"
+        if cloud:
+            listing = ask("admin/collections", {"action": "LIST"})
+            key = "collections"
+        else:
+            listing = ask("admin/cores", {"action": "STATUS", "indexInfo": "false"})
+            key = "status"
+        try:
+            found = listing.json().get(key) if listing is not None and listing.status_code == 200 else None
+        except (ValueError, AttributeError):
+            found = None
+        return "solr", cloud, sorted(found) if isinstance(found, (list, dict)) else None
 
     def _unavailable_message(self, reason: str, attempts: int, seconds: float) -> str:
         if self._cloud:
@@ -238,13 +297,30 @@ class NodeFailover:
             )
         hint = (
             "Start the local one with 'neardup-solr solr start'"
-            if settings.solr_url_is_local()
+            if self._local_default
             else "Check that the Solr named by SOLR_URL is up"
         )
         return (
             f"Solr is not answering at {self.url} ({reason}; {attempts} attempt(s) over {seconds:.1f} s). "
             f"{hint}, or set SOLR_URL to your Solr core's URL."
         )
+
+    def _first_contact_error(self, failures: dict[str, str], attempts: int, seconds: float) -> SolrUnavailableError:
+        """The error for a client that no node has answered yet: what was tried where, and what to check. Not
+        retried, since a wrong host, port or path fails the same way every time, and 2 minutes of backoff only
+        hid that."""
+        tried = "; ".join(reason if reason.startswith("could not resolve") else f"{reason} at {node}/{self.collection}"
+                          for node, reason in failures.items())
+        head = (f"Solr is not answering at {self.url}: {tried} ({attempts} attempt(s) in {seconds:.1f} s; not "
+                "retried: no Solr has answered this client yet).")
+        if self._local_default:
+            fix = "Start the local Solr with 'neardup-solr solr start', or set SOLR_URL to your Solr core's URL."
+            return SolrUnavailableError(f"{head} {fix}", cli_message=f"{head} {fix}")
+        check = "Check that Solr is running there and that the URL's host, port and path are right"
+        return SolrUnavailableError(
+            f"{head} {check} (the url passed to SolrClient, else SOLR_URL). To wait for a Solr that is still "
+            "starting, call client.check(wait_if_refused=True) first: it waits up to the retry policy's max_wait.",
+            cli_message=f"{head} {check} (--solr-url, else SOLR_URL).")
 
     def _leader_message(self, reason: str, attempts: int, seconds: float) -> str:
         """One line for updates the node in use could not forward to another shard's leader."""

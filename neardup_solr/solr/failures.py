@@ -16,10 +16,17 @@ from neardup_solr.errors import SolrServerError, SolrTimeoutError
 RETRY_STATUS = {502, 503, 504}
 
 
+_UNRESOLVED = re.compile(r"Failed to resolve '([^']*)'")
+
+
 def short_reason(exc: Exception) -> str:
     text = str(exc)
     if "Connection refused" in text:
         return "connection refused"
+    unresolved = _UNRESOLVED.search(text)
+    if unresolved or "NameResolutionError" in text:
+        # A host name that does not resolve is a wrong URL far more often than an outage: said as such.
+        return f"could not resolve host {unresolved.group(1)}" if unresolved else "could not resolve the host"
     if isinstance(exc, requests.Timeout):
         return "timed out"
     return type(exc).__name__

@@ -3,6 +3,7 @@ fails with requests' own exceptions, so SolrClient's retries and error messages 
 
 from __future__ import annotations
 
+import http.server
 import socket
 import threading
 
@@ -123,11 +124,32 @@ def test_direct_calls_share_the_session_pool(solr):
     assert pool.pool.maxsize == solr.pool_size and pool.block is True
 
 
+class _Ping(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the handler's API
+        body = b'{"responseHeader":{"status":0},"status":"OK"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
 def test_a_node_switch_is_warned_of_once_while_every_node_is_down(caplog):
-    # Two URLs of one collection, nothing listening on either: the retry rounds go back and forth between them.
-    first, second = free_port(), free_port()
+    # Two URLs of one collection. The first answers once (before that, a client does not wait: issue 45), then
+    # nothing listens on either: the retry rounds go back and forth between them.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Ping)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    first, second = server.server_address[1], free_port()
     client = SolrClient(f"http://127.0.0.1:{first}/solr/c,http://127.0.0.1:{second}/solr/c",
                         retry=RetryPolicy(max_wait=3, base=0.05, cap=0.2))
+    try:
+        client.get_json("admin/ping")
+    finally:
+        server.shutdown()
+        server.server_close()
     with caplog.at_level("DEBUG", logger="neardup_solr.solr.client"):
         with pytest.raises(SolrUnavailableError):
             client.get_json("select", {"q": "*:*"})

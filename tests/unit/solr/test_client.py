@@ -93,15 +93,25 @@ def test_refused_credentials_say_where_credentials_come_from():
 def test_a_refused_connection_is_retried_until_solr_answers():
     attempts = []
 
-    def refuse_twice(request):
+    def refuse_twice_after_the_first_answer(request):
         attempts.append(request)
-        if len(attempts) <= 2:
+        if 2 <= len(attempts) <= 3:
             raise requests.ConnectionError("[Errno 111] Connection refused")
         return response(200, recorded("ping")[0]["body"])
 
-    client = ReplayClient(answer=refuse_twice, max_wait=30)
+    client = ReplayClient(answer=refuse_twice_after_the_first_answer, max_wait=30)
+    assert client.ping() is True  # Solr has answered this client: from now on a refused connection is an outage
     assert client.ping(retry=True) is True
-    assert len(attempts) == 3
+    assert len(attempts) == 4
+
+
+def test_a_refused_connection_before_solr_ever_answered_is_not_retried():
+    # Issue 45: until Solr has answered, a refused connection is a wrong URL or a Solr not started, said at once.
+    client = ReplayClient(answer=lambda request: (_ for _ in ()).throw(
+        requests.ConnectionError("[Errno 111] Connection refused")), max_wait=30)
+    with pytest.raises(SolrUnavailableError, match="connection refused at .* not retried"):
+        client.get_json("admin/ping")
+    assert len(client.sent) == 1
 
 
 def test_solr_still_away_after_max_wait_is_reported_with_the_url():

@@ -1,6 +1,8 @@
-"""The first request of a command rides out a node that is down, as every later request does (issue 26): the
-client's check waits within max_wait for a node that refuses connections, the CLI says so while it waits, and a
-local launcher URL where nothing was ever started still fails at once with the way out."""
+"""Waiting for a Solr that is starting is asked for, not the default (issue 45, which reverses issue 26's
+default): ``check(wait_if_refused=True)`` waits within max_wait for a node that refuses connections, and says
+so; a plain ``check()`` and the command line fail at once on a URL that has never answered, and a local
+launcher URL where nothing was ever started says how to start it. tests/unit/solr/test_first_contact.py has
+the other first-contact failures (an unknown host, a 404, a page that is not Solr's)."""
 
 from __future__ import annotations
 
@@ -49,41 +51,41 @@ def _serve_later(port: int, delay: float) -> list:
     return servers
 
 
-def test_the_first_request_waits_for_a_node_that_comes_back():
+def test_check_waits_for_a_node_that_comes_back_when_asked_to():
     port = free_port()
     servers = _serve_later(port, 1.5)
     try:
         client = SolrClient(f"http://127.0.0.1:{port}/solr/neardup", retry=RetryPolicy(max_wait=20, cap=0.5))
         started = time.monotonic()
-        client.check()
+        client.check(wait_if_refused=True)
         assert 1.0 < time.monotonic() - started < 15
     finally:
         for server in servers:
             server.shutdown()
 
 
-def test_the_first_request_still_stops_after_max_wait():
+def test_waiting_when_asked_still_stops_after_max_wait(caplog):
     client = SolrClient(f"http://127.0.0.1:{free_port()}/solr/neardup", retry=RetryPolicy(max_wait=1, cap=0.3))
     started = time.monotonic()
-    with pytest.raises(SolrUnavailableError, match="connection refused"):
-        client.check()
+    with caplog.at_level("WARNING", logger="neardup_solr.solr.client"):
+        with pytest.raises(SolrUnavailableError, match="connection refused"):
+            client.check(wait_if_refused=True)
     assert 0.9 < time.monotonic() - started < 10
-    with pytest.raises(SolrUnavailableError, match="connection refused"):
-        client.check(wait_if_refused=False)  # at once
+    assert any("connection refused; waiting for it" in r.getMessage() for r in caplog.records)
+    started = time.monotonic()
+    with pytest.raises(SolrUnavailableError, match="connection refused.*not retried"):
+        client.check()  # the default: at once
+    assert time.monotonic() - started < 5
 
 
-def test_the_command_line_waits_and_says_so(tmp_path):
-    port = free_port()
-    servers = _serve_later(port, 2.0)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "neardup_solr.cli", "settings", "--solr-url",
-                               f"http://127.0.0.1:{port}/solr/neardup", "--max-wait", "30"],
-                              capture_output=True, text=True, timeout=60)
-    finally:
-        for server in servers:
-            server.shutdown()
-    assert "connection refused; waiting for it" in proc.stderr
-    assert "not answering" not in proc.stderr  # it did not give up
+def test_the_command_line_does_not_wait_for_a_url_that_never_answered(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/solr/neardup"
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "neardup_solr.cli", "settings", "--solr-url", url,
+                           "--max-wait", "30"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3
+    assert time.monotonic() - started < 20  # --max-wait 30 was not spent
+    assert "waiting for it" not in proc.stderr and f"connection refused at {url}" in proc.stderr
 
 
 def test_the_local_default_url_with_nothing_started_fails_at_once(tmp_path):
