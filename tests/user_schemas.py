@@ -518,7 +518,9 @@ def techproducts_like_documents(key_field: str = "id") -> list[dict]:
     for i, (key, name, manu, cat, features, price, in_stock, store, made, series, popularity, vec) in \
             enumerate(_PRODUCTS):
         doc = {key_field: key, "name": name, "manu": manu, "cat": list(cat), "features": list(features),
-               "price": price, "inStock": in_stock, "store": store, "manufacturedate_dt": made,
+               # Every third price as the text Solr's example data carries ("185.00"): the stored copy in price_c
+               # keeps that text, which a full atomic update (a rebuild from the stored float) would rewrite.
+               "price": f"{price:.2f}" if i % 3 == 1 else price, "inStock": in_stock, "store": store, "manufacturedate_dt": made,
                "series_t": series, "popularity": popularity, "vec": list(vec)}
         if i % 5 == 0:  # a small binary attachment (base64, as JSON carries binary fields)
             doc["bin"] = base64.b64encode(f"spec sheet {key} rev {i}".encode("utf-8")).decode("ascii")
