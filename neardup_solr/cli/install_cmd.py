@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from neardup_solr.cli.index_cmd import _with_normalizer
 from neardup_solr.validation import Limit

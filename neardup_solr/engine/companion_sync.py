@@ -48,7 +48,7 @@ from neardup_solr.solr.companion import (
     source_pages,
 )
 from neardup_solr.solr.group_fields import chunks, groups_in_use
-from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, filter_params, select_params
+from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, select_params
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.validation import Limit, check_float, check_int
 

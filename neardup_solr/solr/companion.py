@@ -28,8 +28,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Sequence
 
-from neardup_solr.errors import CollectionSetupError, ForeignCollectionError, SolrRequestError, SolrUnavailableError
-from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.errors import (
+    CollectionSetupError,
+    ForeignCollectionError,
+    LauncherError,
+    SolrRequestError,
+    SolrUnavailableError,
+)
+from neardup_solr.signing.settings import META_DATASET, IndexSettings
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups
@@ -517,11 +523,32 @@ def create_companion_collection(client: SolrClient, name: str, plan: InstallPlan
         _node_call(client, "admin/cores", params, f"create the companion core {name!r}")
         return
     except InstallRefused as first:
-        missing_configset = "configset" in str(first).lower() or "config" in str(first).lower()
+        # A core that failed to load stays registered (its ping answers 500): take it away before anything else.
+        _unload_quietly(client, name)
+        missing_configset = "config" in str(first).lower()
         if not missing_configset:
             raise
-    _upload_to_single_node(client)
-    _node_call(client, "admin/cores", params, f"create the companion core {name!r}")
+    _upload_to_single_node(client)  # raises, saying where the configset goes, where the node takes no upload
+    try:
+        _node_call(client, "admin/cores", params, f"create the companion core {name!r}")
+    except InstallRefused:
+        _unload_quietly(client, name)
+        raise
+
+
+def _unload_quietly(client: SolrClient, name: str) -> None:
+    try:
+        client.session.get(f"{client.node_url}/admin/cores", timeout=max(client.timeout, 60),
+                           params={"action": "UNLOAD", "core": name, "deleteInstanceDir": "true", "wt": "json"})
+    except OSError as exc:
+        log.warning("could not unload the core %s that failed to load: %s", name, exc)
+
+
+def _solr_message(resp) -> str:
+    try:
+        return str(resp.json().get("error", {}).get("msg") or resp.text)[:200]
+    except ValueError:
+        return resp.text[:200]
 
 
 def _upload_to_single_node(client: SolrClient) -> None:
@@ -533,8 +560,8 @@ def _upload_to_single_node(client: SolrClient) -> None:
                                    data=configset_zip(), headers={"Content-Type": "application/octet-stream"},
                                    timeout=max(client.timeout, 60))
         ok = resp.status_code == 200
-        reason = resp.text[:200]
-    except OSError as exc:
+        reason = _solr_message(resp)
+    except (OSError, LauncherError) as exc:
         ok, reason = False, str(exc)
     if not ok:
         raise InstallRefused(

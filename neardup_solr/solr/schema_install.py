@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 
 from neardup_solr.errors import SolrRequestError
@@ -17,9 +16,9 @@ from neardup_solr.solr.atomic import clear_our_fields
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.companion import InstallRefused
 from neardup_solr.solr.group_fields import COUNTER_FIELD, FIELD_DEFINITION, GROUP_FIELDS, INSTALLED_INT_TYPE
-from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
+from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.solr.queries import dataset_query
-from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD, read_index_settings
+from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD
 
 log = logging.getLogger(__name__)
 

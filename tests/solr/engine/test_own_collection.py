@@ -620,3 +620,15 @@ def test_install_fold_updates_only_the_group_fields_in_place_and_uninstall_remov
     code, out, err = run_cli("uninstall", "--solr-url", user_core.url)
     assert code == 0 and "field nd_group" in out and "field type neardup_fold_int" in out, err
     assert user_core.schema() == schema_before
+
+
+def test_a_single_node_without_our_configset_is_told_where_to_put_it(user_core, monkeypatch):
+    """A standalone Solr takes no configset uploads: install says where our configset goes, and makes nothing."""
+    from neardup_solr.solr import settings as solr_settings
+
+    monkeypatch.setattr(solr_settings, "CONFIGSET_NAME", "neardup_not_on_this_node")
+    code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body")
+    assert code == 2 and len(error_lines(err)) == 1, err
+    assert "configsets directory" in err and "neardup_not_on_this_node" in err
+    assert requests.get(f"{user_core.base_url}/{companion_name(user_core.name)}/admin/ping",
+                        timeout=30).status_code == 404
