@@ -181,10 +181,7 @@ def _verify(comp: Companion, started_version: int | None) -> Verification:
     posted since are sync's)."""
     held = comp.companion_ids()
     filters = [updated_at_or_before(started_version)] if started_version is not None else []
-    missing: list[str] = []
-    for page, _ in source_pages(comp.source, comp.link, filters, page_size=10_000):
-        missing += [str(d[comp.link.key_field]) for d in page
-                    if comp.link.key_field in d and str(d[comp.link.key_field]) not in held]
+    missing = [key for key in source_keys(comp.source, comp.link, filters) if key not in held]
     return Verification(len(missing), missing[:5])
 
 

@@ -284,9 +284,10 @@ def source_pages(source: SolrClient, link: SourceLink, filters: Sequence[Filter]
         cursor = next_cursor
 
 
-def source_keys(source: SolrClient, link: SourceLink, *, page_size: int = 10_000) -> Iterator[str]:
-    """Every key of the user's collection (a cursor over the key alone)."""
-    params = select_params(fields=link.key_field, sort=f"{link.key_field} asc")
+def source_keys(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *,
+                page_size: int = 10_000) -> Iterator[str]:
+    """Every key of the user's collection that ``filters`` match (a cursor over the key alone)."""
+    params = select_params(filters, fields=link.key_field, sort=f"{link.key_field} asc")
     cursor = "*"
     while True:
         data = source.select(params + [("rows", page_size), ("cursorMark", cursor)])
