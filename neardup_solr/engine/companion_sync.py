@@ -6,8 +6,9 @@ it is signed by the one signer every path uses (:class:`~neardup_solr.signing.bu
 to the companion whole, under the user's key: an add replaces, so writing a document twice is harmless, and
 nothing depends on the order two writes land in beyond the last one being the newest text read.
 
-- **backfill** reads every document with a cursor in key order. The cursor mark after each page goes into the
-  companion's state document with that page, so a run that stops resumes after the last page written.
+- **backfill** reads every document with a cursor in key order. Every few pages the cursor mark of a page whose
+  every predecessor is in goes into the companion's state document, so a run that stops resumes near where it
+  stopped, never after a page that is missing.
 - **sync** follows what the user's pipeline does. Every add, replacement and in-place edit raises the document's
   ``_version_`` (Solr's update log), so a pass reads the documents whose version is above the highest one the
   previous pass saw (less a margin for shard leaders' clocks), signs those whose normalised text's digest differs
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -55,6 +57,9 @@ from neardup_solr.validation import Limit, check_float, check_int
 log = logging.getLogger(__name__)
 
 _GET_CHUNK = 500
+# Adds in flight at once during a backfill (index's default workers), and how often its resumable position is saved.
+_WRITERS = 2
+_STATE_EVERY_PAGES = 10
 
 
 class Companion:
@@ -138,25 +143,36 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     bar = progress_bar(progress, desc=f"signing {comp.link.collection}", total=total)
     if resuming:
         log.info("%s: resuming the backfill after its last page written", companion.url)
-    in_flight: Future | None = None
+    in_flight: deque[tuple[Future, str]] = deque()
+    acknowledged = {"pages": 0, "saved_at": 0}
+
+    def settle(oldest: tuple[Future, str]) -> None:
+        """Wait for the oldest add; once every page up to it is in, its cursor may be saved."""
+        future, cursor = oldest
+        future.result()
+        acknowledged["pages"] += 1
+        if acknowledged["pages"] - acknowledged["saved_at"] >= _STATE_EVERY_PAGES:
+            state.backfill_cursor = cursor
+            comp.save_state(state)
+            acknowledged["saved_at"] = acknowledged["pages"]
+
     try:
-        # Solr adds one page while the next is read and signed. A page's state document (its cursor) is sent
-        # only after the page before it was acknowledged, so the saved cursor never runs ahead of what is in.
-        with ThreadPoolExecutor(max_workers=1) as writer:
+        # Two adds in flight, as index's workers send them, while the next page is read and signed. The cursor
+        # saved for a resume is that of a page whose every predecessor Solr has acknowledged (adds are settled
+        # in order), so a resumed run never skips a page; it may sign a few pages again, which is harmless.
+        with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
             for page, next_cursor in source_pages(comp.source, comp.link, page_size=batch_size,
                                                   cursor=state.backfill_cursor or "*"):
                 items = comp.items(page)
                 docs = comp.documents(items, summary)
                 if track:
                     signed_texts += items
-                state.backfill_cursor = next_cursor
-                docs.append(state.document())
-                if in_flight is not None:
-                    in_flight.result()
-                in_flight = writer.submit(companion.add, docs)
+                while len(in_flight) >= _WRITERS:
+                    settle(in_flight.popleft())
+                in_flight.append((writers.submit(companion.add, docs), next_cursor))
                 bar.update(len(page))
-            if in_flight is not None:
-                in_flight.result()
+            while in_flight:
+                settle(in_flight.popleft())
     finally:
         bar.close()
     state.backfill_cursor, state.backfilled = None, True

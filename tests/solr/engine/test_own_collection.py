@@ -317,14 +317,14 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
     sent: list[int] = []
 
     def add_then_fail(self, batch, **kwargs):
-        if len(sent) == 4:
+        if len(sent) == 14:  # 12 pages of 5 documents and the state saved after the 10th are in
             raise ConnectionError("the companion went away")
         real_add(self, batch, **kwargs)
         sent.append(len(batch))
 
     monkeypatch.setattr(SolrClient, "add", add_then_fail)
     with pytest.raises(ConnectionError):
-        backfill(companion, batch_size=10)
+        backfill(companion, batch_size=5)
     monkeypatch.setattr(SolrClient, "add", real_add)
     state = read_state(companion)
     assert state.backfill_cursor not in (None, "*")
@@ -337,9 +337,9 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
             yield page, cursor
 
     monkeypatch.setattr(companion_sync, "source_pages", counting_pages)
-    summary = backfill(companion, batch_size=10, verify=False)
-    assert sum(read) == len(docs) - 40  # resumed after the four pages written
-    assert summary.signed == len(docs) - 40
+    summary = backfill(companion, batch_size=5, verify=False)
+    assert sum(read) == len(docs) - 50  # resumed after the ten pages saved (the two after them are signed again)
+    assert summary.signed == len(docs) - 50
     assert companion_digests(user_core) == {d["id"]: digest(d["body"]) for d in docs}
     assert read_state(companion).backfill_cursor is None
 
