@@ -120,6 +120,11 @@ class DocumentNotFoundError(NeardupError, KeyError):
         return str(self.args[0]) if self.args else "document not found"
 
 
+class KeyNotFoundError(DocumentNotFoundError, ValueError):
+    """``NearDupIndex.remove`` of a key that is not in the index: a :class:`DocumentNotFoundError` (a ``KeyError``)
+    and a ``ValueError``, which is what datasketch's ``MinHashLSH.remove`` raises, so both kinds of caller catch it."""
+
+
 class SolrUnavailableError(NeardupError, ConnectionError):
     """Solr did not answer (not started, wrong URL, or down after all retries)."""
 
@@ -196,11 +201,16 @@ class CollectionSetupError(LauncherError):
 
 class DocumentExistsError(NeardupError, ValueError):
     """``check_and_add`` was asked to add a text under an id that already holds another document. A check never
-    overwrites: delete the document first, or choose another id. ``doc_id`` is the id."""
+    overwrites: delete the document first, or choose another id. ``doc_id`` is the id; ``doc_ids`` every id a
+    bulk insert found taken (``[doc_id]`` for one add)."""
 
-    def __init__(self, message: str, doc_id: str):
+    def __init__(self, message: str, doc_id: str, doc_ids: list[str] | None = None):
         super().__init__(message)
         self.doc_id = doc_id
+        self.doc_ids = list(doc_ids) if doc_ids is not None else [doc_id]
+
+    def __reduce__(self):  # picklable (a multiprocessing worker's error reaches its parent)
+        return (type(self), (str(self), self.doc_id, self.doc_ids))
 
 
 class SignatureDisagreementError(NeardupError, RuntimeError):

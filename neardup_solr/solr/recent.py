@@ -77,6 +77,11 @@ class RecentAdds:
             for value in entry.hash_set.tolist():
                 self._by_shingle.setdefault(value, set()).add(entry.id)
 
+    def entries(self) -> list[RecentAdd]:
+        """Every entry, oldest first (a copy: NearDupIndex counts and lists them without a commit)."""
+        with self._lock:
+            return list(self._entries.values())
+
     def forget(self, ids: Iterable[str]) -> None:
         """Drop these ids (they were deleted)."""
         with self._lock:
