@@ -22,7 +22,11 @@ META_DATASET = "__meta__"
 GROUP_COUNTER_ID = "__neardup_group_counter__"
 # The record fields of a collection of field records and its trained model (neardup_solr.solr.record_model).
 RECORD_MODEL_DOC_ID = "__neardup_record_model__"
-RESERVED_IDS = frozenset({SETTINGS_DOC_ID, GROUP_COUNTER_ID, RECORD_MODEL_DOC_ID})
+# A companion's link to the user's collection, and where its backfill and sync have got to
+# (neardup_solr.solr.companion).
+LINK_DOC_ID = "__neardup_link__"
+SOURCE_STATE_DOC_ID = "__neardup_source_state__"
+RESERVED_IDS = frozenset({SETTINGS_DOC_ID, GROUP_COUNTER_ID, RECORD_MODEL_DOC_ID, LINK_DOC_ID, SOURCE_STATE_DOC_ID})
 
 UNITS = ("word", "char")
 

@@ -35,7 +35,8 @@ from neardup_solr.errors import (
     SolrRequestError,
     SolrUnavailableError,
 )
-from neardup_solr.signing.settings import META_DATASET, IndexSettings
+from neardup_solr.signing.settings import LINK_DOC_ID, META_DATASET, IndexSettings
+from neardup_solr.signing.settings import SOURCE_STATE_DOC_ID as STATE_DOC_ID
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups
@@ -44,10 +45,8 @@ from neardup_solr.solr.queries import Filter, filter_params, select_params
 log = logging.getLogger(__name__)
 
 COMPANION_SUFFIX = "_neardup"
-# The companion's own documents (data set __meta__, like its settings): the link to the user's collection, and
-# where backfill and sync have got to.
-LINK_DOC_ID = "__neardup_link__"
-STATE_DOC_ID = "__neardup_source_state__"
+# The companion's own documents (data set __meta__, like its settings) are LINK_DOC_ID, the link to the user's
+# collection, and STATE_DOC_ID, where backfill and sync have got to: reserved ids, refused as a user's key.
 # Values of a multi-valued field, and the fields of a multi-field text, are joined with a line break: the
 # normaliser treats it as the space between two words, so no word of one value runs into the next.
 TEXT_SEPARATOR = "\n"
