@@ -39,7 +39,7 @@ from neardup_solr.signing.settings import LINK_DOC_ID, META_DATASET, IndexSettin
 from neardup_solr.signing.settings import SOURCE_STATE_DOC_ID as STATE_DOC_ID
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups
+from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups, send_group_updates
 from neardup_solr.solr.queries import Filter, filter_params, select_params
 
 log = logging.getLogger(__name__)
@@ -689,7 +689,7 @@ def add_fold_fields(client: SolrClient) -> None:
     """Add the fold type and fields to the user's schema (one Schema API request: all or nothing)."""
     commands = {"add-field-type": [_FOLD_TYPE_DEFINITION],
                 "add-field": [{"name": name, **_FOLD_FIELD_DEFINITION} for name in (GROUP_FIELD, KEEP_FIELD)]}
-    _schema_change(client, commands, "add the group fields to")
+    schema_change(client, commands, "add the group fields to")
 
 
 def remove_fold_fields(client: SolrClient, link: SourceLink) -> list[str]:
@@ -706,19 +706,22 @@ def remove_fold_fields(client: SolrClient, link: SourceLink) -> list[str]:
     if drop_types:
         commands["delete-field-type"] = [{"name": n} for n in drop_types]
     if commands:
-        _schema_change(client, commands, "remove the group fields from")
+        schema_change(client, commands, "remove the group fields from")
     return [f"field {n}" for n in drop_fields] + [f"field type {n}" for n in drop_types]
 
 
-def _schema_change(client: SolrClient, commands: dict, what: str) -> None:
+def schema_change(client: SolrClient, commands: dict, what: str) -> None:
+    """One Schema API request (Solr applies its commands together or not at all; on a SolrCloud it waits until
+    every replica has the new schema); InstallRefused with Solr's reason."""
     try:
         resp = client.request("POST", "schema", params={"wt": "json", "updateTimeoutSecs": 60}, json_body=commands,
                               timeout=max(client.timeout, 90))
     except SolrRequestError as exc:
         raise InstallRefused(f"Solr refused to {what} {client.url}: {exc}") from None
     body = resp.json()
-    if body.get("error") or body.get("errors"):
-        raise InstallRefused(f"Solr refused to {what} {client.url}: {json.dumps(body.get('error') or body.get('errors'))[:400]}")
+    errors = body.get("error") or body.get("errors")
+    if errors:
+        raise InstallRefused(f"Solr refused to {what} {client.url}: {json.dumps(errors)[:400]}")
 
 
 def check_in_place(client: SolrClient) -> None:
@@ -770,31 +773,11 @@ def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, ba
     for batch in chunks(changed, batch_size):
         updates = [{key: doc_id, GROUP_FIELD: {"set": int(g)}, KEEP_FIELD: {"set": int(k or 0)}, "_version_": 1}
                    for doc_id, g, k in batch]
-        written += len(updates) - len(_send_in_place(user, updates, key))
+        written += len(updates) - len(send_group_updates(user, updates, key_field=key))
     if written:
         user.request("POST", "update", params={"wt": "json", "softCommit": "true"}, json_body=[])
         log.info("folded %d document(s) of %s in place", written, user.url)
     return written
-
-
-def _send_in_place(user: SolrClient, updates: list[dict], key: str) -> list[str]:
-    """Send in-place updates; returns the keys of documents gone meanwhile (409: Solr stops a request at its first
-    refused document, so a refused batch is sent again one by one)."""
-    try:
-        user.request("POST", "update", params={"wt": "json"}, json_body=updates)
-        return []
-    except SolrRequestError as exc:
-        if exc.status != 409:
-            raise
-    gone = []
-    for update in updates:
-        try:
-            user.request("POST", "update", params={"wt": "json"}, json_body=[update])
-        except SolrRequestError as exc:
-            if exc.status != 409:
-                raise
-            gone.append(str(update[key]))
-    return gone
 
 
 def companion_problem(client: SolrClient) -> str | None:

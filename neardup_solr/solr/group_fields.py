@@ -157,9 +157,10 @@ def group_update(doc_id: str, group: int, keep: bool | int) -> dict:
 
 
 def send_group_updates(client: SolrClient, updates: list[dict], *, commit_within_ms: int | None = None,
-                       soft_commit: bool = False) -> list[str]:
-    """Send in-place updates in one request; returns the ids that were not updated because their document is
-    gone. Solr stops a request at its first refused document, so a refused batch is sent again one by one."""
+                       soft_commit: bool = False, key_field: str = "id") -> list[str]:
+    """Send in-place updates in one request; returns the ids (values of ``key_field``, the collection's unique key)
+    that were not updated because their document is gone. Solr stops a request at its first refused document, so
+    a refused batch is sent again one by one."""
     if not updates:
         return []
     try:
@@ -175,7 +176,7 @@ def send_group_updates(client: SolrClient, updates: list[dict], *, commit_within
         except SolrRequestError as exc:
             if exc.status != 409:
                 raise
-            gone.append(update["id"])
+            gone.append(str(update[key_field]))
     return gone
 
 

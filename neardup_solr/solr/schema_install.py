@@ -7,14 +7,12 @@ post to.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 
-from neardup_solr.errors import SolrRequestError
 from neardup_solr.solr.atomic import clear_our_fields
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.companion import InstallRefused
+from neardup_solr.solr.companion import InstallRefused, schema_change
 from neardup_solr.solr.group_fields import COUNTER_FIELD, FIELD_DEFINITION, GROUP_FIELDS, INSTALLED_INT_TYPE
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.solr.queries import dataset_query
@@ -125,21 +123,9 @@ def uninstall_legacy(client: SolrClient, *, batch_size: int = 500) -> LegacyUnin
     commands: dict[str, list[dict]] = {"delete-field": [{"name": name} for name in ours]}
     if types:
         commands["delete-field-type"] = [{"name": name} for name in types]
-    _schema_request(client, commands, "remove near-duplicate fields from")
+    schema_change(client, commands, "remove near-duplicate fields from")
     client.text_field = "content"
     return LegacyUninstallSummary(client.url, cleaned, meta, ours, types)
-
-
-def _schema_request(client: SolrClient, commands: dict, what: str) -> None:
-    """One Schema API request (Solr applies its commands together or not at all)."""
-    try:
-        resp = client.request("POST", "schema", params={"wt": "json", "updateTimeoutSecs": 60}, json_body=commands,
-                              timeout=max(client.timeout, 90))
-    except SolrRequestError as exc:
-        raise InstallRefused(f"Solr refused to {what} {client.url}: {exc}") from None
-    errors = resp.json().get("error") or resp.json().get("errors")
-    if errors:
-        raise InstallRefused(f"Solr refused to {what} {client.url}: {json.dumps(errors)[:400]}")
 
 
 @dataclass
