@@ -362,6 +362,6 @@ class CompanionSyncer:
         except Exception:  # noqa: BLE001 - a thread's failure must reach the log; the next interval tries again
             log.exception("%s: the reconciling pass (deletions) failed; the next one tries again", self.client.url)
             return
-        if on_pass is not None and deleted:
+        if on_pass is not None:  # a summary of its own: the reconciling pass is not one of the loop's
             on_pass(CompanionSyncSummary(deleted=deleted, reconciled=True,
                                          seconds=round(time.monotonic() - started, 3)))

@@ -1,5 +1,7 @@
-"""Smoke run of benchmarks/own_collection.py at a tiny N: every figure the issue asks for is measured and written
-with its provenance (the script starts its own Solr)."""
+"""Smoke run of benchmarks/own_collection.py at a tiny N: every figure issue 45 asks for (the user's index growth,
+backfill against index, sync lag from a curl post, deletions, the reconcile's cost, the user's search before and
+after) is measured and written with its provenance (the script starts its own Solr); then benchmarks/sync_lag.py
+on what it left. (benchmarks/folding.py's smoke run is tests/bench/test_folding_benchmark_smoke.py.)"""
 
 from __future__ import annotations
 
@@ -15,26 +17,65 @@ from repo_paths import REPO
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
-def test_tiny_run_writes_backfill_rate_growth_lag_and_idle_cost(tmp_path):
+def test_tiny_run_writes_every_figure_of_the_companion(tmp_path):
     out_dir = tmp_path / "results"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "own_collection.py"), "--docs", "200",
-                           "--lag-posts", "3", "--idle-seconds", "2", "--heap", "1g", "--work-dir",
-                           str(tmp_path / "work"), "--out-dir", str(out_dir), "--machine", "smoke"],
+                           "--lag-posts", "3", "--deletes", "2", "--reconcile-interval", "1", "--idle-seconds", "2",
+                           "--queries", "10", "--warmup", "3", "--search-repeats", "2", "--rate-rounds", "2",
+                           "--heap", "1g", "--max-load", "1000",
+                           "--work-dir", str(tmp_path / "work"), "--out-dir", str(out_dir), "--machine", "smoke"],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (json_path,) = out_dir.glob("*-own-collection-smoke.json")
     report = json.loads(json_path.read_text())
     assert report["provenance"]["tool"] == "neardup-solr"
+    assert report["load_average"]["start"] and report["load_average"]["end"]
     (result,) = report["results"]
-    assert result["docs"] == 200
-    assert result["backfill"]["docs_per_s"] > 0 and result["index"]["docs_per_s"] > 0
-    assert result["backfill"]["index_growth_bytes"] > 0
-    assert result["sync_lag"]["n"] == 3 and 0 < result["sync_lag"]["p50_ms"] < 60_000
-    for mode in ("versions", "changed_field", "full_scan"):
-        assert result["sync_idle"][mode]["passes"] >= 1 and result["sync_idle"][mode]["solr_cpu_per_s"] >= 0
-    assert json_path.with_suffix(".md").read_text().startswith("# Near-duplicate detection on a user's own")
+    assert result["docs"] == 200 and len(result["load_1m_start_end"]) == 2
 
-    # sync_lag.py on what that run left: the neardup core's 200 documents, the 3 late ones posted again.
+    # The user's core: nothing of theirs moved (size, counts, version, schema); the companion holds our index.
+    sizes = result["sizes"]
+    assert sizes["user_growth_bytes"] == 0 and all(sizes["user_core_unchanged"].values()), sizes
+    assert sizes["companion_bytes_after_groups"] > 0 and sizes["index_bytes"] > 0
+    assert sizes["companion_and_growth_vs_index"] > 0
+    # backfill against index, same run: rates, CPU of both, where backfill's time went.
+    assert result["backfill"]["signed"] == 200 and result["index"]["indexed"] == 200
+    for step in ("backfill", "index"):
+        assert result[step]["docs_per_s"] > 0 and result[step]["solr_cpu_s"] >= 0
+    assert result["backfill_vs_index_rate"] > 0 and result["backfill"]["where"]["pages"] >= 2  # both rounds
+    assert len(result["backfill"]["rounds"]) == 2 == len(result["index"]["rounds"])
+    assert result["groups"]["documents"] == 200 and result["groups"]["user_documents_written_in_place"] == 0
+    # sync --follow: curl posts found by a lookup; deletes gone from the companion and the lookups.
+    lag = result["sync_lag"]
+    assert lag["lag"]["n"] == 3 and not lag["not_found"] and 0 < lag["lag"]["p50_ms"] < 60_000
+    assert lag["visible_in_user_core"]["n"] == 3
+    deletes = result["deletes"]
+    assert deletes["deletes"] == 2 and not deletes["not_gone"]
+    assert 0 < deletes["gone_from_companion"]["max_ms"] and 0 < deletes["gone_from_lookups"]["max_ms"]
+    assert deletes["reconciles"] >= 1
+    # One reconcile pass, its memory; the idle cost of every mode.
+    reconcile = result["reconcile"]
+    assert reconcile["held"] == 200 + 3 - 2 and reconcile["seconds"] > 0 and reconcile["python_alloc_peak_bytes"] > 0
+    assert reconcile["own_process"]["peak_rss_kib"] >= reconcile["own_process"]["rss_before_kib"] > 0
+    for mode in ("versions_no_reconcile", "versions_default_reconcile", "reconcile_every_pass", "changed_field",
+                 "full_scan"):
+        assert result["sync_idle"][mode]["passes"] >= 1 and result["sync_idle"][mode]["solr_cpu_per_s"] >= 0
+    assert result["sync_idle"]["reconcile_every_pass"]["reconciles"] >= 1
+    assert result["sync_idle"]["default_reconcile_estimate"]["solr_cpu_per_s"] >= 0
+    # The user's plain search, the same queries before and after (and while sync follows).
+    for when in ("before", "after", "after_while_following"):
+        assert result["search"][when]["n"] == 10 and result["search"][when]["p99_ms"] > 0
+        assert result["search"][when]["every_time"]["n"] == 20
+    assert set(result["targets"]) >= {"user_growth_at_most_1pct", "backfill_at_least_0.9x_index",
+                                      "lag_p50_at_most_1.5s", "lag_p99_at_most_3s", "delete_gone_within_interval",
+                                      "user_search_p99_same_within_noise"}
+    assert result["targets"]["user_growth_at_most_1pct"]
+    assert result["uninstall"]["documents"] == 201
+    md = json_path.with_suffix(".md").read_text()
+    assert md.startswith("# Near-duplicate detection on a user's own collection")
+    assert "Load average (1/5/15 min) at start" in md and "| the user's index growth" in md
+
+    # sync_lag.py on what that run left: our core's 200 documents (from index), the 3 late ones posted again.
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "sync_lag.py"), "--work-dir",
                            str(tmp_path / "work"), "--docs", "200", "--heap", "1g", "--out-dir", str(out_dir),
                            "--machine", "smoke"], cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -42,18 +83,3 @@ def test_tiny_run_writes_backfill_rate_growth_lag_and_idle_cost(tmp_path):
     (lag_path,) = out_dir.glob("*-sync-lag-smoke.json")
     lag = json.loads(lag_path.read_text())
     assert lag["documents_held"] >= 200 and lag["lag"]["n"] == 3 and 0 < lag["lag"]["p50_ms"] < 60_000
-
-
-def test_tiny_folding_run_writes_writeback_and_search_figures(tmp_path):
-    out_dir = tmp_path / "results"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "folding.py"), "--docs", "400", "--queries",
-                           "20", "--warmup", "4", "--heap", "1g", "--work-dir", str(tmp_path / "work"),
-                           "--out-dir", str(out_dir), "--machine", "smoke"],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (json_path,) = out_dir.glob("*-folding-smoke.json")
-    (result,) = json.loads(json_path.read_text())["results"]
-    assert result["writeback"]["documents"] == 400 == result["writeback"]["updated"]
-    assert result["rerun_unchanged"]["updated"] == 0 and result["rerun_unchanged"]["unchanged"] == 400
-    for kind in ("folded", "not_folded"):
-        assert result["search"][kind]["n"] == 20 and result["search"][kind]["p50_ms"] > 0
