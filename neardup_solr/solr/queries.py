@@ -224,6 +224,12 @@ def ids_in(doc_ids: Sequence[str]) -> Filter | None:
     return Filter("{!terms f=id separator=$nd.sep v=$nd.ids}", (("nd.sep", separator), ("nd.ids", separator.join(doc_ids))))
 
 
+def not_ids(doc_ids: Sequence[str]) -> Filter | None:
+    """Every document but those with these ids (:func:`ids_in`, negated), or None where :func:`ids_in` is."""
+    listed = ids_in(doc_ids)
+    return None if listed is None else Filter("-" + listed.query, listed.params)
+
+
 def has_id(doc_id: str) -> Filter:
     """The document with this id."""
     return Filter("{!term f=id v=$nd.id}", (("nd.id", doc_id),))
