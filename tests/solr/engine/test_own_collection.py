@@ -133,6 +133,10 @@ def test_every_command_on_a_collection_without_a_companion_names_install_and_cha
 
 
 def test_install_makes_a_companion_and_uninstall_drops_it_your_collection_untouched(user_core, corpus, tmp_path):
+    # A field of the user's called "content" (techproducts, Tika and crawler schemas have one) made uninstall
+    # take the collection for one of ours and refuse it.
+    requests.post(f"{user_core.url}/schema", timeout=60, json={"add-field": {
+        "name": "content", "type": "text_general", "indexed": True, "stored": True}}).raise_for_status()
     docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:60])]
     post_by_other_clients(user_core, docs)
     schema_before, docs_before = user_core.schema(), user_core.raw_documents()
