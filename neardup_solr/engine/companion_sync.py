@@ -60,6 +60,10 @@ _GET_CHUNK = 500
 # Adds in flight at once during a backfill (index's default workers), and how often its resumable position is saved.
 _WRITERS = 2
 _STATE_EVERY_PAGES = 10
+# The cursor reads pages of at least this many documents whatever the add batch: every cursor page makes Solr
+# walk the key's docValues of the whole collection to find where the page starts, so at 1M documents pages of 500
+# cost 2,000 such walks; the adds still go in batches of ``batch_size``.
+_MIN_READ_PAGE = 2_000
 
 
 class Companion:
@@ -143,13 +147,15 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     bar = progress_bar(progress, desc=f"signing {comp.link.collection}", total=total)
     if resuming:
         log.info("%s: resuming the backfill after its last page written", companion.url)
-    in_flight: deque[tuple[Future, str]] = deque()
+    in_flight: deque[tuple[Future, str | None]] = deque()
     acknowledged = {"pages": 0, "saved_at": 0}
 
-    def settle(oldest: tuple[Future, str]) -> None:
-        """Wait for the oldest add; once every page up to it is in, its cursor may be saved."""
+    def settle(oldest: tuple[Future, str | None]) -> None:
+        """Wait for the oldest add; once every batch up to a page's last is in, that page's cursor may be saved."""
         future, cursor = oldest
         future.result()
+        if cursor is None:
+            return
         acknowledged["pages"] += 1
         if acknowledged["pages"] - acknowledged["saved_at"] >= _STATE_EVERY_PAGES:
             state.backfill_cursor = cursor
@@ -161,16 +167,20 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
         # saved for a resume is that of a page whose every predecessor Solr has acknowledged (adds are settled
         # in order), so a resumed run never skips a page; it may sign a few pages again, which is harmless.
         with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
-            for page, next_cursor in source_pages(comp.source, comp.link, page_size=batch_size,
+            for page, next_cursor in source_pages(comp.source, comp.link, page_size=max(batch_size, _MIN_READ_PAGE),
                                                   cursor=state.backfill_cursor or "*"):
-                items = comp.items(page)
-                docs = comp.documents(items, summary)
-                if track:
-                    signed_texts += items
-                while len(in_flight) >= _WRITERS:
-                    settle(in_flight.popleft())
-                in_flight.append((writers.submit(companion.add, docs), next_cursor))
-                bar.update(len(page))
+                batches = list(chunks(page, batch_size))
+                for position, batch in enumerate(batches, start=1):
+                    items = comp.items(batch)
+                    docs = comp.documents(items, summary)
+                    if track:
+                        signed_texts += items
+                    while len(in_flight) >= _WRITERS:
+                        settle(in_flight.popleft())
+                    # Only a page's last batch carries its cursor: adds settle in order, so by then the page is in.
+                    cursor = next_cursor if position == len(batches) else None
+                    in_flight.append((writers.submit(companion.add, docs), cursor))
+                    bar.update(len(batch))
             while in_flight:
                 settle(in_flight.popleft())
     finally:

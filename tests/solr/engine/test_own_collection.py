@@ -317,14 +317,17 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
     user_core.post_json(docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
     companion = open_collection(user_core.url)
+    # Cursor pages of 10 documents, added in batches of 5, the cursor saved every 2 pages: the add that holds the
+    # 46th key (page 5's second batch) fails, after pages 1-4 are in and the cursor after them is saved.
+    monkeypatch.setattr(companion_sync, "_MIN_READ_PAGE", 10)
+    monkeypatch.setattr(companion_sync, "_STATE_EVERY_PAGES", 2)
+    failing_key = sorted(d["id"] for d in docs)[45]
     real_add = SolrClient.add
-    sent: list[int] = []
 
     def add_then_fail(self, batch, **kwargs):
-        if len(sent) == 14:  # 12 pages of 5 documents and the state saved after the 10th are in
+        if any(d.get("id") == failing_key for d in batch):
             raise ConnectionError("the companion went away")
         real_add(self, batch, **kwargs)
-        sent.append(len(batch))
 
     monkeypatch.setattr(SolrClient, "add", add_then_fail)
     with pytest.raises(ConnectionError):
@@ -342,8 +345,8 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
 
     monkeypatch.setattr(companion_sync, "source_pages", counting_pages)
     summary = backfill(companion, batch_size=5, verify=False)
-    assert sum(read) == len(docs) - 50  # resumed after the ten pages saved (the two after them are signed again)
-    assert summary.signed == len(docs) - 50
+    assert read == [10] * 6  # resumed after the four pages saved (page 5's first batch is signed again)
+    assert summary.signed == len(docs) - 40
     assert companion_digests(user_core) == {d["id"]: digest(d["body"]) for d in docs}
     assert read_state(companion).backfill_cursor is None
 
