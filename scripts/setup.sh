@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by scripts/test.sh and scripts/demo.sh: a virtualenv in .venv with the project
 # (editable) and its test/benchmark/service/spark extras, plus the Solr launcher built from Maven Central jars.
+# --python: the virtualenv only (what the fast tier, ./scripts/test.sh --fast, needs: no Java, Maven or browser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
     exit 1
   fi
   touch "$stamp"
+fi
+if [ "${1:-}" = "--python" ]; then
+  exit 0
 fi
 
 for tool in java mvn; do

@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
 # The test command: sets everything up, then runs the whole suite against a real Solr that the test session
 # starts on a free 127.0.0.1 port and stops at the end (or against SOLR_URL when that is set).
+#
+#   ./scripts/test.sh [pytest args]    the whole suite on NEARDUP_TEST_WORKERS parallel workers (default 3; each
+#                                      worker starts a Solr of its own; 1 runs it in one process)
+#   ./scripts/test.sh --fast [args]    the fast tier: pure-Python tests that need neither Java nor Solr
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  bash scripts/setup.sh --python
+  exec .venv/bin/python -m pytest tests/unit tests/project/test_layout.py -m "not solr" "$@"
+fi
+
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest "$@"
+workers="${NEARDUP_TEST_WORKERS:-3}"
+parallel=()
+# Three workers on two cores: most of the suite's time is spent waiting on Solr, commits and timeouts.
+# A SOLR_URL names one Solr that workers would share (and empty under each other), so it runs in one process.
+if [ "$workers" != 1 ] && [ -z "${SOLR_URL:-}" ]; then
+  parallel=(-n "$workers" --dist loadgroup)
+fi
+exec .venv/bin/python -m pytest "${parallel[@]}" "$@"

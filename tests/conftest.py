@@ -3,6 +3,11 @@ this session starts (from Maven Central jars, on 127.0.0.1, free port, throwaway
 
 ``NEARDUP_TEST_BACKEND`` chooses that Solr: unset (or ``local``) one node, ``cloud`` a local SolrCloud
 (ZooKeeper and 2 nodes, collection of 2 shards x 1 replica), ``docker`` a container.
+
+Parallel runs (``scripts/test.sh`` runs pytest-xdist workers with ``--dist loadgroup``): every worker is a process
+with session fixtures of its own, so each starts its own local Solr on a free port and no two workers share a core.
+A module's tests stay on one worker (its module fixtures are built once), and every module that uses the shared
+SolrCloud goes to the same worker, so the session starts one cluster, not one a worker.
 """
 
 from __future__ import annotations
@@ -16,6 +21,22 @@ import pytest
 
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.backends.local import LocalSolr
+
+
+_SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Marks every test that needs a Solr (through the session's fixtures) ``solr``, so ``-m "not solr"`` is the
+    tier that needs no Java; and gives each test its worker group (see the module docstring)."""
+    on_shared_cloud = {item.path for item in items if "shared_cloud" in item.fixturenames}
+    for item in items:
+        if _SOLR_FIXTURES & set(item.fixturenames) and item.get_closest_marker("solr") is None:
+            item.add_marker(pytest.mark.solr)
+        if item.get_closest_marker("xdist_group") is None:
+            group = "shared-cloud" if item.path in on_shared_cloud else item.nodeid.split("::", 1)[0]
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
