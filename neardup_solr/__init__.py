@@ -11,6 +11,7 @@ import logging
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.settings_store import SettingsRepair, read_index_settings, repair_index_settings
 from neardup_solr.errors import (
+    BandLocksBusyError,
     OUTCOMES,
     ClientClosedError,
     CollectionSetupError,
@@ -87,7 +88,7 @@ __all__ = [
     "InvalidRecordError", "InvalidTextError", "LauncherError", "NeardupError", "OutputInUseError",
     "ParameterTypeError", "Rejection", "RunStopped", "SettingsConflictError", "SignatureMismatchError",
     "SolrAuthError", "SolrCoreNotFoundError", "SolrRequestError", "SolrServerError", "SolrTimeoutError",
-    "SolrUnavailableError", "StoredSettingsError", "Signature",
+    "SolrUnavailableError", "StoredSettingsError", "Signature", "BandLocksBusyError",
     "InputFormatError", "KeyNotFoundError",
     "evaluate", "evaluate_files", "read_pairs", "group_pairs",
     "keep_list", "write_groups_jsonl", "Indexer", "IndexingInterrupted", "IndexSummary", "LSHParams",

@@ -167,6 +167,12 @@ class SolrServerError(SolrUnavailableError):
         self.kind = kind
 
 
+class BandLocksBusyError(SolrUnavailableError):
+    """A strict check-and-add could not take the LSH band locks of its text within its wait: other checks of near
+    duplicates kept holding them. Transient, like Solr being busy (HTTP 503 with Retry-After; exit code 3): try
+    again."""
+
+
 class ForeignCollectionError(NeardupError):
     """The core or collection was not made for neardup-solr; nothing destructive is done to it."""
 

@@ -17,7 +17,8 @@ candidates. What differs from datasketch, on purpose:
   ``str(key)``) by every method that takes one, ``key in index`` included. Keys starting with ``__neardup_``
   are reserved for neardup-solr's own documents.
 - ``check_and_add`` is "query, and insert if nothing was found" as one race-free step across threads and
-  processes (:func:`neardup_solr.engine.online.check_and_add`, the service's ``/v1/check``).
+  processes (:func:`neardup_solr.engine.online.check_and_add`, the service's ``/v1/check``): for identical texts
+  always, for near duplicates within a process, and across processes and hosts with ``strict=True``.
 
 Streaming: ``insert`` and ``check_and_add`` send one document without a commit of their own (``commitWithin``);
 Solr makes it visible to every process's ``query`` within ``commit_within_ms`` (default 1 s), and at once to
@@ -40,8 +41,8 @@ counted once Solr makes them visible (within its ``commit_within_ms``). ``keys()
 cursor, in Solr's id order, then this process's adds not yet visible.
 
 Pickling keeps the collection's URL, the client's options (timeout, retries, TLS verification, pool size,
-replicas, and its credentials when it has some), the threshold, the data set, ``commit_within_ms`` and the seed
-settings, and connects again when loaded: an index can be sent to ``multiprocessing`` workers, or saved and
+replicas, and its credentials when it has some), the threshold, the data set, ``commit_within_ms``, ``strict`` and
+the seed settings, and connects again when loaded: an index can be sent to ``multiprocessing`` workers, or saved and
 loaded elsewhere, as datasketch documents for its Redis-backed indexes. A pickle of a client with credentials
 holds them: keep it where the password may be.
 
@@ -156,7 +157,9 @@ class NearDupIndex:
     its stored ``lsh_threshold``). ``settings`` only seed an empty collection (how texts are shingled and
     signed); a collection that holds documents keeps its own. ``dataset`` labels what this index inserts and
     limits ``query``, ``len`` and ``keys`` to it. ``commit_within_ms`` bounds how long an add takes to become
-    visible to other processes (0: at once, with a soft commit per add).
+    visible to other processes (0: at once, with a soft commit per add). ``strict`` makes ``check_and_add``
+    exclusive for near duplicates across processes and hosts too (Solr-side locks on the text's LSH bands, and a
+    soft commit per added text instead of ``commit_within_ms``: slower, see docs/python.md); a call can override it.
 
     datasketch's own arguments (``num_perm=``, ``params=``, ``storage_config=``...) raise
     :class:`~neardup_solr.errors.ParameterTypeError` saying what to use instead.
@@ -164,7 +167,7 @@ class NearDupIndex:
 
     def __init__(self, client: SolrClient | None = None, *, threshold: float | None = None,
                  settings: IndexSettings | None = None, dataset: str | None = None,
-                 commit_within_ms: int = 1000, **datasketch_arguments: Any):
+                 commit_within_ms: int = 1000, strict: bool = False, **datasketch_arguments: Any):
         if datasketch_arguments:
             _refuse_datasketch_arguments(datasketch_arguments)
         if client is not None and not isinstance(client, SolrClient):
@@ -178,6 +181,7 @@ class NearDupIndex:
         self.threshold = check_float("threshold", threshold, "threshold", none_ok=True)
         self.dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
         self.commit_within_ms = check_int("commit_within_ms", commit_within_ms, minimum=0, maximum=3_600_000)
+        self.strict = check_bool("strict", strict)
         self._seed_settings = settings
         self.searcher = Searcher(self.client, settings=None)
 
@@ -186,12 +190,12 @@ class NearDupIndex:
         """What it takes to connect again: the client's URL and options, and this index's own arguments. The
         connection pool, the cached settings and this process's memory of its recent adds stay behind."""
         return {"client": _client_arguments(self.client), "threshold": self.threshold, "dataset": self.dataset,
-                "commit_within_ms": self.commit_within_ms, "settings": self._seed_settings}
+                "commit_within_ms": self.commit_within_ms, "strict": self.strict, "settings": self._seed_settings}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(SolrClient(**state["client"]), threshold=state["threshold"],  # type: ignore[misc]
                       settings=state["settings"], dataset=state["dataset"],
-                      commit_within_ms=state["commit_within_ms"])
+                      commit_within_ms=state["commit_within_ms"], strict=state.get("strict", False))
         log.debug("unpickled %r: connected again", self)
 
     # ---------------------------------------------------------------- helpers
@@ -411,15 +415,18 @@ class NearDupIndex:
         return [m for m in found if m.id in present]
 
     def check_and_add(self, key: str, text: str | None = None, threshold: float | None = None, *,
-                      tokens: Sequence[str] | None = None) -> CheckResult:
+                      tokens: Sequence[str] | None = None, strict: bool | None = None) -> CheckResult:
         """Add the text under ``key`` only when nothing indexed reaches the threshold with it; race-free across
-        threads and processes for identical texts (and within a process for near duplicates). ``result.added``
-        says whether it was added, ``result.matches`` what it duplicates."""
+        threads and processes for identical texts, and for near duplicates within a process, or across processes
+        and hosts with ``strict`` (None: the index's own ``strict``; see
+        :func:`neardup_solr.engine.online.check_and_add`). ``result.added`` says whether it was added,
+        ``result.matches`` what it duplicates."""
         key = _user_key(key)
         body = self._text(text, tokens)
+        strict = self.strict if strict is None else check_bool("strict", strict)
         return check_and_add(self.client, key, body, self._threshold(threshold), dataset=self.dataset,
                              settings=self._seed_settings, searcher=self.searcher,
-                             commit_within_ms=self.commit_within_ms)
+                             commit_within_ms=self.commit_within_ms, strict=strict)
 
     def remove(self, key: str) -> None:
         """Delete the document ``key``; :class:`~neardup_solr.errors.KeyNotFoundError` when it is not there, which

@@ -7,7 +7,8 @@ this session starts (from Maven Central jars, on 127.0.0.1, free port, throwaway
 Parallel runs (``scripts/test.sh`` runs pytest-xdist workers with ``--dist loadgroup``): every worker is a process
 with session fixtures of its own, so each starts its own local Solr on a free port and no two workers share a core.
 A module's tests stay on one worker (its module fixtures are built once), and every module that uses the shared
-SolrCloud goes to the same worker, so the session starts one cluster, not one a worker.
+SolrCloud goes to the same worker, so the session starts one cluster, not one a worker; the Spark modules share
+one worker, and the fault tests (which start clusters of their own) another.
 """
 
 from __future__ import annotations
@@ -24,6 +25,19 @@ from neardup_solr.solr.backends.local import LocalSolr
 
 
 _SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
+# Modules that start JVMs of their own (Spark sessions and clusters; the fault tests' Solr clusters) share a worker
+# each way: on 2 cores, three Spark sessions starting at once took longer than the three one after another.
+_HEAVY_GROUPS = {
+    "spark": ("tests/doors/spark/", "tests/bench/test_corpus_scale.py", "tests/solr/solr/test_unicode_settings.py"),
+    "faults": ("tests/solr/faults/",),
+}
+
+
+def _worker_group(nodeid: str) -> str | None:
+    for group, prefixes in _HEAVY_GROUPS.items():
+        if nodeid.startswith(prefixes):
+            return group
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
@@ -35,7 +49,8 @@ def pytest_collection_modifyitems(config, items):
         if _SOLR_FIXTURES & set(item.fixturenames) and item.get_closest_marker("solr") is None:
             item.add_marker(pytest.mark.solr)
         if item.get_closest_marker("xdist_group") is None:
-            group = "shared-cloud" if item.path in on_shared_cloud else item.nodeid.split("::", 1)[0]
+            group = ("shared-cloud" if item.path in on_shared_cloud
+                     else _worker_group(item.nodeid) or item.nodeid.split("::", 1)[0])
             item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -98,8 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=number("--port", "port"), default=8080, help="port (default 8080)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=1,
-                   help="worker processes (default 1; check-and-add keeps near duplicates apart within a process, "
-                        "identical texts across all of them)")
+                   help="worker processes (default 1; /v1/check keeps near duplicates apart across all of them, "
+                        "or only within a process with strict off: NEARDUP_SERVICE_CHECK_STRICT=false)")
     p.add_argument("--sync", action="store_true",
                    help="also sign what other clients add, replace or edit in the collection, in the background "
                         "(what 'sync --follow' does)")

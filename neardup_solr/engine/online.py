@@ -41,16 +41,60 @@ Why two identical texts sent at the same moment are never both added
     ``__meta__``, like the settings document, so reports, counts, verification and clears of a data set never
     see them; they hold no tokens, so no lookup can return them.
 
-Limits (near but not identical texts)
+Near but not identical texts, by default
     Two *different* texts that are near duplicates of each other have different MD5s and so different claims.
-    Across processes both can be added when they arrive within one lookup-and-add of each other (a few
-    milliseconds), or within ``commit_within_ms`` when adds are not soft-committed, because neither is visible to
-    the other's lookup yet. Within one process the window is
-    closed with high probability: checks hold in-process locks striped by the text's LSH band keys, so two
-    texts that share a band (probability >= 0.95 at the collection's ``lsh_threshold``, more above it) run
-    one after the other, and the second sees the first. Near duplicates below the collection's
-    ``lsh_threshold`` share a band less often and may still race. A service meant to be strict about near
-    duplicates should therefore run with one worker process (the default of ``neardup-solr serve``).
+    Without ``strict``, across processes both can be added when they arrive within one lookup-and-add of each
+    other (a few milliseconds), or within ``commit_within_ms`` when adds are not soft-committed, because neither
+    is visible to the other's lookup yet (issue 47 measured 40 of 40 lockstep pairs admitted twice with
+    ``commit_within_ms=1000``, about 20 of 40 with 0). Within one process the window is closed with high
+    probability: checks hold in-process locks striped by the text's LSH band keys, so two texts that share a band
+    run one after the other, and the second sees the first.
+
+Strict: near duplicates across processes and hosts (``strict=True``; the service's default)
+    The same idea as the in-process stripes, with the locks kept in Solr, where every process and host sees
+    them (:mod:`neardup_solr.solr.band_locks`). A strict check
+
+    1. takes the locks of all its LSH band keys: create-only documents ``__neardup_lock__:<band key>`` (``_version_
+       = -1``, in the reserved data set ``__meta__``, no tokens), all in one update request, each carrying a
+       random owner token and a lease. After a refusal (409) or any failure it reads them back by real-time get
+       from the shard leaders and knows by the token which are its own. When another check holds one within its
+       lease, it deletes exactly its own (conditional on their versions), backs off with jitter and tries again:
+       it never waits while holding, so no two checks deadlock. A lock older than its lease (15 s) is taken over
+       with a write conditional on the version read, so of several takers one wins and a crashed holder blocks
+       its bands for one lease at most; the taker soft-commits before it looks up, since the crashed holder may
+       have added without making it visible;
+    2. looks up and adds as every check does (the claim on the MD5 as above), with the add **soft-committed**:
+       when the call returns, every process's searcher shows it. ``commit_within_ms`` is not used;
+    3. releases the locks, each delete conditional on the version it wrote.
+
+    Why it is correct. Let A and B be near-duplicate texts whose signatures share a band key k (both compute the
+    same lock id from it). Solr decides the creates and conditional writes of the document ``lock(k)`` one at a
+    time under the id's version lock on the one leader that owns it, uncommitted documents included, so at any
+    moment at most one of them holds lock(k) within its lease. Say A takes it first. B gets it only after A
+    deleted it, and A deletes it only after its add was soft-committed: B's lookup, which starts after that, sees
+    A's document and B is not added. Had A found B instead, the same holds the other way round. The lookup itself
+    is complete (the threshold search over every shingle, or every band candidate on an LSH-only collection), so
+    B finds A whenever their Jaccard reaches B's threshold. A holder whose hold outlives its lease (retries
+    through an outage) may have its lock taken over; its conditional delete is then refused, so it knows, and it
+    takes the locks again (the taker has finished by then), looks again and removes its own document if a near
+    duplicate was added meanwhile: of the two, one stays.
+
+    What is guaranteed, and what is not. Two texts are serialised exactly when their signatures share an LSH
+    band, which is the event that makes the LSH lookups find a pair at all: with the collection's bands and rows
+    (chosen for recall 0.95 at its ``lsh_threshold``) the probability is ``1 - (1 - J**rows)**bands``: 0.986 at
+    J = 0.8, 0.999 at 0.85 and 0.99999 at 0.9 with the default 128 values (18 bands of 7). Pairs that share no band
+    (mostly pairs below ``lsh_threshold``, or a ``threshold`` set below it) can still both be added when they
+    arrive at the same moment. Strict checks exclude each other; a non-strict check, ``insert`` or a bulk index
+    running at the same time takes no locks and is not held back. Leases compare the holder's and the taker's
+    wall clocks, as the claims' do: hosts must agree within a few seconds.
+
+    What it costs. Two more small update requests per check (taking and releasing about 18 lock documents),
+    and a soft commit per added text instead of ``commitWithin``: each opens a new searcher and empties Solr's
+    caches, which is most of the cost (see docs/python.md for the measured latencies). Duplicates found are
+    not added, so they cost no commit. Near duplicates arriving together wait for each other (milliseconds); a
+    crashed holder's near duplicates wait up to its lease. A cheaper visibility step, lookups that read the recent
+    adds of their bands by real-time get instead of a soft commit per add, would keep ``commitWithin``; it is
+    not built yet.
 
 The claims and create-only adds are written by :mod:`neardup_solr.solr.claims`, which
 :meth:`~neardup_solr.NearDupIndex.insert` shares.
@@ -90,18 +134,25 @@ from neardup_solr.solr.claims import (
     exists_error,
     holds_our_text,
     release,
+    soft_commit,
 )
+from neardup_solr.solr import band_locks
+from neardup_solr.solr.band_locks import LOCK_PREFIX
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
 from neardup_solr.validation import check_bool, check_float, check_id, check_int, check_label, check_text
 
 log = logging.getLogger(__name__)
 
+# Ids starting with these are the online mode's own documents: claims on a text, locks on an LSH band.
+RESERVED_ID_PREFIXES = (CLAIM_PREFIX, LOCK_PREFIX)
+
 _STRIPES = 4096
 _stripe_locks = [threading.Lock() for _ in range(_STRIPES)]
 
 __all__ = [
-    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "Match", "CheckResult", "DeleteResult",
+    "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "LOCK_PREFIX", "RESERVED_ID_PREFIXES", "Match", "CheckResult",
+    "DeleteResult",
     "check_and_add", "find_similar", "describe", "delete_documents", "delete_dataset", "is_reserved_id",
     "claim_id", "sort_matches",
 ]
@@ -162,8 +213,8 @@ class DeleteResult:
 
 
 def is_reserved_id(doc_id: str) -> bool:
-    """Ids the package keeps for itself (the settings document, claims): never a user's document."""
-    return doc_id in RESERVED_IDS or doc_id.startswith(CLAIM_PREFIX)
+    """Ids the package keeps for itself (the settings document, claims, band locks): never a user's document."""
+    return doc_id in RESERVED_IDS or doc_id.startswith(RESERVED_ID_PREFIXES)
 
 
 def _checked_user_id(doc_id: Any, name: str) -> str:
@@ -328,18 +379,23 @@ def check_and_add(
     searcher: Searcher | None = None,
     ttl: str | None = None,
     commit_within_ms: int | None = None,
+    strict: bool = False,
 ) -> CheckResult:
     """Look up ``text``'s near duplicates (shingle Jaccard >= ``threshold``; None: the collection's
     ``lsh_threshold``) and add it under ``doc_id`` (to ``dataset``) only when there are none.
 
     Race-free for identical texts across threads and processes, and for near duplicates within one process
-    (see the module docstring for how, and for the limits). ``add=False`` only looks up. The collection's stored
-    settings are used; ``settings`` only seeds an empty collection. ``ttl`` (Solr date math, e.g. ``+30DAYS``)
-    makes the added document and its claim expire that long after they are added. Raises
+    (see the module docstring for how, and for the limits). ``strict=True`` makes it race-free for near duplicates
+    across processes and hosts too: the check holds Solr-side locks on the text's LSH bands while it looks up and
+    adds, and soft-commits its add before it lets go (``commit_within_ms`` is then not used); about one and a half
+    times the latency of a check with ``commit_within_ms=0`` (see the module docstring). ``add=False`` only looks
+    up. The collection's stored settings are used; ``settings`` only seeds an empty collection. ``ttl`` (Solr date
+    math, e.g. ``+30DAYS``) makes the added document and its claim expire that long after they are added. Raises
     :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
     bad arguments, :class:`~neardup_solr.errors.InvalidTextError` for a text without words,
-    :class:`~neardup_solr.errors.DocumentExistsError` when ``doc_id`` holds another document, and the client's
-    Solr errors.
+    :class:`~neardup_solr.errors.DocumentExistsError` when ``doc_id`` holds another document,
+    :class:`~neardup_solr.errors.BandLocksBusyError` when a strict check could not take its band locks within
+    :data:`~neardup_solr.solr.band_locks.LOCK_WAIT_SECONDS`, and the client's Solr errors.
     ``searcher``, a :class:`Searcher` on ``client`` kept between calls, saves reading the settings and building
     the signer at every call (what :class:`~neardup_solr.NearDupIndex` does).
 
@@ -355,6 +411,7 @@ def check_and_add(
     text = check_text(text)
     threshold = check_float("threshold", threshold, "threshold", none_ok=True)
     add = check_bool("add", add)
+    strict = check_bool("strict", strict)
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,))
     ttl = check_ttl(ttl)
     commit_within_ms = check_int("commit_within_ms", commit_within_ms, minimum=0, maximum=3_600_000,
@@ -377,46 +434,99 @@ def check_and_add(
     if not add:
         return CheckResult(doc_id, False, NOT_REQUESTED, threshold, find_similar(searcher, query, threshold,
                                                                                   exclude_id=doc_id))
+    # The in-process locks first: threads of this process that share a band queue here rather than on Solr.
     with _StripeLocks(searcher, query):
+        if not strict:
+            return _look_up_and_add(searcher, query, doc_id, text, threshold, dataset, ttl, commit_within_ms)
+        return _strict_look_up_and_add(searcher, query, doc_id, text, threshold, dataset, ttl)
+
+
+def _strict_look_up_and_add(searcher: Searcher, query: Query, doc_id: str, text: str, threshold: float,
+                            dataset: str | None, ttl: str | None) -> CheckResult:
+    """The check under the text's band locks in Solr (see the module docstring): look up and add while holding
+    them, the add soft-committed, so that whoever takes one of the locks next finds the add in its lookup."""
+    client = searcher.client
+    held = band_locks.acquire(client, searcher.band_keys_of(query), doc_id)
+    try:
+        if held.taken_over:
+            # Their holder outlived its lease (crashed, or stuck in retries): whatever it added may not be
+            # visible yet, and the lookup below must see it.
+            soft_commit(client)
+        result = _look_up_and_add(searcher, query, doc_id, text, threshold, dataset, ttl, None)
+    except BaseException:
+        band_locks.release_after_failure(client, held, lambda: soft_commit(client))
+        raise
+    if band_locks.release(client, held) or not result.added:
+        return result
+    return _check_again_after_losing_locks(searcher, query, doc_id, threshold) or result
+
+
+def _check_again_after_losing_locks(searcher: Searcher, query: Query, doc_id: str,
+                                    threshold: float) -> CheckResult | None:
+    """Our hold outlived its lease and another check took a lock over: it may have looked up before our add was
+    visible, and added a near duplicate of ours. Take the locks again (it has finished by then, its add visible)
+    and look again: a near duplicate found now arrived after our first lookup, so ours goes and it stays. Returns
+    the duplicate answer then, None when ours may stay."""
+    client = searcher.client
+    log.warning("check_and_add: %r held its band locks past their lease and one was taken over; checking again",
+                doc_id)
+    held = band_locks.acquire(client, searcher.band_keys_of(query), doc_id)
+    try:
+        soft_commit(client)  # the taker's add, should the taker have failed before making it visible
         matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
         if matches:
+            log.warning("check_and_add: %r is removed again: %r, checked while its locks had lapsed, was added "
+                        "meanwhile", doc_id, matches[0].id)
+            delete_documents(client, [doc_id])
             return CheckResult(doc_id, False, DUPLICATE, threshold, matches)
-        document = searcher.builder.build_prepared(doc_id, text, query.processed, query.signature, dataset,
-                                                   band_keys_row=searcher.band_keys_of(query))
-        if ttl is not None:
-            document["ttl"] = ttl
-        from neardup_solr.engine.group_writeback import group_of_new_document  # it uses find_similar
+        return None
+    finally:
+        band_locks.release(client, held)
 
-        document.update(group_of_new_document(searcher, query, doc_id, threshold))
-        added = None
-        if client.is_single_core():
-            added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
-        if added is None:
-            won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
-            if not won:
-                if same_id and owner is not None and not owner.pending:
-                    return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
-                return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
+
+def _look_up_and_add(searcher: Searcher, query: Query, doc_id: str, text: str, threshold: float,
+                     dataset: str | None, ttl: str | None, commit_within_ms: int | None) -> CheckResult:
+    """Look up, and add when nothing reaches ``threshold``: the claim on the text's MD5 and the create-only add."""
+    client = searcher.client
+    matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
+    if matches:
+        return CheckResult(doc_id, False, DUPLICATE, threshold, matches)
+    document = searcher.builder.build_prepared(doc_id, text, query.processed, query.signature, dataset,
+                                               band_keys_row=searcher.band_keys_of(query))
+    if ttl is not None:
+        document["ttl"] = ttl
+    from neardup_solr.engine.group_writeback import group_of_new_document  # it uses find_similar
+
+    document.update(group_of_new_document(searcher, query, doc_id, threshold))
+    added = None
+    if client.is_single_core():
+        added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
+    if added is None:
+        won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
+        if not won:
+            if same_id and owner is not None and not owner.pending:
+                return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
+            return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
+        try:
+            if (not create_only(client, document, commit_within_ms=commit_within_ms)
+                    and not holds_our_text(client, document)):
+                raise exists_error(client, doc_id)
+        except BaseException:
+            release(client, claim_id(query.md5_hash))
+            raise
+        holder = confirm_claim(client, query.md5_hash, doc_id, ttl)
+        if holder is not None and holder != doc_id:
+            # Our add took longer than the claim's lease (retries through a partition) and another check took
+            # the claim over before our confirmation, finding no document of ours yet: the holder keeps the text.
+            log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is "
+                        "removed again", doc_id, holder, doc_id)
             try:
-                if (not create_only(client, document, commit_within_ms=commit_within_ms)
-                        and not holds_our_text(client, document)):
-                    raise exists_error(client, doc_id)
-            except BaseException:
-                release(client, claim_id(query.md5_hash))
-                raise
-            holder = confirm_claim(client, query.md5_hash, doc_id, ttl)
-            if holder is not None and holder != doc_id:
-                # Our add took longer than the claim's lease (retries through a partition) and another check took
-                # the claim over before our confirmation, finding no document of ours yet: the holder keeps the text.
-                log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is "
-                            "removed again", doc_id, holder, doc_id)
-                try:
-                    delete_now(client, doc_id)
-                except NeardupError as exc:
-                    log.warning("could not remove %r (%s): its text is now indexed twice", doc_id, exc)
-                return CheckResult(doc_id, False, DUPLICATE, threshold, [Match(holder, 1.0, 0, True, pending=True)])
-        if commit_within_ms is not None:
-            remember_add(client, document, query, commit_within_ms)
+                delete_now(client, doc_id)
+            except NeardupError as exc:
+                log.warning("could not remove %r (%s): its text is now indexed twice", doc_id, exc)
+            return CheckResult(doc_id, False, DUPLICATE, threshold, [Match(holder, 1.0, 0, True, pending=True)])
+    if commit_within_ms is not None:
+        remember_add(client, document, query, commit_within_ms)
     log.debug("check_and_add: added %r (no near duplicate >= %g)", doc_id, threshold)
     return CheckResult(doc_id, True, ADDED, threshold, [])
 

@@ -66,6 +66,9 @@ class CheckRequest(BaseModel):
     add: StrictBool = True
     dataset: StrictStr | None = None
     ttl: StrictStr | None = Field(None, description="time to live of the added text, Solr date math (e.g. +30DAYS)")
+    strict: StrictBool | None = Field(
+        None, description="exclusive for near-duplicate texts across workers and hosts (band locks in Solr, a soft "
+                          "commit per added text); default: the service's check_strict, true unless configured off")
     with_text: StrictBool = False
 
 

@@ -67,9 +67,9 @@ def check(request: Request, body: CheckRequest) -> Response:
         raise InvalidParameterError("text", "given, or record given instead (exactly one of the two)", None,
                                     show_value=False)
     if body.record is not None:
-        for name, value in (("dataset", body.dataset), ("ttl", body.ttl)):
+        for name, value in (("dataset", body.dataset), ("ttl", body.ttl), ("strict", body.strict)):
             if value is not None:
-                raise InvalidParameterError(name, "left out with record (field records have neither)", value)
+                raise InvalidParameterError(name, "left out with record (it applies to texts only)", value)
         if "id" in body.record and str(body.record["id"]) != str(body.id):
             raise InvalidParameterError("record.id", f"left out or the request's id ({body.id!r})",
                                         body.record["id"])
@@ -79,8 +79,10 @@ def check(request: Request, body: CheckRequest) -> Response:
                              "threshold": checked.threshold,
                              "results": [m.as_dict(with_fields=body.with_text) for m in checked.matches]})
     searcher = state.searchers.get_stored()
+    strict = state.config.check_strict if body.strict is None else body.strict
     result = check_and_add(state.client, body.id, body.text, body.threshold, add=body.add, dataset=body.dataset,
-                           ttl=body.ttl, searcher=searcher, commit_within_ms=state.config.check_commit_ms)
+                           ttl=body.ttl, searcher=searcher, commit_within_ms=state.config.check_commit_ms,
+                           strict=strict)
     if result.added and searcher is None:
         state.searchers.invalidate()  # this check stored the collection's first settings
     return JSONResponse({"id": result.id, "added": result.added, "status": result.status,

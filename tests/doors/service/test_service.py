@@ -235,6 +235,53 @@ def test_check_adds_only_new_texts(api, solr):
     assert_problem(api.post("/v1/check", json={"text": "no id here"}), 422, "id")
 
 
+def test_check_is_strict_by_default_and_can_be_turned_off(solr, tmp_path, monkeypatch):
+    """/v1/check takes band locks and soft-commits its add unless the request or the service says otherwise."""
+    from neardup_solr.service.routers import lookups as routes
+
+    passed: list[bool] = []
+    real = routes.check_and_add
+
+    def spy(*args, **kwargs):
+        passed.append(kwargs["strict"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(routes, "check_and_add", spy)
+    with TestClient(make_app(solr, tmp_path)) as client:
+        added = client.post("/v1/check", json={"id": "s1", "text": "Patina 5955 Melrose Ave. Los Angeles"}).json()
+        assert added["added"] is True
+        # Soft-committed before the answer: every searcher shows it at once, other processes' lookups included.
+        assert solr.count("{!term f=id v=$i}", params=[("i", "s1")]) == 1
+        loose = client.post("/v1/check", json={"id": "s2", "text": "Spago 1114 Horn Ave. West Hollywood",
+                                               "strict": False}).json()
+        assert loose["added"] is True
+        assert_problem(client.post("/v1/check", json={"id": "s3", "record": {"name": "x"}, "strict": True}),
+                       422, "strict")
+        assert_problem(client.post("/v1/check", json={"id": "s3", "text": "x y z", "strict": "yes"}), 422, "strict")
+    with TestClient(make_app(solr, tmp_path, check_strict=False)) as client:
+        client.post("/v1/check", json={"id": "s4", "text": "Cafe Bizou 14016 Ventura Blvd. Sherman Oaks"})
+        client.post("/v1/check", json={"id": "s5", "text": "Citrus 6703 Melrose Ave. Los Angeles", "strict": True})
+    assert passed == [True, False, False, True]
+
+
+def test_check_strict_setting_from_environment_then_config_file_then_default(monkeypatch, tmp_path):
+    from neardup_solr.errors import InvalidParameterError
+
+    monkeypatch.delenv("NEARDUP_SERVICE_CHECK_STRICT", raising=False)
+    monkeypatch.setenv("NEARDUP_CONFIG", str(tmp_path / "absent.ini"))
+    assert ServiceConfig.load().check_strict is True
+    config = tmp_path / "config.ini"
+    config.write_text("[service]\ncheck_strict = off\n")
+    monkeypatch.setenv("NEARDUP_CONFIG", str(config))
+    assert ServiceConfig.load().check_strict is False
+    monkeypatch.setenv("NEARDUP_SERVICE_CHECK_STRICT", "TRUE")
+    assert ServiceConfig.load().check_strict is True
+    assert ServiceConfig.load(check_strict=False).check_strict is False
+    monkeypatch.setenv("NEARDUP_SERVICE_CHECK_STRICT", "sometimes")
+    with pytest.raises(InvalidParameterError, match="NEARDUP_SERVICE_CHECK_STRICT"):
+        ServiceConfig.load()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
