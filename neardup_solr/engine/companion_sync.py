@@ -37,7 +37,13 @@ from neardup_solr.io.progress import progress_bar
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.signing.tokens import md5_hex
-from neardup_solr.solr.atomic import dated_since, highest_version, updated_at_or_before, updated_since
+from neardup_solr.solr.atomic import (
+    count_matching,
+    dated_since,
+    highest_version,
+    updated_at_or_before,
+    updated_since,
+)
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.companion import (
     InstallRefused,
@@ -52,15 +58,15 @@ from neardup_solr.solr.companion import (
     source_pages,
 )
 from neardup_solr.solr.group_fields import chunks, groups_in_use
-from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, filter_params, select_params
+from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, select_params
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.validation import Limit, check_float, check_int
 
 log = logging.getLogger(__name__)
 
 _GET_CHUNK = 500
-# Adds in flight at once during a backfill (index's default workers), and how often its resumable position is saved.
 T = TypeVar("T")
+# Adds in flight at once during a backfill (index's default workers), and how often its resumable position is saved.
 _WRITERS = 2
 _STATE_EVERY_PAGES = 10
 # The cursor reads pages of at least this many documents whatever the add batch: every cursor page makes Solr
@@ -401,8 +407,7 @@ class CompanionSyncer:
         return len(gone)
 
     def _counts_agree(self) -> bool:
-        held = self.client.count(params=filter_params([USER_DOCUMENTS]))
-        return held == source_count(self.comp.source)
+        return count_matching(self.client, []) == source_count(self.comp.source)
 
     def follow(self, interval: float = 1.0, stop: threading.Event | None = None,
                on_pass: Callable[[CompanionSyncSummary], None] | None = None) -> None:
