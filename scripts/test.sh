@@ -3,8 +3,9 @@
 # starts on a free 127.0.0.1 port and stops at the end (or against SOLR_URL when that is set).
 #
 #   ./scripts/test.sh [pytest args]    the whole suite, in one process; NEARDUP_TEST_WORKERS=N runs it on N
-#                                      pytest-xdist workers, each with a Solr of its own (not yet the default:
-#                                      on 2 cores the Spark and docs modules of three workers crowded each other)
+#                                      pytest-xdist workers, each with a Solr of its own (the groups are in
+#                                      tests/conftest.py). Not the default: on 2 cores two workers took 52 min
+#                                      against one process's 54, their CPU time 70 min against 51
 #   ./scripts/test.sh --fast [args]    the fast tier: pure-Python tests that need neither Java nor Solr
 set -euo pipefail
 cd "$(dirname "$0")/.."

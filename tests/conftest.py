@@ -25,16 +25,20 @@ from neardup_solr.solr.backends.local import LocalSolr
 
 
 _SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
-# Modules that start JVMs of their own (Spark sessions and clusters; the fault tests' Solr clusters) share a worker
-# each way: on 2 cores, three Spark sessions starting at once took longer than the three one after another.
-_HEAVY_GROUPS = {
+# Modules that should not run beside each other share a worker. Those that start JVMs of their own (Spark sessions and
+# clusters; the fault tests' Solr clusters): on 2 cores, three Spark sessions starting at once took longer than the
+# three one after another.
+_SHARED_WORKER_GROUPS = {
     "spark": ("tests/doors/spark/", "tests/bench/test_corpus_scale.py", "tests/solr/solr/test_unicode_settings.py"),
     "faults": ("tests/solr/faults/",),
+    # These build in the work tree (pip wheel's build/, the kernels of the other Pythons): one at a time.
+    "tree-builds": ("tests/project/test_wheel_install.py", "tests/unit/signing/test_signature_stability.py",
+                    "tests/solr/text/test_signatures_across_pythons.py"),
 }
 
 
 def _worker_group(nodeid: str) -> str | None:
-    for group, prefixes in _HEAVY_GROUPS.items():
+    for group, prefixes in _SHARED_WORKER_GROUPS.items():
         if nodeid.startswith(prefixes):
             return group
     return None
@@ -113,6 +117,15 @@ def shared_cloud():
     and starve nodes, start their own clusters."""
     with _local_cloud("neardup-test-shared-cloud-") as cloud:
         yield cloud
+
+
+@pytest.fixture(scope="module")
+def shared_cloud_client(shared_cloud) -> SolrClient:
+    """A client on the shared cluster's ``neardup`` collection, emptied once for the module that asks."""
+    client = SolrClient(shared_cloud.core_url)
+    client.check()
+    client.delete_all()
+    return client
 
 
 @contextlib.contextmanager

@@ -298,13 +298,16 @@ def release(client: SolrClient, held: HeldLocks) -> bool:
         return not could_be_taken
     ours = {lid: int(d["_version_"]) for lid, d in seen.items() if lock_info(d).get("token") == held.token}
     # Another holder's token: taken over. Gone: deleted by a retried request of ours, or taken over and released.
-    lost = [lid for lid in held.versions if lid not in ours and (lid in seen or could_be_taken)]
+    taken = [lid for lid in held.versions if lid in seen and lid not in ours]
+    gone = [lid for lid in held.versions if lid not in seen and could_be_taken]
     if ours:
         _give_back(client, list(ours), held.token)
-    if lost:
-        log.warning("%d band lock(s) of %r were taken over after %.1f s (lease %.0f s)", len(lost), held.owner,
-                    held_for, held.lease_seconds)
-    return not lost
+    if taken or gone:
+        # A gone lock counts as lost once the hold could have been taken over: a taker may have come and gone.
+        log.warning("band locks of %r after %.1f s (lease %.0f s): %d held by another check, %d gone (taken over "
+                    "and released, or deleted by a retried request of ours)", held.owner, held_for,
+                    held.lease_seconds, len(taken), len(gone))
+    return not (taken or gone)
 
 
 def release_after_failure(client: SolrClient, held: HeldLocks, make_visible: Any) -> None:

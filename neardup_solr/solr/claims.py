@@ -164,15 +164,19 @@ def claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: d
             seen = {d["id"]: d for d in client.get_by_ids([claim["id"], doc_id], "id,content,md5_hash")}
         except NeardupError:
             raise exc from None  # Solr is away: a claim written anyway goes stale after the lease
+        # This request's own claim (its nonce): written by this very request, or by its first attempt when the
+        # answer was lost and the client sent it again, in which case the resend meets its own claim (409).
         ours = seen.get(claim["id"], {}).get("content") == claim["content"]
-        if ours and not refused and seen.get(doc_id, {}).get("md5_hash") == document.get("md5_hash"):
+        there = seen.get(doc_id)
+        if ours and there is not None and there.get("md5_hash") == document.get("md5_hash"):
             log.info("the add of %r failed to answer (%s) but both documents are in: it took effect", doc_id, exc)
             return True
         if ours:
             release(client, claim["id"])
         if refused:
-            if ours:
+            if ours and there is not None:
                 raise exists_error(client, doc_id) from None
+            # Someone else's claim, or our first attempt's claim without its document: claim() sorts it out.
             return None
         raise
 
@@ -200,14 +204,17 @@ def claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None
     """Claim the text for ``doc_id``. When lost, the outcome names the document (or the pending add) that holds
     the claim. A claim made with ``ttl`` expires with the document it was made for."""
     cid = claim_id(md5_hash)
-    for _ in range(CLAIM_ATTEMPTS):
+    for attempt in range(CLAIM_ATTEMPTS):
         now = time.time()
         doc = claim_document(md5_hash, doc_id, ttl)
         if create(client, doc, -1):
             return ClaimOutcome(True)
         seen = client.get_by_ids([cid], "id,content,_version_")
         if not seen:
-            continue  # released between our attempt and our read: try again
+            # Released between our attempt and our read; or Solr refuses the create while a real-time get does not
+            # show the claim yet, as it does while it replays its update log after a restart: wait a little.
+            time.sleep(min(0.05 * 2 ** attempt, 1.0))
+            continue
         info = claim_info(seen[0])
         owner = str(info.get("owner", ""))
         owner_docs = client.get_by_ids([owner], "id,content,md5_hash,dataset") if owner else []
@@ -226,5 +233,6 @@ def claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None
         if create(client, doc, int(seen[0]["_version_"])):
             log.info("took over the stale claim %s of %r for %r", cid, owner, doc_id)
             return ClaimOutcome(True)
-    raise NeardupError(f"could not claim the text for {doc_id!r}: its claim kept changing under concurrent checks; "
+    raise NeardupError(f"could not claim the text for {doc_id!r}: its claim kept changing under concurrent checks, "
+                       "or Solr kept refusing it without showing it (as while it replays its log after a restart); "
                        "try again")

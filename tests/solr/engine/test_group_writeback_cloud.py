@@ -17,7 +17,6 @@ import pytest
 from neardup_solr.engine.collection import dedupe_collection
 from neardup_solr.io import restaurants
 from neardup_solr.signing.settings import IndexSettings
-from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.folded_search import folded_search
 from neardup_solr.solr.group_fields import read_groups
 from neardup_solr.solr.indexer import Indexer
@@ -26,11 +25,8 @@ pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cluster(shared_cloud):
-    client = SolrClient(shared_cloud.core_url)
-    client.check()
-    client.delete_all()
-    return client
+def cluster(shared_cloud_client):
+    return shared_cloud_client
 
 
 @pytest.fixture(scope="module")

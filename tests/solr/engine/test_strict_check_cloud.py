@@ -22,10 +22,8 @@ pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cluster(shared_cloud):
-    client = SolrClient(shared_cloud.core_url)
-    client.check()
-    client.delete_all()
+def cluster(shared_cloud_client):
+    client = shared_cloud_client
     assert check_and_add(client, "seed", "seed text that stores the collection settings first").added
     return client
 

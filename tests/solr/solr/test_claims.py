@@ -89,3 +89,37 @@ def test_a_delayed_owner_whose_claim_was_taken_over_first_is_told_the_holder(sol
 def test_a_confirmation_claims_again_a_claim_released_under_it(solr):
     assert confirm_claim(solr, MD5, "a") == "a"
     assert claim_holder(solr, MD5) == "a"
+
+
+def test_a_resent_claim_and_create_that_meets_its_own_first_attempt_took_effect(solr, monkeypatch):
+    """The answer of the first attempt lost (Solr killed after it wrote both), the client sends the same request
+    again and Solr refuses it (409) because of that attempt's own claim: the add took effect, the claim stays."""
+    from neardup_solr.solr import claims
+
+    real_post = claims.post_update
+
+    def first_answer_lost(client, body, **options):
+        real_post(client, body, **options)
+        return real_post(client, body, **options)  # the client's retry of the same request
+
+    monkeypatch.setattr(claims, "post_update", first_answer_lost)
+    document = {"id": "resent", "md5_hash": MD5, "content": "a text whose add was sent twice"}
+    assert claims.claim_and_create(solr, MD5, "resent", document, None, None) is True
+    assert claim_holder(solr, MD5) == "resent"
+    assert solr.get_by_ids(["resent"], "md5_hash")[0]["md5_hash"] == MD5
+
+
+def test_a_claim_and_create_refused_by_another_document_under_the_id_raises_exists(solr):
+    from neardup_solr.errors import DocumentExistsError
+    from neardup_solr.solr import claims
+
+    assert create_only(solr, {"id": "taken", "md5_hash": "f" * 32, "content": "another text"})
+    document = {"id": "taken", "md5_hash": MD5, "content": "this text"}
+    # Our claim goes in, the document after it is refused: the claim is removed and the error names the id.
+    try:
+        claims.claim_and_create(solr, MD5, "taken", document, None, None)
+    except DocumentExistsError as exc:
+        assert "'taken'" in str(exc)
+    else:
+        raise AssertionError("a create over another document was not refused")
+    assert claim_holder(solr, MD5) is None

@@ -17,72 +17,19 @@ and 3.13; with version 3, 0 for every pair.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import pickle
 import random
-import re
-import shutil
 import subprocess
-import sys
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
-from pathlib import Path
 
 import pytest
 
 from neardup_solr.text.pinned_unicode import PINNED_UNICODE_VERSION, pinned
-from repo_paths import REPO
-
-ROOT = REPO
-VENVS = ROOT / ".pytest_cache" / "signature-venvs"
-SUPPORTED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
-
-
-def find_python(version: str) -> str | None:
-    """An interpreter of ``version`` (X.Y): this one, ``pythonX.Y`` on the PATH, or pyenv's newest X.Y.*."""
-    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
-        return sys.executable
-    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    found = sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{version}.*", "bin", "python")))
-    # pyenv's shims are not interpreters (they fail when the version is not selected), so pyenv's own first.
-    candidates = found[::-1] + [p for p in [shutil.which(f"python{version}")] if p and "shims" not in p]
-    for path in candidates:
-        probe = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                               capture_output=True, text=True)
-        if probe.returncode == 0 and probe.stdout.strip() == version:
-            return path
-    return None
-
-
-def runtime_dependencies() -> list[str]:
-    """``[project] dependencies`` of pyproject.toml (read without tomllib, which 3.10 lacks)."""
-    block = re.search(r"^dependencies = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.S | re.M).group(1)
-    return re.findall(r'^\s*"([^"]+)"', block, re.M)
-
-
-def venv_python(version: str, python: str) -> str:
-    """A Python of ``version`` with the runtime dependencies, the package importable from the work tree and its
-    compiled kernel built for it (next to the others: each carries its ABI tag, cpython-310-...)."""
-    if python == sys.executable:
-        return python  # the test's own environment, set up by scripts/setup.sh
-    venv = VENVS / version
-    interpreter = venv / "bin" / "python"
-    wanted = "\n".join(runtime_dependencies() + ["setuptools>=68", "wheel"])
-    stamp = venv / "installed.txt"
-    if not interpreter.exists():
-        subprocess.run([python, "-m", "venv", str(venv)], check=True, capture_output=True)
-    if not stamp.exists() or stamp.read_text() != wanted:
-        subprocess.run([str(interpreter), "-m", "pip", "install", "-q", *wanted.split("\n")], check=True,
-                       capture_output=True)
-        stamp.write_text(wanted)
-    # A no-op when the kernel for this interpreter is newer than _kernel.c.
-    subprocess.run([str(interpreter), "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, check=True,
-                   capture_output=True)
-    return str(interpreter)
-
+from pythons import ROOT, SUPPORTED_PYTHONS, VENVS, find_python, venv_python
 
 # -- random texts mixing scripts ---------------------------------------------------------------------------------
 
@@ -247,56 +194,3 @@ def test_the_pinned_tables_agree_with_unicodedata2_of_the_same_version():
         # CPython's definition of whitespace (Tools/unicode/makeunicodedata.py), on the pinned database.
         assert (code in data.whitespace) == (unicodedata2.bidirectional(ch) in ("WS", "B", "S") or category == "Zs")
         assert (code in data.decimal) == (unicodedata2.decimal(ch, None) is not None)
-
-
-# -- one collection, two Pythons -----------------------------------------------------------------------------------
-
-# Texts holding characters Unicode 13 (Python 3.10) did not have: Vithkuqi capitals (Unicode 14: 3.11+ folds them to
-# small letters), U+061D ARABIC END OF TEXT MARK inside a word (punctuation from Unicode 14 on), Kawi and Nag
-# Mundari letters and digits (Unicode 15).
-NEW_SINCE_13 = ("Ledger \U00010570\U00010571\U00010572 entry \u0628\u061d\u062a kawi \U00011f12\U00011f13 "
-                "numbers \U0001e4f1\U0001e4f2 from the harbour office of the northern district")
-RECORDS = {
-    "original": NEW_SINCE_13,
-    "near": NEW_SINCE_13.replace("northern", "eastern"),
-    "other": "A different text about \U00010577\U00010578 trains that leave the central station every hour",
-}
-
-
-def _cli(python: str, *args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "neardup_solr.cli", *args], env=env, capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
-
-
-@pytest.mark.solr
-@pytest.mark.slow
-def test_a_version_3_collection_indexed_on_3_10_finds_its_duplicates_from_3_13(solr, solr_url, tmp_path):
-    pythons = {v: find_python(v) for v in ("3.10", "3.13")}
-    missing = [v for v, p in pythons.items() if p is None]
-    if missing:
-        pytest.skip(f"Python {', '.join(missing)} not found (not on the PATH, not in pyenv)")
-    oldest, newest = (venv_python(v, p) for v, p in pythons.items() if p is not None)
-    env = {k: v for k, v in os.environ.items() if k not in ("NEARDUP_SOLR_KERNEL", "SOLR_URL")}
-    env["PYTHONPATH"] = str(ROOT)
-    records = tmp_path / "records.jsonl"
-    records.write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in RECORDS.items()))
-
-    def near_dups_from_3_13() -> tuple[dict, str]:
-        proc = _cli(newest, "near-dups", "--text", NEW_SINCE_13, "--min-jaccard", "0.3", "--json",
-                    "--solr-url", solr_url, env=env)
-        assert proc.returncode == 0, proc.stderr
-        return {m["id"]: m for m in json.loads(proc.stdout)}, proc.stderr
-
-    indexed = _cli(oldest, "index", str(records), "-q", "--solr-url", solr_url, env=env)
-    assert indexed.returncode == 0, indexed.stderr
-    found, warnings = near_dups_from_3_13()
-    assert found["original"]["exact"] and "near" in found and not found["near"]["exact"]
-    assert "other" not in found and "Unicode" not in warnings
-
-    # The same with version 2 (each Python's own Unicode): the copy is no longer exact from 3.13, and it says why.
-    indexed = _cli(oldest, "index", str(records), "-q", "--clear-all", "--normalizer-version", "2",
-                   "--solr-url", solr_url, env=env)
-    assert indexed.returncode == 0, indexed.stderr
-    found, warnings = near_dups_from_3_13()
-    assert not found.get("original", {}).get("exact", False)
-    assert "Unicode 13.0.0" in warnings and "Unicode 15.1.0" in warnings
