@@ -24,6 +24,12 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.backends.local import LocalSolr
 
 
+# Every JVM the suite starts (Solr, its cloud nodes and ZooKeeper, the Spark driver; in this process and in the
+# commands it runs) compiles with C1 only. They live for seconds to minutes, and C2's compiler threads spent more
+# CPU than they saved: on 2 cores the cloud-parity module took 111 s and 166 s of CPU with it, 183 s and 320 s
+# without. NEARDUP_JAVA_OPTIONS set outside the suite (even empty) is kept.
+os.environ.setdefault("NEARDUP_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+
 _SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
 # Modules that should not run beside each other share a worker. Those that start JVMs of their own (Spark sessions and
 # clusters; the fault tests' Solr clusters): on 2 cores, three Spark sessions starting at once took longer than the

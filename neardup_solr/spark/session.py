@@ -102,7 +102,10 @@ def spark_session(
     if "spark.driver.extraJavaOptions" not in (config or {}):
         # Read when the driver JVM starts (PySpark passes the builder's settings to spark-submit); a cluster's
         # executors keep their own logging.
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
+        # NEARDUP_JAVA_OPTIONS: the options every JVM of ours gets (neardup_solr.solr.backends.local.java_command).
+        extra = os.environ.get("NEARDUP_JAVA_OPTIONS", "").strip()
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}" + (f" {extra}" if extra else ""))
     for key, value in (config or {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -98,6 +99,9 @@ def java_command(heap: str, classpath: str, main: str, *args: str, props: dict |
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.net.preferIPv4Stack=true",
     ]
+    # Options of the user's for every JVM we start (Solr, its cloud nodes, ZooKeeper), after ours so that they win:
+    # GC logging, another collector, or -XX:TieredStopAtLevel=1 for short-lived JVMs (the test suite's).
+    cmd += shlex.split(os.environ.get("NEARDUP_JAVA_OPTIONS", ""))
     cmd += [f"-D{key}={value}" for key, value in (props or {}).items()]
     return cmd + ["-cp", classpath, main, *args]
 

@@ -206,12 +206,22 @@ _CONTEXTS = ("a{0}{0}b", "Z{0}\u0301", "\u0915{0}\u093c")
 @pytest.mark.slow
 @pytest.mark.parametrize("normalizer", [V3, Normalizer(3, fold_diacritics=True, fold_digits=True)], ids=repr)
 def test_version_3_is_idempotent_on_every_code_point(normalizer):
+    def idempotent(text: str) -> bool:
+        once = normalizer.normalize(text)
+        return normalizer.normalize(once) == once
+
+    # Normalising is local: a space is a starter that no NFKC composition, entity or word rule reaches across,
+    # so a block of contexts joined by spaces is idempotent exactly when each of them is (the ends of every
+    # context are letters or a mark on one). Blocks make the 3.3 million checks about three times faster; a block
+    # that fails is checked context by context, so the failure names its code points.
     not_idempotent = []
-    for code in range(0x110000):
+    for start in range(0, 0x110000, 1024):
+        codes = range(start, min(start + 1024, 0x110000))
         for context in _CONTEXTS:
-            once = normalizer.normalize(context.format(chr(code)))
-            if normalizer.normalize(once) != once:
-                not_idempotent.append(f"U+{code:04X} in {context!r}")
+            if idempotent(" ".join(context.format(chr(code)) for code in codes)):
+                continue
+            not_idempotent += [f"U+{code:04X} in {context!r}" for code in codes
+                               if not idempotent(context.format(chr(code)))]
     assert not_idempotent == []
 
 
