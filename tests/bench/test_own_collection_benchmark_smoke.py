@@ -8,28 +8,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from bench_run import run_benchmark
 from repo_paths import REPO
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 
 def test_tiny_run_writes_every_figure_of_the_companion(tmp_path):
-    out_dir = tmp_path / "results"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "own_collection.py"), "--docs", "200",
-                           "--lag-posts", "3", "--deletes", "2", "--reconcile-interval", "1", "--idle-seconds", "2",
-                           "--queries", "10", "--warmup", "3", "--search-repeats", "2", "--rate-rounds", "2",
-                           "--heap", "1g", "--max-load", "1000",
-                           "--work-dir", str(tmp_path / "work"), "--out-dir", str(out_dir), "--machine", "smoke"],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (json_path,) = out_dir.glob("*-own-collection-smoke.json")
-    report = json.loads(json_path.read_text())
-    assert report["provenance"]["tool"] == "neardup-solr"
-    assert report["load_average"]["start"] and report["load_average"]["end"]
+    report, json_path = run_benchmark("own_collection.py", "own-collection", "--docs", "200", "--lag-posts", "3",
+                                      "--deletes", "2", "--reconcile-interval", "1", "--idle-seconds", "2",
+                                      "--queries", "10", "--warmup", "3", "--search-repeats", "2", "--rate-rounds",
+                                      "2", "--heap", "1g", "--max-load", "1000", tmp_path=tmp_path)
+    out_dir = json_path.parent
     (result,) = report["results"]
     assert result["docs"] == 200 and len(result["load_1m_start_end"]) == 2
 
