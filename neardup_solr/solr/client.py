@@ -19,7 +19,9 @@ Credentials (HTTP basic auth) come from arguments, ``SOLR_USERNAME``/``SOLR_PASS
 never appear in messages or logs.
 
 Which answers are worth waiting out is :mod:`neardup_solr.solr.failures`' rule; the nodes of a SolrCloud and the
-move to another one when a node stops answering are :mod:`neardup_solr.solr.failover`'s.
+move to another one when a node stops answering are :mod:`neardup_solr.solr.failover`'s; holding requests while a
+restarted core replays its update log (it answers meanwhile, without the documents not replayed yet) is
+:mod:`neardup_solr.solr.update_log`'s.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from neardup_solr.solr.failures import (
     transient_state,
 )
 from neardup_solr.solr.transport import DirectTransport
+from neardup_solr.solr.update_log import ReplayGuard, metrics_key
 from neardup_solr.errors import (
     ClientClosedError,
     InvalidParameterError,
@@ -258,6 +261,7 @@ class SolrClient(NodeFailover):
         self._environments: dict[str, dict[str, Any]] = {}
         # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
         self._direct = DirectTransport(self.session)
+        self._replay_guard = ReplayGuard(self.collection, self._update_log_metrics, lambda: self._cloud is True)
         # The stored field with the text: "content" in our own collections; in a user's collection prepared by
         # `install`, their field, which every read then gets under the name "content" (Solr's field alias in fl),
         # so no reader needs to know. Set by read_index_settings from the stored settings.
@@ -335,57 +339,67 @@ class SolrClient(NodeFailover):
             shard_state: object = None
             shortfall: int | None = None
             timed_out = False
-            try:
-                sent += 1
-                resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
-                                  headers=headers, timeout=timeout or self.timeout, stream=stream)
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                reason = short_reason(exc)
-                timed_out = isinstance(exc, requests.Timeout)
-                failures[node] = reason
-                if len(self._nodes) > 1 or self._cloud:
-                    other = self._fail_over(node, reason, tried)
-                    if other is not None:
-                        # Another node serves the same collection: go there now instead of waiting for this one.
-                        node = other
-                        continue
-                if not self._answered and not wait_for_contact:
-                    waited = time.monotonic() - started
-                    if timed_out:
-                        raise timeout_error(self.url, timeout or self.timeout, sent, waited)
-                    raise self._first_contact_error(failures, sent, waited)
+            # After a restart a single core replays its update log while it already answers; a request sent
+            # meanwhile would miss what Solr acknowledged before (see neardup_solr.solr.update_log).
+            replaying = self._replay_guard.replaying(node) if retry else None
+            if replaying is not None:
+                reason = replaying
             else:
-                if not self._answered:
-                    self._first_answer(url, resp, stream)
-                if resp.status_code in (401, 403):
-                    raise SolrAuthError(
-                        f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
-                        "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
-                    )
-                if resp.status_code < 400 and self.min_replicas > 1:
-                    shortfall = self._replication_shortfall(method, path, resp)
-                if resp.status_code < 400 and shortfall is None:
-                    if self._switches_said:
-                        self._switches_said.clear()
-                    return resp
-                if shortfall is not None:
-                    # Transient like a recovering replica: the same wait, and the update sent again after it.
-                    reason = (f"update acknowledged by {shortfall} of the {self.min_replicas} replicas asked "
-                              "(min_replicas)")
-                elif resp.status_code == 404:
-                    raise self._not_found(node, path, resp)
+                try:
+                    sent += 1
+                    resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
+                                      headers=headers, timeout=timeout or self.timeout, stream=stream)
+                except (requests.ConnectionError, requests.Timeout) as exc:
+                    reason = short_reason(exc)
+                    timed_out = isinstance(exc, requests.Timeout)
+                    failures[node] = reason
+                    self._replay_guard.failed()
+                    if len(self._nodes) > 1 or self._cloud:
+                        other = self._fail_over(node, reason, tried)
+                        if other is not None:
+                            # Another node serves the same collection: go there now instead of waiting for this one.
+                            node = other
+                            continue
+                    if not self._answered and not wait_for_contact:
+                        waited = time.monotonic() - started
+                        if timed_out:
+                            raise timeout_error(self.url, timeout or self.timeout, sent, waited)
+                        raise self._first_contact_error(failures, sent, waited)
                 else:
-                    solr_message = solr_error_text(resp)
-                    if resp.status_code < 500:
-                        raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: "
-                                               f"{solr_message}", status=resp.status_code)
-                    state = transient_state(resp.status_code, solr_message)
-                    if state is None:
-                        raise server_error(self.url, resp.status_code, solr_message)
-                    reason = state
-                    shard_state = shard_without_replica(solr_message)
-                    if shard_state is None and solr_message.startswith(FORWARD_FAILED):
-                        shard_state = LEADER_UNREACHABLE
+                    if retry:
+                        self._replay_guard.answered()
+                    if not self._answered:
+                        self._first_answer(url, resp, stream)
+                    if resp.status_code in (401, 403):
+                        raise SolrAuthError(
+                            f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
+                            "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
+                        )
+                    if resp.status_code < 400 and self.min_replicas > 1:
+                        shortfall = self._replication_shortfall(method, path, resp)
+                    if resp.status_code < 400 and shortfall is None:
+                        if self._switches_said:
+                            self._switches_said.clear()
+                        return resp
+                    if shortfall is not None:
+                        # Transient like a recovering replica: the same wait, and the update sent again after it.
+                        reason = (f"update acknowledged by {shortfall} of the {self.min_replicas} replicas asked "
+                                  "(min_replicas)")
+                    elif resp.status_code == 404:
+                        raise self._not_found(node, path, resp)
+                    else:
+                        solr_message = solr_error_text(resp)
+                        if resp.status_code < 500:
+                            raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: "
+                                                   f"{solr_message}", status=resp.status_code)
+                        state = transient_state(resp.status_code, solr_message)
+                        if state is None:
+                            raise server_error(self.url, resp.status_code, solr_message)
+                        reason = state
+                        self._replay_guard.failed()
+                        shard_state = shard_without_replica(solr_message)
+                        if shard_state is None and solr_message.startswith(FORWARD_FAILED):
+                            shard_state = LEADER_UNREACHABLE
             # Every node known has been tried in this round: wait before the next round, from the start.
             tried.clear()
             waited = time.monotonic() - started
@@ -409,6 +423,17 @@ class SolrClient(NodeFailover):
             time.sleep(wait)
             attempt += 1
             node = self._node
+
+    def _update_log_metrics(self, node: str) -> dict | None:
+        """The metrics API's answer about the core's update-log state on ``node`` (for the replay guard); None
+        when the node does not give it (metrics API refused or absent)."""
+        resp = self._send(node, "GET", f"{node}/admin/metrics", params=[("key", metrics_key(self.collection)),
+                                                                        ("wt", "json")],
+                          data=None, json_body=None, headers=None, timeout=min(self.timeout, 10.0), stream=False)
+        if resp.status_code in (401, 403, 404):
+            return None
+        resp.raise_for_status()
+        return resp.json()
 
     def _first_answer(self, url: str, resp: requests.Response, stream: bool) -> None:
         """Mark the client as answered by Solr, or raise when what answered is not Solr: a web page where Solr's

@@ -1,0 +1,122 @@
+"""Whether a single Solr core is still replaying its update log after a restart, and the client's guard that waits
+for the replay to end before a request is sent.
+
+Why it is needed: a standalone Solr that was killed (SIGKILL, power loss, OOM) keeps what it acknowledged in its
+update log, and replays that log when it starts again, **in the background, while the core already answers**.
+Until the replay ends, searches and the version checks of create-only writes do not see the documents of the
+log: a lookup finds no near duplicate of a text that was acknowledged a second before the crash, and the
+create-only claim of an identical text is accepted a second time. The soak benchmark (benchmarks/soak.py) caught
+exactly that: 106 near-duplicate pairs admitted twice by strict ``check_and_add`` during an 18.8 s replay.
+
+A SolrCloud replica does not have the problem: it replays its log before it registers itself as active (Solr's
+``ZkController.register`` waits on the replay), so queries and updates are not routed to it meanwhile. The guard
+therefore applies to single cores only; it finds nothing to wait for on a cloud node, whose cores are named
+``<collection>_shard<n>_replica_<m>``.
+
+The state is Solr's metric ``TLOG.state`` of the core (``solr.core.<core>:TLOG.state``): 0 replaying, 1 buffering,
+2 applying buffered updates, 3 active. It costs one small metrics request, asked only when a restart could have
+happened since this client last heard from Solr: after a failed attempt (connection refused or reset, timeout,
+a 5xx), at a client's first request, and after a silence of :data:`IDLE_SECONDS` (no Solr is killed, started and
+loaded again in less). A busy client thus asks nothing extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ACTIVE", "IDLE_SECONDS", "ReplayGuard", "metrics_key", "state_of", "describe_state"]
+
+ACTIVE = 3
+_STATE_NAMES = {0: "replaying its update log", 1: "buffering updates", 2: "applying buffered updates",
+                3: "active"}
+# A Solr process cannot be killed, started and have its core loaded again in less: a JVM alone takes longer to
+# start. A client that heard from Solr less than this ago has been talking to the same process since.
+IDLE_SECONDS = 1.0
+
+
+def metrics_key(core: str) -> str:
+    """The metrics API key of a core's update-log state."""
+    return f"solr.core.{core}:TLOG.state"
+
+
+def state_of(answer: Any, core: str) -> int | None:
+    """The core's update-log state in a metrics API answer (``key=`` or ``group=core&prefix=TLOG.state`` form);
+    None when the answer does not say (no such core on this node, no update log, metrics off)."""
+    metrics = answer.get("metrics") if isinstance(answer, dict) else None
+    if not isinstance(metrics, dict):
+        return None
+    state = metrics.get(metrics_key(core))
+    if state is None:
+        body = metrics.get(f"solr.core.{core}")
+        state = body.get("TLOG.state") if isinstance(body, dict) else None
+    return state if isinstance(state, int) and not isinstance(state, bool) else None
+
+
+def describe_state(state: int) -> str:
+    return _STATE_NAMES.get(state, f"state {state}")
+
+
+class ReplayGuard:
+    """Per client: when to ask whether the core is replaying, and what it said.
+
+    ``ask(node)`` returns the metrics API answer (a dict) of ``node``, or None when there is none to be had (the
+    node refused the metrics API: 401/403/404, or metrics are off); it is the client's, so the request goes
+    through the client's connection pool and credentials. ``is_cloud()`` says whether the client knows it talks
+    to a SolrCloud."""
+
+    def __init__(self, core: str, ask: Callable[[str], Any], is_cloud: Callable[[], bool]):
+        self.core = core
+        self._ask = ask
+        self._is_cloud = is_cloud
+        self._lock = threading.Lock()
+        self._last_answer: float | None = None  # time.monotonic() of Solr's last answer to this client
+        self._in_doubt = True  # a failed attempt since the last confirmed active state
+        self._unavailable = False  # the node does not give its metrics: nothing to ask again
+
+    def answered(self) -> None:
+        """Solr answered a request (any answer that is not a failure worth retrying)."""
+        self._last_answer = time.monotonic()
+
+    def failed(self) -> None:
+        """An attempt failed in a way a restart explains (no connection, a timeout, a 5xx)."""
+        self._in_doubt = True
+
+    def due(self) -> bool:
+        if self._unavailable or self._is_cloud():  # cloud replicas replay before they serve
+            return False
+        if self._in_doubt:
+            return True
+        last = self._last_answer
+        return last is None or time.monotonic() - last > IDLE_SECONDS
+
+    def replaying(self, node: str) -> str | None:
+        """When due, ask ``node`` for the core's update-log state: the reason to wait ("update log replaying after
+        a restart") while it is not active, None when the request may go (active, or nothing to tell)."""
+        if not self.due():
+            return None
+        with self._lock:
+            if not self.due():  # another thread asked meanwhile
+                return None
+            try:
+                answer = self._ask(node)
+            except Exception as exc:  # noqa: BLE001 - the request itself will meet (and retry) the same fault
+                log.debug("could not ask %s for the update-log state of %s: %s", node, self.core, exc)
+                return None
+            if answer is None:
+                self._unavailable = True
+                log.debug("%s gives no metrics: a replay of the update log after a restart cannot be waited for",
+                          node)
+                return None
+            state = state_of(answer, self.core)
+            if state is not None and state != ACTIVE:
+                self._in_doubt = True
+                return (f"core {self.core!r} is {describe_state(state)} after a restart (what it acknowledged "
+                        "before is not all searchable yet)")
+            self._in_doubt = False
+            self._last_answer = time.monotonic()
+            return None
