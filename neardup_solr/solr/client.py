@@ -339,67 +339,69 @@ class SolrClient(NodeFailover):
             shard_state: object = None
             shortfall: int | None = None
             timed_out = False
-            # After a restart a single core replays its update log while it already answers; a request sent
-            # meanwhile would miss what Solr acknowledged before (see neardup_solr.solr.update_log).
-            replaying = self._replay_guard.replaying(node) if retry else None
-            if replaying is not None:
-                reason = replaying
+            try:
+                sent += 1
+                # After a restart a single core replays its update log while it already answers; a request sent
+                # meanwhile would miss what Solr acknowledged before (neardup_solr.solr.update_log). Asking is part
+                # of the attempt: a node that does not answer it fails the attempt as the request itself would.
+                replaying = self._replay_guard.replaying(node) if retry else None
+                if replaying is not None:
+                    raise _CoreReplaying(replaying)
+                resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
+                                  headers=headers, timeout=timeout or self.timeout, stream=stream)
+            except _CoreReplaying as exc:
+                reason = str(exc)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                reason = short_reason(exc)
+                timed_out = isinstance(exc, requests.Timeout)
+                failures[node] = reason
+                self._replay_guard.failed()
+                if len(self._nodes) > 1 or self._cloud:
+                    other = self._fail_over(node, reason, tried)
+                    if other is not None:
+                        # Another node serves the same collection: go there now instead of waiting for this one.
+                        node = other
+                        continue
+                if not self._answered and not wait_for_contact:
+                    waited = time.monotonic() - started
+                    if timed_out:
+                        raise timeout_error(self.url, timeout or self.timeout, sent, waited)
+                    raise self._first_contact_error(failures, sent, waited)
             else:
-                try:
-                    sent += 1
-                    resp = self._send(node, method, url, params=params, data=data, json_body=json_body,
-                                      headers=headers, timeout=timeout or self.timeout, stream=stream)
-                except (requests.ConnectionError, requests.Timeout) as exc:
-                    reason = short_reason(exc)
-                    timed_out = isinstance(exc, requests.Timeout)
-                    failures[node] = reason
-                    self._replay_guard.failed()
-                    if len(self._nodes) > 1 or self._cloud:
-                        other = self._fail_over(node, reason, tried)
-                        if other is not None:
-                            # Another node serves the same collection: go there now instead of waiting for this one.
-                            node = other
-                            continue
-                    if not self._answered and not wait_for_contact:
-                        waited = time.monotonic() - started
-                        if timed_out:
-                            raise timeout_error(self.url, timeout or self.timeout, sent, waited)
-                        raise self._first_contact_error(failures, sent, waited)
+                if retry:
+                    self._replay_guard.answered()
+                if not self._answered:
+                    self._first_answer(url, resp, stream)
+                if resp.status_code in (401, 403):
+                    raise SolrAuthError(
+                        f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
+                        "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
+                    )
+                if resp.status_code < 400 and self.min_replicas > 1:
+                    shortfall = self._replication_shortfall(method, path, resp)
+                if resp.status_code < 400 and shortfall is None:
+                    if self._switches_said:
+                        self._switches_said.clear()
+                    return resp
+                if shortfall is not None:
+                    # Transient like a recovering replica: the same wait, and the update sent again after it.
+                    reason = (f"update acknowledged by {shortfall} of the {self.min_replicas} replicas asked "
+                              "(min_replicas)")
+                elif resp.status_code == 404:
+                    raise self._not_found(node, path, resp)
                 else:
-                    if retry:
-                        self._replay_guard.answered()
-                    if not self._answered:
-                        self._first_answer(url, resp, stream)
-                    if resp.status_code in (401, 403):
-                        raise SolrAuthError(
-                            f"Solr at {self.url} refused the request (HTTP {resp.status_code}): check the credentials "
-                            "(SOLR_USERNAME/SOLR_PASSWORD or the [solr] section of your neardup-solr config file)."
-                        )
-                    if resp.status_code < 400 and self.min_replicas > 1:
-                        shortfall = self._replication_shortfall(method, path, resp)
-                    if resp.status_code < 400 and shortfall is None:
-                        if self._switches_said:
-                            self._switches_said.clear()
-                        return resp
-                    if shortfall is not None:
-                        # Transient like a recovering replica: the same wait, and the update sent again after it.
-                        reason = (f"update acknowledged by {shortfall} of the {self.min_replicas} replicas asked "
-                                  "(min_replicas)")
-                    elif resp.status_code == 404:
-                        raise self._not_found(node, path, resp)
-                    else:
-                        solr_message = solr_error_text(resp)
-                        if resp.status_code < 500:
-                            raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: "
-                                                   f"{solr_message}", status=resp.status_code)
-                        state = transient_state(resp.status_code, solr_message)
-                        if state is None:
-                            raise server_error(self.url, resp.status_code, solr_message)
-                        reason = state
-                        self._replay_guard.failed()
-                        shard_state = shard_without_replica(solr_message)
-                        if shard_state is None and solr_message.startswith(FORWARD_FAILED):
-                            shard_state = LEADER_UNREACHABLE
+                    solr_message = solr_error_text(resp)
+                    if resp.status_code < 500:
+                        raise SolrRequestError(f"Solr at {self.url} answered HTTP {resp.status_code}: "
+                                               f"{solr_message}", status=resp.status_code)
+                    state = transient_state(resp.status_code, solr_message)
+                    if state is None:
+                        raise server_error(self.url, resp.status_code, solr_message)
+                    reason = state
+                    self._replay_guard.failed()
+                    shard_state = shard_without_replica(solr_message)
+                    if shard_state is None and solr_message.startswith(FORWARD_FAILED):
+                        shard_state = LEADER_UNREACHABLE
             # Every node known has been tried in this round: wait before the next round, from the start.
             tried.clear()
             waited = time.monotonic() - started
@@ -425,14 +427,16 @@ class SolrClient(NodeFailover):
             node = self._node
 
     def _update_log_metrics(self, node: str) -> dict | None:
-        """The metrics API's answer about the core's update-log state on ``node`` (for the replay guard); None
-        when the node does not give it (metrics API refused or absent)."""
+        """The metrics API's answer about the core's update-log state on ``node`` (for the replay guard): None when
+        the node does not give it (metrics API refused or absent), an empty answer when it could not now (a 5xx
+        while Solr starts: the request itself then meets the same). No connection raises, as a request would."""
         resp = self._send(node, "GET", f"{node}/admin/metrics", params=[("key", metrics_key(self.collection)),
                                                                         ("wt", "json")],
                           data=None, json_body=None, headers=None, timeout=min(self.timeout, 10.0), stream=False)
         if resp.status_code in (401, 403, 404):
             return None
-        resp.raise_for_status()
+        if resp.status_code != 200:
+            return {}
         return resp.json()
 
     def _first_answer(self, url: str, resp: requests.Response, stream: bool) -> None:
@@ -656,6 +660,10 @@ class SolrClient(NodeFailover):
 
 _FORM = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+class _CoreReplaying(Exception):
+    """An attempt not sent: the core is replaying its update log (the reason is the message)."""
 
 
 def _with_json(params: dict | list | None) -> list:

@@ -65,8 +65,9 @@ class ReplayGuard:
     """Per client: when to ask whether the core is replaying, and what it said.
 
     ``ask(node)`` returns the metrics API answer (a dict) of ``node``, or None when there is none to be had (the
-    node refused the metrics API: 401/403/404, or metrics are off); it is the client's, so the request goes
-    through the client's connection pool and credentials. ``is_cloud()`` says whether the client knows it talks
+    node refused the metrics API: 401/403/404, or metrics are off), and raises OSError (requests' connection
+    errors) when the node does not answer: that fails the attempt it was asked for. It is the client's, so the
+    request goes through the client's connection pool and credentials. ``is_cloud()`` says whether the client knows it talks
     to a SolrCloud."""
 
     def __init__(self, core: str, ask: Callable[[str], Any], is_cloud: Callable[[], bool]):
@@ -104,8 +105,10 @@ class ReplayGuard:
                 return None
             try:
                 answer = self._ask(node)
-            except Exception as exc:  # noqa: BLE001 - the request itself will meet (and retry) the same fault
-                log.debug("could not ask %s for the update-log state of %s: %s", node, self.core, exc)
+            except OSError:
+                raise  # no connection (requests' errors are OSErrors): the attempt fails, as its request would
+            except Exception as exc:  # noqa: BLE001 - an answer we cannot read: let the request go and tell
+                log.debug("could not read the update-log state of %s from %s: %s", self.core, node, exc)
                 return None
             if answer is None:
                 self._unavailable = True

@@ -97,9 +97,17 @@ def test_a_cloud_is_never_asked_and_a_node_without_metrics_only_once():
     assert g.replaying("n") is None and closed.asked == 1
 
 
-def test_a_metrics_request_that_fails_lets_the_request_go_and_meet_the_fault_itself():
-    node = Node(ConnectionError("refused"), 0)
+def test_no_connection_for_the_question_fails_the_attempt_and_it_is_asked_again():
+    node = Node(ConnectionRefusedError("refused"), 0)
     g = guard(node)
-    assert g.replaying("n") is None
+    with pytest.raises(ConnectionRefusedError):
+        g.replaying("n")
     # Still in doubt: the next attempt asks again, and waits while the core replays.
     assert g.replaying("n") is not None and node.asked == 2
+
+
+def test_an_answer_that_cannot_be_read_lets_the_request_go_and_is_asked_again():
+    node = Node(ValueError("not JSON"), ACTIVE)
+    g = guard(node)
+    assert g.replaying("n") is None
+    assert g.replaying("n") is None and node.asked == 2
