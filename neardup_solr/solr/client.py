@@ -435,9 +435,10 @@ class SolrClient(NodeFailover):
                           data=None, json_body=None, headers=None, timeout=min(self.timeout, 10.0), stream=False)
         if resp.status_code in (401, 403, 404):
             return None
-        if resp.status_code != 200:
+        try:
+            return resp.json() if resp.status_code == 200 else {}
+        except ValueError:  # not Solr's JSON (a web page where Solr was expected): the request itself finds out
             return {}
-        return resp.json()
 
     def _first_answer(self, url: str, resp: requests.Response, stream: bool) -> None:
         """Mark the client as answered by Solr, or raise when what answered is not Solr: a web page where Solr's

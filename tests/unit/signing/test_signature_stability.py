@@ -31,6 +31,10 @@ import pytest
 from neardup_solr.text.pinned_unicode import PINNED_UNICODE_VERSION, pinned
 from pythons import ROOT, SUPPORTED_PYTHONS, VENVS, find_python, venv_python
 
+# Builds a virtualenv and the compiled kernel for each other Python (a minute and a half when not cached): not in
+# the fast tier (scripts/test.sh --fast), which runs in seconds.
+pytestmark = pytest.mark.slow
+
 # -- random texts mixing scripts ---------------------------------------------------------------------------------
 
 # Ranges of letters (with capitals where the script has case), marks and digits, among them scripts and characters
