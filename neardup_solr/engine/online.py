@@ -387,8 +387,9 @@ def check_and_add(
     Race-free for identical texts across threads and processes, and for near duplicates within one process
     (see the module docstring for how, and for the limits). ``strict=True`` makes it race-free for near duplicates
     across processes and hosts too: the check holds Solr-side locks on the text's LSH bands while it looks up and
-    adds, and soft-commits its add before it lets go (``commit_within_ms`` is then not used); 1.7 to 1.9 times the
-    median latency of a check with ``commit_within_ms=0`` (benchmarks/online.py, 1 and 8 clients). ``add=False`` only looks
+    adds, and soft-commits its add before it lets go (``commit_within_ms`` is then not used); 1.7 times the
+    median latency of a check with ``commit_within_ms=0``, 2.9 to 3.1 times the default's (benchmarks/online.py,
+    100,000 documents, 1 and 8 clients). ``add=False`` only looks
     up. The collection's stored settings are used; ``settings`` only seeds an empty collection. ``ttl`` (Solr date
     math, e.g. ``+30DAYS``) makes the added document and its claim expire that long after they are added. Raises
     :class:`~neardup_solr.errors.InvalidParameterError` / :class:`~neardup_solr.errors.ParameterTypeError` for
