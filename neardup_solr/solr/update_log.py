@@ -67,8 +67,8 @@ class ReplayGuard:
     ``ask(node)`` returns the metrics API answer (a dict) of ``node``, or None when there is none to be had (the
     node refused the metrics API: 401/403/404, or metrics are off), and raises OSError (requests' connection
     errors) when the node does not answer: that fails the attempt it was asked for. It is the client's, so the
-    request goes through the client's connection pool and credentials. ``is_cloud()`` says whether the client knows it talks
-    to a SolrCloud."""
+    request goes through the client's connection pool and credentials. ``is_cloud()`` says whether the client
+    knows it talks to a SolrCloud."""
 
     def __init__(self, core: str, ask: Callable[[str], Any], is_cloud: Callable[[], bool]):
         self.core = core
