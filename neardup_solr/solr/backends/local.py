@@ -35,6 +35,7 @@ from neardup_solr.solr import settings
 from neardup_solr.errors import LauncherError
 from neardup_solr.processes import process_alive
 from neardup_solr.solr.backends.base import StartResult
+from neardup_solr.solr.update_log import ACTIVE, metrics_key, state_of
 
 log = logging.getLogger(__name__)
 
@@ -308,12 +309,10 @@ class LocalSolr:
         3 active), or None when the metrics do not say."""
         try:
             resp = requests.get(f"{self.base_url}/admin/metrics", timeout=10, auth=self.auth,
-                                params={"group": "core", "prefix": "TLOG.state", "wt": "json"})
-            metrics = resp.json().get("metrics", {}) if resp.status_code == 200 else {}
+                                params={"key": metrics_key(self.core), "wt": "json"})
+            return state_of(resp.json(), self.core) if resp.status_code == 200 else None
         except (requests.RequestException, ValueError):
             return None
-        state = metrics.get(f"solr.core.{self.core}", {}).get("TLOG.state")
-        return state if isinstance(state, int) else None
 
     def wait_until_updatable(self, timeout: float = 120.0) -> float:
         """Wait until the core accepts updates; returns the seconds spent waiting for a replay (0 if none).
@@ -329,7 +328,7 @@ class LocalSolr:
         replaying = False
         while True:
             state = self.update_log_state()
-            if state in (None, _TLOG_ACTIVE):
+            if state in (None, ACTIVE):
                 ok, last = probe_update(self.core_url, self.auth)
                 if ok:
                     waited = time.monotonic() - t0 if replaying else 0.0
@@ -391,7 +390,6 @@ class LocalSolr:
         return True
 
 
-_TLOG_ACTIVE = 3
 CLOUD_STATE_FILE = "cloud.json"
 
 

@@ -22,22 +22,13 @@ from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.claims import soft_commit
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.searcher import Searcher
-from neardup_solr.solr.update_log import ACTIVE, metrics_key, state_of
+from neardup_solr.solr.update_log import ACTIVE
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 # Enough documents in the update log (no hard commit since: the configset's autoCommit is 60 s) that the replay
 # lasts seconds on 2 cores, so the checks below run while it does.
 LOGGED_DOCUMENTS = 20_000
-
-
-def _update_log_state(solr: LocalSolr) -> int | None:
-    try:
-        answer = requests.get(f"{solr.base_url}/admin/metrics", timeout=5,
-                              params={"key": metrics_key(solr.core), "wt": "json"}).json()
-    except (requests.RequestException, ValueError):
-        return None
-    return state_of(answer, solr.core)
 
 
 def _wait_until_the_core_answers(solr: LocalSolr, timeout: float = 120.0) -> None:
@@ -79,7 +70,7 @@ def test_checks_during_the_replay_after_a_kill_see_what_was_acknowledged(tmp_pat
         starter = threading.Thread(target=lambda: started.setdefault("result", restarted.start()), daemon=True)
         starter.start()
         _wait_until_the_core_answers(restarted)
-        state_when_answering = _update_log_state(restarted)
+        state_when_answering = restarted.update_log_state()
 
         # At once, while the replay runs: a client idle since before the kill, with its searcher (settings read
         # then, as NearDupIndex and the service keep them), and a new client.
