@@ -46,7 +46,9 @@ from neardup_solr.solr.atomic import (
 )
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.companion import (
+    KEY_PAGE,
     InstallRefused,
+    PageSizing,
     mirror_groups,
     SourceLink,
     SourceState,
@@ -66,13 +68,16 @@ log = logging.getLogger(__name__)
 
 _GET_CHUNK = 500
 T = TypeVar("T")
-# Adds in flight at once during a backfill (index's default workers), and how often its resumable position is saved.
+# Adds in flight at once during a backfill (index's default workers), and how often (in documents) its resumable
+# position is saved: a resumed run signs at most about this many again.
 _WRITERS = 2
-_STATE_EVERY_PAGES = 10
-# The cursor reads pages of at least this many documents whatever the add batch: every cursor page makes Solr
-# walk the key's docValues of the whole collection to find where the page starts, so at 1M documents pages of 500
-# cost 2,000 such walks; the adds still go in batches of ``batch_size``.
+_STATE_EVERY_DOCS = 20_000
+# backfill's cursor pages: the first of this many documents whatever the add batch, then as many as hold about 8M
+# characters of text, up to _MAX_READ_PAGE (PageSizing). Every cursor page makes Solr walk the key of the whole
+# collection to find where the page starts: at 100,000 documents of about 900 characters, reading them in pages of
+# 2,000 cost 8.4 s of Solr CPU, in pages of 10,000 6.7 s. The adds still go in batches of ``batch_size``.
 _MIN_READ_PAGE = 2_000
+_MAX_READ_PAGE = 20_000
 # A reconciling pass whose counts agree reads no keys, except every this many: see CompanionSyncer.reconcile.
 _FULL_RECONCILE_EVERY = 10
 
@@ -172,7 +177,8 @@ class Companion:
 
     def companion_ids(self) -> set[str]:
         params = select_params([USER_DOCUMENTS], fields="id", sort="id asc")
-        return {str(d["id"]) for page in self.client.cursor_pages(params, 10_000) for d in page}
+        return {str(d["id"]) for page in self.client.cursor_pages(params, KEY_PAGE, until_short_page=True)
+                for d in page}
 
     def save_state(self, state: SourceState) -> None:
         self.client.add([state.document()])
@@ -199,28 +205,31 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     bar = progress_bar(progress, desc=f"signing {comp.link.collection}", total=total)
     if resuming:
         log.info("%s: resuming the backfill after its last page written", companion.url)
-    in_flight: deque[tuple[Future, str | None]] = deque()
-    acknowledged = {"pages": 0, "saved_at": 0}
+    # Each add in flight, with the cursor after its page and the page's size where it is a page's last batch.
+    in_flight: deque[tuple[Future, tuple[str, int] | None]] = deque()
+    acknowledged = {"docs": 0, "saved_at": 0}
 
-    def settle(oldest: tuple[Future, str | None]) -> None:
+    def settle(oldest: tuple[Future, tuple[str, int] | None]) -> None:
         """Wait for the oldest add; once every batch up to a page's last is in, that page's cursor may be saved."""
-        future, cursor = oldest
+        future, page_end = oldest
         future.result()
-        if cursor is None:
+        if page_end is None:
             return
-        acknowledged["pages"] += 1
-        if acknowledged["pages"] - acknowledged["saved_at"] >= _STATE_EVERY_PAGES:
+        cursor, page_docs = page_end
+        acknowledged["docs"] += page_docs
+        if acknowledged["docs"] - acknowledged["saved_at"] >= _STATE_EVERY_DOCS:
             state.backfill_cursor = cursor
             comp.save_state(state)
-            acknowledged["saved_at"] = acknowledged["pages"]
+            acknowledged["saved_at"] = acknowledged["docs"]
 
     try:
         # Two adds in flight, as index's workers send them, while the next page is read and signed. The cursor
         # saved for a resume is that of a page whose every predecessor Solr has acknowledged (adds are settled
         # in order), so a resumed run never skips a page; it may sign a few pages again, which is harmless.
         with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
-            pages = source_pages(comp.source, comp.link, page_size=max(batch_size, _MIN_READ_PAGE),
-                                 cursor=state.backfill_cursor or "*")
+            first = min(max(batch_size, _MIN_READ_PAGE), _MAX_READ_PAGE)
+            sizing = PageSizing(first=first, least=min(batch_size, _MAX_READ_PAGE), most=_MAX_READ_PAGE)
+            pages = source_pages(comp.source, comp.link, sizing=sizing, cursor=state.backfill_cursor or "*")
             for page, next_cursor in read_ahead(pages):
                 batches = list(chunks(page, batch_size))
                 for position, batch in enumerate(batches, start=1):
@@ -231,8 +240,8 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
                     while len(in_flight) >= _WRITERS:
                         settle(in_flight.popleft())
                     # Only a page's last batch carries its cursor: adds settle in order, so by then the page is in.
-                    cursor = next_cursor if position == len(batches) else None
-                    in_flight.append((writers.submit(companion.add, docs), cursor))
+                    page_end = (next_cursor, len(page)) if position == len(batches) else None
+                    in_flight.append((writers.submit(companion.add, docs), page_end))
                     bar.update(len(batch))
             while in_flight:
                 settle(in_flight.popleft())
@@ -363,17 +372,20 @@ class CompanionSyncer:
     def _sign_changes(self, filters: list[Filter], summary: CompanionSyncSummary,
                       work: BackfillSummary) -> list[tuple[str, str]]:
         written: list[tuple[str, str]] = []
-        for page, _ in source_pages(self.comp.source, self.comp.link, filters, page_size=self.batch_size):
-            items = self.comp.items(page)
-            summary.checked += len(items)
-            stored = self.comp.stored_digests([key for key, _ in items])
-            changed = [(key, text) for key, text in items if stored.get(key, "") != self.comp.digest(text)]
-            if not changed:
-                continue
-            summary.added += sum(1 for key, _ in changed if key not in stored)
-            summary.edited += sum(1 for key, _ in changed if key in stored)
-            self.client.add(self.comp.documents(changed, work))
-            written += changed
+        # A pass after a quiet spell reads a page or two; a full scan reads pages as large as backfill's.
+        sizing = PageSizing(first=self.batch_size, least=self.batch_size, most=max(self.batch_size, _MAX_READ_PAGE))
+        for page, _ in source_pages(self.comp.source, self.comp.link, filters, sizing=sizing):
+            for batch in chunks(page, self.batch_size):
+                items = self.comp.items(batch)
+                summary.checked += len(items)
+                stored = self.comp.stored_digests([key for key, _ in items])
+                changed = [(key, text) for key, text in items if stored.get(key, "") != self.comp.digest(text)]
+                if not changed:
+                    continue
+                summary.added += sum(1 for key, _ in changed if key not in stored)
+                summary.edited += sum(1 for key, _ in changed if key in stored)
+                self.client.add(self.comp.documents(changed, work))
+                written += changed
         return written
 
     def reconcile(self, *, full: bool = False) -> int:

@@ -26,7 +26,7 @@ import logging
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from neardup_solr.errors import (
     CollectionSetupError,
@@ -266,16 +266,59 @@ def source_client(companion: SolrClient, link: SourceLink | None = None) -> Solr
     return sibling_client(companion, link.collection)
 
 
+# Reads of keys alone (a reconciling pass, backfill's final check) go in pages of this many. Every cursor page makes
+# Solr walk the sort field of the whole collection to find where the page starts, so a read costs by its pages, not
+# by its keys: at 1M documents, pages of 10,000 cost about 14 s of Solr CPU a pass. 100,000 keys are a few MB.
+KEY_PAGE = 100_000
+
+
+@dataclass(frozen=True)
+class PageSizing:
+    """How many documents a cursor page of the user's asks for: ``first`` at first, then as many as hold about
+    ``chars`` characters of text at the size of the documents read so far, between ``least`` and ``most``. Fewer,
+    larger pages cost Solr less (each walks the whole collection, as above); a page of long documents must still
+    fit in memory."""
+
+    first: int
+    least: int
+    most: int
+    chars: int = 8_000_000
+
+    def after(self, docs_read: int, chars_read: int) -> int:
+        if docs_read <= 0:
+            return self.first
+        per_doc = max(1, chars_read // docs_read)
+        return max(self.least, min(self.most, self.chars // per_doc))
+
+
+def text_chars(docs: Iterable[dict]) -> int:
+    """The characters of the string values of ``docs`` (a cheap measure of a page's size)."""
+    total = 0
+    for doc in docs:
+        for value in doc.values():
+            if isinstance(value, str):
+                total += len(value)
+            elif isinstance(value, list):
+                total += sum(len(v) for v in value if isinstance(v, str))
+    return total
+
+
 def source_pages(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *, page_size: int = 500,
-                 cursor: str = "*", extra_fields: str = "") -> Iterator[tuple[list[dict], str]]:
+                 cursor: str = "*", extra_fields: str = "",
+                 sizing: PageSizing | None = None) -> Iterator[tuple[list[dict], str]]:
     """The user's documents matching ``filters``, a cursor page at a time in key order, each page with the cursor
-    mark that continues after it (a resumable position: Solr's cursor marks are stateless)."""
+    mark that continues after it (a resumable position: Solr's cursor marks are stateless). Pages of
+    ``page_size`` documents, or of the size ``sizing`` chooses (a cursor's pages may change size)."""
     fields = link.read_fields + (f",{extra_fields}" if extra_fields else "")
     params = select_params(filters, fields=fields, sort=f"{link.key_field} asc")
+    docs_read = chars_read = 0
     while True:
-        data = source.select(params + [("rows", page_size), ("cursorMark", cursor)])
+        rows = sizing.after(docs_read, chars_read) if sizing is not None else page_size
+        data = source.select(params + [("rows", rows), ("cursorMark", cursor)])
         docs = data["response"]["docs"]
         next_cursor = data.get("nextCursorMark", cursor)
+        if sizing is not None:
+            docs_read, chars_read = docs_read + len(docs), chars_read + text_chars(docs)
         if docs:
             yield docs, next_cursor
         if not docs or next_cursor == cursor:
@@ -284,18 +327,11 @@ def source_pages(source: SolrClient, link: SourceLink, filters: Sequence[Filter]
 
 
 def source_keys(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *,
-                page_size: int = 10_000) -> Iterator[str]:
+                page_size: int = KEY_PAGE) -> Iterator[str]:
     """Every key of the user's collection that ``filters`` match (a cursor over the key alone)."""
     params = select_params(filters, fields=link.key_field, sort=f"{link.key_field} asc")
-    cursor = "*"
-    while True:
-        data = source.select(params + [("rows", page_size), ("cursorMark", cursor)])
-        docs = data["response"]["docs"]
-        yield from (str(d[link.key_field]) for d in docs if link.key_field in d)
-        next_cursor = data.get("nextCursorMark", cursor)
-        if not docs or next_cursor == cursor:
-            return
-        cursor = next_cursor
+    for page in source.cursor_pages(params, page_size, until_short_page=True):
+        yield from (str(d[link.key_field]) for d in page if link.key_field in d)
 
 
 def source_count(source: SolrClient, filters: Sequence[Filter] = ()) -> int:
@@ -758,7 +794,7 @@ def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, ba
         wanted = {doc_id: (g, k) for doc_id, g, k in read_groups(companion) if g is not None}
         params = select_params(fields=f"{key},{GROUP_FIELD},{KEEP_FIELD}", sort=f"{key} asc")
         held = {str(d[key]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD))
-                for page in user.cursor_pages(params, 10_000) for d in page if key in d}
+                for page in user.cursor_pages(params, KEY_PAGE) for d in page if key in d}
     else:
         from neardup_solr.solr.group_fields import groups_of
 
@@ -794,4 +830,4 @@ def companion_problem(client: SolrClient) -> str | None:
 
 __all__ = ["open_collection", "mirror_groups", "COMPANION_SUFFIX", "InstallPlan", "InstallRefused", "SourceLink", "SourceState", "UninstallSummary",
            "companion_name", "companion_of", "install", "plan_install", "read_link", "read_state", "resolve",
-           "source_client", "source_pages", "uninstall"]
+           "source_client", "source_pages", "source_keys", "text_chars", "uninstall", "KEY_PAGE", "PageSizing"]

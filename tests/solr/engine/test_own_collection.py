@@ -317,10 +317,12 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
     user_core.post_json(docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
     companion = open_collection(user_core.url)
-    # Cursor pages of 10 documents, added in batches of 5, the cursor saved every 2 pages: the add that holds the
-    # 46th key (page 5's second batch) fails, after pages 1-4 are in and the cursor after them is saved.
+    # Cursor pages of 10 documents, added in batches of 5, the cursor saved every 20 documents (2 pages): the add
+    # that holds the 46th key (page 5's second batch) fails, after pages 1-4 are in and the cursor after them is
+    # saved.
     monkeypatch.setattr(companion_sync, "_MIN_READ_PAGE", 10)
-    monkeypatch.setattr(companion_sync, "_STATE_EVERY_PAGES", 2)
+    monkeypatch.setattr(companion_sync, "_MAX_READ_PAGE", 10)
+    monkeypatch.setattr(companion_sync, "_STATE_EVERY_DOCS", 20)
     failing_key = sorted(d["id"] for d in docs)[45]
     real_add = SolrClient.add
 

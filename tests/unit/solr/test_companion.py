@@ -15,7 +15,15 @@ from neardup_solr.signing.builder import DocumentBuilder
 import pytest
 
 from neardup_solr.signing.settings import IndexSettings
-from neardup_solr.solr.companion import InstallRefused, SourceLink, SourceSchema, check_text_fields
+from neardup_solr.solr.companion import (
+    InstallRefused,
+    PageSizing,
+    SourceLink,
+    SourceSchema,
+    check_text_fields,
+    source_pages,
+    text_chars,
+)
 from neardup_solr.solr.schema_install import ALL_OUR_FIELDS
 
 
@@ -85,3 +93,47 @@ def test_an_update_of_ours_sets_only_our_fields_at_the_version_read():
     assert update["id"] == "a1" and update["_version_"] == 17
     assert all(update[name] == {"set": value} for name, value in fields.items())
     assert set_update("a1", 5, {"md5_hash": None})["md5_hash"] == {"set": None}
+
+
+def test_page_sizing_follows_the_documents_size_within_its_bounds():
+    sizing = PageSizing(first=2_000, least=500, most=20_000, chars=8_000_000)
+    assert sizing.after(0, 0) == 2_000  # nothing read yet
+    assert sizing.after(2_000, 2_000 * 900) == 8_888  # documents of ~900 characters: ~8M characters a page
+    assert sizing.after(2_000, 2_000 * 100_000) == 500  # long documents: never below the least
+    assert sizing.after(2_000, 2_000 * 20) == 20_000  # short records: never above the most
+    assert sizing.after(10, 0) == 20_000  # documents with no text at all do not divide by zero
+
+
+def test_text_chars_counts_the_string_values_single_and_multi_valued():
+    docs = [{"id": "a1", "body": "abc", "tags": ["de", "f", 7], "views": 3}, {"id": "b", "body": None}]
+    assert text_chars(docs) == 2 + 3 + 3 + 1
+    assert text_chars([]) == 0
+
+
+class _CursorFake:
+    """Answers /select as a cursor over ``docs`` (sorted by key), recording the rows each request asked for."""
+
+    def __init__(self, docs):
+        self.docs, self.rows_asked = docs, []
+
+    def select(self, params):
+        p = dict(params)
+        start = 0 if p["cursorMark"] == "*" else int(p["cursorMark"])
+        rows = int(p["rows"])
+        self.rows_asked.append(rows)
+        page = self.docs[start:start + rows]
+        return {"response": {"docs": page}, "nextCursorMark": str(start + len(page))}
+
+
+def test_source_pages_sizes_each_page_from_the_documents_read_before_it():
+    docs = [{"key": f"k{i:04d}", "body": "x" * 100} for i in range(1_000)]
+    fake = _CursorFake(docs)
+    link = SourceLink("articles", "http://h/solr/articles", "key", ("body",))
+    sizing = PageSizing(first=50, least=10, most=400, chars=20_000)  # 105 characters a document: 190 a page
+    pages = list(source_pages(fake, link, sizing=sizing))  # type: ignore[arg-type]
+    assert [d["key"] for page, _ in pages for d in page] == [d["key"] for d in docs]  # every one, once, in order
+    assert fake.rows_asked[:3] == [50, 190, 190]
+    assert [len(page) for page, _ in pages] == [50, 190, 190, 190, 190, 190]
+    assert pages[-1][1] == "1000"  # the cursor after the last page
+    fixed = _CursorFake(docs)
+    assert [len(page) for page, _ in source_pages(fixed, link, page_size=300)] == [300, 300, 300, 100]  # type: ignore[arg-type]
