@@ -82,7 +82,13 @@ from neardup_solr.engine.sync import Syncer, open_syncer  # noqa: E402
 from neardup_solr.signing.settings import IndexSettings  # noqa: E402
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
 from neardup_solr.errors import NeardupError  # noqa: E402
-from neardup_solr.solr.companion import companion_name, install, open_collection, uninstall  # noqa: E402
+from neardup_solr.solr.companion import (  # noqa: E402
+    companion_name,
+    install,
+    open_collection,
+    source_pages,
+    uninstall,
+)
 from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params  # noqa: E402
 from neardup_solr.solr.searcher import Searcher  # noqa: E402
 from neardup_solr.solr.settings_store import read_index_settings  # noqa: E402
@@ -697,6 +703,11 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                       "index_bytes": settled_bytes(solr.base_url, solr.core)})
             return m
 
+        # An untimed warm-up of what both do, so that neither pays for the JVM's compiling of Solr's update and
+        # read paths (the run of 2026-12-01 without it: backfill's first round 58 s, its second 44 s): index the
+        # first --warmup-docs documents into our core, read as many of the user's documents as backfill reads them.
+        warmup = warm_up(ours, companion, indexed[:args.warmup_docs], pid)
+
         # backfill, index (and with --rate-rounds 2: index, backfill again: ABBA, so that a drift of the shared
         # machine's load weighs on both alike). The companion left is the last backfill's.
         order = ["backfill", "index"] + (["index", "backfill"] if args.rate_rounds == 2 else [])
@@ -778,7 +789,8 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
 
         rate = round(filled["docs_per_s"] / indexing["docs_per_s"], 3)
         return {"docs": n, "load_1m_start_end": [load_start, load_1m()], "user_posting": post,
-                "install": install_m, "backfill": filled, "index": indexing, "backfill_vs_index_rate": rate,
+                "install": install_m, "warmup": warmup, "backfill": filled, "index": indexing,
+                "backfill_vs_index_rate": rate,
                 "report": report_m, "groups": groups_m, "sizes": sizes,
                 "search": {"queries": len(queries), "warmup": len(warm), "vocabulary": len(words),
                            "before": search_before, "after": search_after, "after_while_following": search_following},
@@ -790,6 +802,22 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
             with contextlib.suppress(Exception):
                 uninstall(client)
         core.drop()
+
+
+def warm_up(ours: SolrClient, companion: SolrClient, docs: Sequence[tuple[str, str]], pid: int) -> dict:
+    """Index ``docs`` into our core and read as many of the user's documents through the companion's link, untimed
+    by the rate (their figures are reported); our core is emptied again."""
+    meter = Meter(pid)
+    if docs:
+        Indexer(ours, read_index_settings(companion), batch_size=500).index_records(docs)
+        ours.delete_all()
+        comp = companion_sync.Companion(companion)
+        read = 0
+        for page, _ in source_pages(comp.source, comp.link, page_size=2_000):
+            read += len(page)
+            if read >= len(docs):
+                break
+    return {"docs": len(docs), **meter.read()}
 
 
 def judge(sizes: dict, rate: float, lag: dict, deletes: dict, interval: float, before: dict,
@@ -879,6 +907,9 @@ def markdown(report: dict) -> str:
             f"| user's posting (plain JSON) | {r['user_posting']['seconds']} | {r['user_posting']['docs_per_s']:,} | "
             f"{r['user_posting']['solr_cpu_s']} | {r['user_posting']['client_cpu_s']} | "
             f"{r['user_posting']['load_1m']} |",
+            *([f"| warm-up, untimed by the rate: {r['warmup']['docs']:,} documents indexed into our core, as many "
+               f"of the user's read | {r['warmup']['seconds']} | | {r['warmup']['solr_cpu_s']} | "
+               f"{r['warmup']['client_cpu_s']} | {r['warmup']['load_1m']} |"] if r.get("warmup", {}).get("docs") else []),
             *[f"| `backfill` (into the companion), round {k + 1} | {x['seconds']} | {x['docs_per_s']:,} | "
               f"{x['solr_cpu_s']} | {x['client_cpu_s']} | {x['load_1m']} |" for k, x in enumerate(b["rounds"])
               if len(b["rounds"]) > 1],
@@ -1000,6 +1031,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate-rounds", type=int, default=1, choices=(1, 2),
                         help="2: backfill, index, index, backfill (ABBA) instead of backfill, index")
     parser.add_argument("--warmup", type=int, default=100, help="the user's search: warm-up queries")
+    parser.add_argument("--warmup-docs", type=int, default=20_000,
+                        help="documents indexed and read, untimed, before backfill and index are timed (0: none)")
     parser.add_argument("--threshold", type=float, default=0.8, help="report's Jaccard threshold for the groups")
     parser.add_argument("--heap", default="4g")
     parser.add_argument("--max-load", type=float, default=2.5, help="wait while the 1-minute load is above this")
@@ -1032,7 +1065,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {"benchmark": "own_collection", "design": "companion index (issue 45)", "machine": machine,
               "cpus": os.cpu_count(), "platform": platform.platform(), "solr_heap": args.heap,
               "interval": args.interval, "reconcile_interval": args.reconcile_interval,
-              "batch_size": args.batch_size, "rate_rounds": args.rate_rounds, "idle_seconds": args.idle_seconds, "work_dir": str(work),
+              "batch_size": args.batch_size, "rate_rounds": args.rate_rounds, "warmup_docs": args.warmup_docs, "idle_seconds": args.idle_seconds, "work_dir": str(work),
               "load_average": {"start": load_start, "end": load_average_text()}, "max_load": args.max_load,
               "load_waits": waits, "ran_above_max_load": above, "commit_at_start": commit_at_start,
               "backfill_writers": getattr(companion_sync, "_WRITERS", 1),

@@ -37,6 +37,8 @@ def test_tiny_run_writes_every_figure_of_the_companion(tmp_path):
         assert result[step]["docs_per_s"] > 0 and result[step]["solr_cpu_s"] >= 0
     assert result["backfill_vs_index_rate"] > 0 and result["backfill"]["where"]["pages"] >= 2  # both rounds
     assert len(result["backfill"]["rounds"]) == 2 == len(result["index"]["rounds"])
+    # The untimed warm-up indexed the documents into our core and emptied it again: index's rounds counted 200.
+    assert result["warmup"]["docs"] == 200 and report["warmup_docs"] == 20_000
     assert result["groups"]["documents"] == 200 and result["groups"]["user_documents_written_in_place"] == 0
     # sync --follow: curl posts found by a lookup; deletes gone from the companion and the lookups.
     lag = result["sync_lag"]
