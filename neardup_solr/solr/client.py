@@ -623,15 +623,33 @@ class SolrClient(NodeFailover):
         return ",".join(aliased)
 
     def get_by_ids(self, ids: list[str], fields: str = "*", params: list | None = None) -> list[dict]:
-        """Real-time get: exact id lookup with no query parsing, so any id (quotes, colons...) is safe."""
+        """Real-time get: exact id lookup with no query parsing, so any id (quotes, colons...) is safe.
+
+        The ids an answer lacks are asked for once more. Solr's /get looks each id up in its update log, and the
+        ones it does not find there in a single realtime searcher, taken at the first such id and kept for the
+        rest of the request (RealTimeGetComponent). A soft commit that completes meanwhile moves the later ids
+        out of the log into a newer searcher than the one kept, so an answer of several ids can lack documents
+        that were acknowledged before it was asked. A second request takes a searcher that holds them. A single
+        id cannot meet this (its searcher is taken after its log lookup)."""
         if not ids:
             return []
-        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", self._text_fl(fields)),
-                                      *(params or [])])
-        docs = data.get("response", {}).get("docs", [])
+        docs = self._real_time_get(ids, fields, params)
+        if len(ids) > 1:
+            missing = _missing_ids(ids, docs)
+            if missing is None and len(docs) < len(set(ids)):  # no "id" in fl: ask again, keep the fuller answer
+                again = self._real_time_get(ids, fields, params)
+                docs = again if len(again) > len(docs) else docs
+            elif missing:
+                wanted = set(missing)
+                docs += [d for d in self._real_time_get(missing, fields, params) if str(d.get("id")) in wanted]
         # A SolrCloud answers shard by shard; give the documents back in the order asked (missing ones left out).
         position = {doc_id: i for i, doc_id in reversed(list(enumerate(ids)))}
         return sorted(docs, key=lambda d: position.get(d.get("id"), len(ids)))
+
+    def _real_time_get(self, ids: list[str], fields: str, params: list | None) -> list[dict]:
+        data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", self._text_fl(fields)),
+                                      *(params or [])])
+        return list(data.get("response", {}).get("docs", []))
 
     def count(self, query: str = "*:*", filters: Iterable[str] = (), params: list | None = None) -> int:
         """How many documents match ``query`` and ``filters`` (user values go in ``params``, as ``$name``)."""
@@ -677,6 +695,14 @@ def _with_json(params: dict | list | None) -> list:
     if not any(k == "wt" for k, _ in items):
         items.append(("wt", "json"))
     return items
+
+
+def _missing_ids(ids: list[str], docs: list[dict]) -> list[str] | None:
+    """The ids asked for that ``docs`` lack, in the order asked; None when a document has no ``id`` to tell by."""
+    found = {str(d["id"]) for d in docs if "id" in d}
+    if len(found) < len(docs):
+        return None
+    return [i for i in dict.fromkeys(ids) if str(i) not in found]
 
 
 def _escape_get_id(doc_id: str) -> str:

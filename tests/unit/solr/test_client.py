@@ -65,7 +65,51 @@ def test_ids_with_commas_and_backslashes_are_escaped_for_the_real_time_get():
     client = ReplayClient(answer=lambda request: response(200, recorded("lookup_missing_id")[0]["body"]))
     assert client.get_by_ids(["a,b", "c\\d", "plain"]) == []
     assert client.sent[0]["form"][0] == ["ids", "a\\,b,c\\\\d,plain"]
-    assert client.get_by_ids([]) == [] and len(client.sent) == 1  # nothing asked, nothing sent
+    assert client.sent[1]["form"][0] == ["ids", "a\\,b,c\\\\d,plain"]  # none found: asked once more
+    assert client.get_by_ids([]) == [] and len(client.sent) == 2  # nothing asked, nothing sent
+
+
+def _get_answers(*answers: list[dict]):
+    """A /get that gives ``answers`` in turn (each a list of documents), the last one from then on."""
+    asked: list[list[str]] = []
+
+    def answer(request):
+        ids = dict(request["form"])["ids"].split(",")
+        asked.append(ids)
+        docs = answers[min(len(asked), len(answers)) - 1]
+        return response(200, {"response": {"numFound": len(docs), "start": 0, "docs": [d for d in docs if d["id"] in ids]}})
+
+    return answer, asked
+
+
+def test_ids_an_answer_lacks_are_asked_for_once_more():
+    # Solr's /get keeps the realtime searcher it took at the first id not in its update log: a soft commit during
+    # the request hides later ids that were acknowledged. The second request sees them.
+    a, b, c = ({"id": i, "content": i.upper()} for i in "abc")
+    answer, asked = _get_answers([a], [a, b, c])
+    client = ReplayClient(answer=answer)
+    assert client.get_by_ids(["c", "a", "b"], "id,content") == [c, a, b]
+    assert asked == [["c", "a", "b"], ["c", "b"]]  # only the missing ones, in the order asked
+    # Really absent: one more request, and they stay absent.
+    answer, asked = _get_answers([a])
+    assert ReplayClient(answer=answer).get_by_ids(["a", "zz"], "id") == [a] and asked == [["a", "zz"], ["zz"]]
+    # Every one found, or a single id: one request.
+    answer, asked = _get_answers([a, b])
+    assert ReplayClient(answer=answer).get_by_ids(["a", "b", "a"], "id") == [a, b] and len(asked) == 1
+    answer, asked = _get_answers([])
+    assert ReplayClient(answer=answer).get_by_ids(["zz"], "id") == [] and len(asked) == 1
+
+
+def test_without_id_in_fl_a_short_answer_is_asked_again_whole():
+    first, second = [{"md5_hash": "1"}], [{"md5_hash": "1"}, {"md5_hash": "2"}]
+    calls: list[int] = []
+
+    def answer(request):
+        calls.append(1)
+        docs = first if len(calls) == 1 else second
+        return response(200, {"response": {"numFound": len(docs), "start": 0, "docs": docs}})
+
+    assert ReplayClient(answer=answer).get_by_ids(["a", "b"], "md5_hash") == second and len(calls) == 2
 
 
 def test_select_leaves_out_parameters_whose_value_is_none():
