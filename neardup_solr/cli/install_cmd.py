@@ -154,7 +154,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reconcile-interval", type=number("--reconcile-interval", Limit("float", 0, 7 * 86_400,
                                                                                      unit="seconds")),
                    default=60.0, help="with --follow on a companion: seconds between the passes that look for "
-                                      "documents you deleted (default 60; a single sync always looks)")
+                                      "documents you deleted (default 60; a pass also starts at once when the "
+                                      "companion holds more documents than your collection; a single sync always "
+                                      "looks)")
     p.add_argument("--json", action="store_true", help="print each pass's summary as JSON")
     add_solr_options(p)
     p.set_defaults(func=cmd_sync, param_flags={"batch_size": "--batch-size", "interval": "--interval",

@@ -80,6 +80,9 @@ _MIN_READ_PAGE = 2_000
 _MAX_READ_PAGE = 20_000
 # A reconciling pass whose counts agree reads no keys, except every this many: see CompanionSyncer.reconcile.
 _FULL_RECONCILE_EVERY = 10
+# The least time between two reconciling passes that a deletion seen in the counts starts (see follow): a deletion
+# that Solr has not finished showing everywhere (a SolrCloud's replicas) is not chased pass after pass.
+_EARLY_RECONCILE_GAP_S = 1.0
 
 
 def read_ahead(pages: Iterator[T], depth: int = 1) -> Iterator[T]:
@@ -326,7 +329,7 @@ class CompanionSyncer:
         state = read_state(companion)
         self._since_version: int | None = state.synced_version
         self._since_date: str | None = None
-        self._last_reconcile = 0.0
+        self._last_reconcile = float("-inf")  # a follow reconciles on its first pass
         self._reconciles = 0
         self._state = state
 
@@ -421,25 +424,43 @@ class CompanionSyncer:
     def _counts_agree(self) -> bool:
         return count_matching(self.client, []) == source_count(self.comp.source)
 
+    def _companion_ahead(self) -> bool:
+        """Whether the companion holds more documents than the user's collection shows. Only a deletion does
+        that: the companion holds nothing the user's collection did not show first (the companion is counted
+        first, so a document posted in between can only hide it)."""
+        return count_matching(self.client, []) > source_count(self.comp.source)
+
     def follow(self, interval: float = 1.0, stop: threading.Event | None = None,
                on_pass: Callable[[CompanionSyncSummary], None] | None = None) -> None:
         """Pass after pass, ``interval`` seconds apart, until ``stop`` is set (or KeyboardInterrupt). Deletions
-        are looked for every ``reconcile_interval`` seconds by a reconciling pass in a thread of its own: it reads
-        every key (about a second at 100,000 documents), and a document posted meanwhile must not wait for it."""
+        are looked for by a reconciling pass in a thread of its own (it may read every key, about a second at
+        100,000 documents, and a document posted meanwhile must not wait for it): every ``reconcile_interval``
+        seconds, and at once when a pass finds the companion holding more documents than the user's collection
+        shows, which only a deletion does (two counts a pass). A deletion balanced by an addition not signed yet
+        waits for the interval."""
         interval = check_float("interval", interval, Limit("float", 0.05, 86_400))
         stop = stop or threading.Event()
         reconciler: threading.Thread | None = None
+
+        def reconcile_now() -> threading.Thread:
+            self._last_reconcile = time.monotonic()
+            thread = threading.Thread(target=self._reconcile_in_background, args=(on_pass,),
+                                      name="neardup-sync-reconcile", daemon=True)
+            thread.start()
+            return thread
+
         try:
             while not stop.is_set():
-                due = time.monotonic() - self._last_reconcile >= self.reconcile_interval
-                if due and (reconciler is None or not reconciler.is_alive()):
-                    self._last_reconcile = time.monotonic()
-                    reconciler = threading.Thread(target=self._reconcile_in_background, args=(on_pass,),
-                                                  name="neardup-sync-reconcile", daemon=True)
-                    reconciler.start()
+                idle = reconciler is None or not reconciler.is_alive()
+                if idle and time.monotonic() - self._last_reconcile >= self.reconcile_interval:
+                    reconciler = reconcile_now()
                 summary = self.run_once(reconcile=False)
                 if on_pass is not None:
                     on_pass(summary)
+                idle = reconciler is None or not reconciler.is_alive()
+                if (idle and time.monotonic() - self._last_reconcile >= _EARLY_RECONCILE_GAP_S
+                        and self._companion_ahead()):
+                    reconciler = reconcile_now()
                 stop.wait(interval)
         finally:
             if reconciler is not None:

@@ -644,7 +644,7 @@ class SolrClient(NodeFailover):
                 docs += [d for d in self._real_time_get(missing, fields, params) if str(d.get("id")) in wanted]
         # A SolrCloud answers shard by shard; give the documents back in the order asked (missing ones left out).
         position = {doc_id: i for i, doc_id in reversed(list(enumerate(ids)))}
-        return sorted(docs, key=lambda d: position.get(d.get("id"), len(ids)))
+        return sorted(docs, key=lambda d: position.get(d.get("id", ""), len(ids)))
 
     def _real_time_get(self, ids: list[str], fields: str, params: list | None) -> list[dict]:
         data = self.post_form("get", [("ids", ",".join(_escape_get_id(i) for i in ids)), ("fl", self._text_fl(fields)),

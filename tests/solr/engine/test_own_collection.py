@@ -672,3 +672,44 @@ def test_a_reconciling_pass_whose_counts_agree_reads_no_keys(user_core, corpus, 
     assert (caught.added, caught.deleted) == (1, 1) and len(key_reads) == 3
     assert set(companion_digests(user_core)) == {d["id"] for d in docs[2:]} | {"late-1"}
     assert syncer.reconcile(full=True) == 0 and len(key_reads) == 4
+
+
+def test_follow_deletes_at_once_what_the_user_deleted_without_waiting_for_the_interval(user_core, corpus):
+    docs = [user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:40])]
+    user_core.post_json(docs)
+    assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
+    assert run_cli("backfill", "--solr-url", user_core.url, "--no-progress")[0] == 0
+    # An hour between interval reconciles: only the counts (the companion ahead of the user's collection) can
+    # start the pass that finds these deletions.
+    syncer = open_syncer(SolrClient(user_core.url), reconcile_interval=3600.0)
+    stop, passes, failures = threading.Event(), [], []
+
+    def follow() -> None:
+        try:
+            syncer.follow(0.2, stop, passes.append)
+        except BaseException as exc:  # noqa: BLE001 - shown by the test
+            failures.append(exc)
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not any(p.reconciled for p in passes):  # the first pass's reconcile (counts agree: nothing read)
+            assert time.monotonic() < deadline and not failures, failures
+            time.sleep(0.05)
+        time.sleep(1.5)
+        reconciles = sum(1 for p in passes if p.reconciled)
+        assert reconciles == 1  # the counts agree: no pass started by them
+        gone = [docs[3]["id"], docs[7]["id"]]
+        deleted_at = time.monotonic()
+        user_core.delete(gone)
+        while set(gone) & set(companion_digests(user_core)):
+            assert time.monotonic() - deleted_at < 10, "deletions waited for the reconcile interval"
+            assert not failures, failures
+            time.sleep(0.05)
+        assert any(p.reconciled and p.deleted == 2 for p in passes)
+    finally:
+        stop.set()
+        follower.join(timeout=60)
+    assert not failures, failures
+    assert set(companion_digests(user_core)) == {d["id"] for d in docs} - set(gone)
