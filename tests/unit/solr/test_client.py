@@ -77,7 +77,8 @@ def _get_answers(*answers: list[dict]):
         ids = dict(request["form"])["ids"].split(",")
         asked.append(ids)
         docs = answers[min(len(asked), len(answers)) - 1]
-        return response(200, {"response": {"numFound": len(docs), "start": 0, "docs": [d for d in docs if d["id"] in ids]}})
+        shown = [d for d in docs if d["id"] in ids]
+        return response(200, {"response": {"numFound": len(shown), "start": 0, "docs": shown}})
 
     return answer, asked
 

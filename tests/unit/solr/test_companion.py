@@ -136,4 +136,5 @@ def test_source_pages_sizes_each_page_from_the_documents_read_before_it():
     assert [len(page) for page, _ in pages] == [50, 190, 190, 190, 190, 190]
     assert pages[-1][1] == "1000"  # the cursor after the last page
     fixed = _CursorFake(docs)
-    assert [len(page) for page, _ in source_pages(fixed, link, page_size=300)] == [300, 300, 300, 100]  # type: ignore[arg-type]
+    fixed_pages = source_pages(fixed, link, page_size=300)  # type: ignore[arg-type]
+    assert [len(page) for page, _ in fixed_pages] == [300, 300, 300, 100]
