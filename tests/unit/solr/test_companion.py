@@ -130,11 +130,11 @@ def test_source_pages_sizes_each_page_from_the_documents_read_before_it():
     fake = _CursorFake(docs)
     link = SourceLink("articles", "http://h/solr/articles", "key", ("body",))
     sizing = PageSizing(first=50, least=10, most=400, chars=20_000)  # 105 characters a document: 190 a page
-    pages = list(source_pages(fake, link, sizing=sizing))  # type: ignore[arg-type]
+    pages = list(source_pages(fake, link, sizing=sizing))
     assert [d["key"] for page, _ in pages for d in page] == [d["key"] for d in docs]  # every one, once, in order
     assert fake.rows_asked[:3] == [50, 190, 190]
     assert [len(page) for page, _ in pages] == [50, 190, 190, 190, 190, 190]
     assert pages[-1][1] == "1000"  # the cursor after the last page
     fixed = _CursorFake(docs)
-    fixed_pages = source_pages(fixed, link, page_size=300)  # type: ignore[arg-type]
+    fixed_pages = source_pages(fixed, link, page_size=300)
     assert [len(page) for page, _ in fixed_pages] == [300, 300, 300, 100]
