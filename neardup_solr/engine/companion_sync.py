@@ -422,14 +422,19 @@ class CompanionSyncer:
                  self.comp.link.collection)
         return len(gone)
 
+    def _counts(self) -> tuple[int, int]:
+        """The documents the companion holds, then those the user's collection shows. Only a deletion makes the
+        first the larger: the companion holds nothing the user's collection did not show first (the companion is
+        counted first, so a document posted in between can only hide it)."""
+        return count_matching(self.client, []), source_count(self.comp.source)
+
     def _counts_agree(self) -> bool:
-        return count_matching(self.client, []) == source_count(self.comp.source)
+        held, shown = self._counts()
+        return held == shown
 
     def _companion_ahead(self) -> bool:
-        """Whether the companion holds more documents than the user's collection shows. Only a deletion does
-        that: the companion holds nothing the user's collection did not show first (the companion is counted
-        first, so a document posted in between can only hide it)."""
-        return count_matching(self.client, []) > source_count(self.comp.source)
+        held, shown = self._counts()
+        return held > shown
 
     def follow(self, interval: float = 1.0, stop: threading.Event | None = None,
                on_pass: Callable[[CompanionSyncSummary], None] | None = None) -> None:
@@ -450,17 +455,19 @@ class CompanionSyncer:
             thread.start()
             return thread
 
+        def may_start(after_s: float) -> bool:
+            """No reconciling pass is running, and the last one started at least ``after_s`` seconds ago."""
+            idle = reconciler is None or not reconciler.is_alive()
+            return idle and time.monotonic() - self._last_reconcile >= after_s
+
         try:
             while not stop.is_set():
-                idle = reconciler is None or not reconciler.is_alive()
-                if idle and time.monotonic() - self._last_reconcile >= self.reconcile_interval:
+                if may_start(self.reconcile_interval):
                     reconciler = reconcile_now()
                 summary = self.run_once(reconcile=False)
                 if on_pass is not None:
                     on_pass(summary)
-                idle = reconciler is None or not reconciler.is_alive()
-                if (idle and time.monotonic() - self._last_reconcile >= _EARLY_RECONCILE_GAP_S
-                        and self._companion_ahead()):
+                if may_start(_EARLY_RECONCILE_GAP_S) and self._companion_ahead():
                     reconciler = reconcile_now()
                 stop.wait(interval)
         finally:
