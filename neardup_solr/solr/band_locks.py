@@ -75,7 +75,9 @@ class HeldLocks:
     owner: str
     lease_seconds: float
     versions: dict[str, int] = field(default_factory=dict)
-    acquired_at: float = 0.0  # time.monotonic() when the last lock was taken
+    # time.monotonic() when the oldest of the held locks was stamped (its held_at, which is when others count its
+    # lease from): a write retried through an outage lands with a stamp older than the moment it was acknowledged.
+    acquired_at: float = 0.0
     taken_over: list[str] = field(default_factory=list)  # stale locks of a holder that outlived its lease
     waited_seconds: float = 0.0
 
@@ -199,11 +201,13 @@ def acquire(client: SolrClient, band_keys: Iterable[int], owner: str, *,
     stale: set[str] = set()
     waits = quick = 0
     expires = _locks_expire(client)
+    stamps: dict[str, float] = {}  # lock id -> time.monotonic() no later than the held_at it carries
     try:
         while True:
             pending = [lid for lid in ids if lid not in held.versions]
             refused = False
             written: dict[str, int] = {}
+            stamped_at = time.monotonic()  # no later than the held_at the documents below carry
             try:
                 written = _write(client, [(_lock_document(lid, held.token, owner, held.lease_seconds, expires),
                                            expected[lid]) for lid in pending])
@@ -213,6 +217,7 @@ def acquire(client: SolrClient, band_keys: Iterable[int], owner: str, *,
                 refused = True
             if not refused and all(lid in written for lid in pending):
                 held.versions.update(written)
+                stamps.update(dict.fromkeys(written, stamped_at))
                 break
             # Refused (or versions not reported): read back which are ours, which are free, which are held.
             seen = _read(client, pending)
@@ -226,6 +231,9 @@ def acquire(client: SolrClient, band_keys: Iterable[int], owner: str, *,
                 info = lock_info(doc)
                 if info.get("token") == held.token:
                     held.versions[lid] = int(doc["_version_"])
+                    # Written by this round's request or an earlier one of this call: its own stamp says when.
+                    age = max(0.0, now - _float(info.get("held_at"), now))
+                    stamps[lid] = min(stamped_at, time.monotonic() - age)
                     continue
                 lease = _float(info.get("lease"), held.lease_seconds)
                 if now - _float(info.get("held_at"), 0.0) >= lease:
@@ -258,8 +266,13 @@ def acquire(client: SolrClient, band_keys: Iterable[int], owner: str, *,
         # A failed request may have written some of ours (its answer lost): give back exactly those.
         _give_back(client, ids, held.token)
         raise
-    held.acquired_at = time.monotonic()
-    held.waited_seconds = held.acquired_at - started
+    now = time.monotonic()
+    held.waited_seconds = now - started
+    # The hold's age, as a taker judges it, runs from the oldest stamp: a write that Solr took only after the client
+    # retried it through an outage is already that old, and may be taken over at once. release() must then not
+    # take a lock that is gone for one deleted by a retried request of ours (issue 47: the soak benchmark admitted
+    # near-duplicate pairs twice when a restart outlasted the lease).
+    held.acquired_at = min((stamps.get(lid, now) for lid in held.versions), default=now)
     held.taken_over = sorted(stale & set(held.versions))
     if held.taken_over:
         log.info("took over %d stale band lock(s) for %r (their holder outlived its lease)", len(held.taken_over),

@@ -52,7 +52,7 @@ from neardup_solr.solr.failures import (
     transient_state,
 )
 from neardup_solr.solr.transport import DirectTransport
-from neardup_solr.solr.update_log import ReplayGuard, metrics_key
+from neardup_solr.solr.update_log import LOADING, NO_METRICS, ReplayGuard, core_is_loading, metrics_key, state_of
 from neardup_solr.errors import (
     ClientClosedError,
     InvalidParameterError,
@@ -261,7 +261,7 @@ class SolrClient(NodeFailover):
         self._environments: dict[str, dict[str, Any]] = {}
         # Plain calls (a body of bytes, a whole answer) skip requests' per-call work: see http_transport.
         self._direct = DirectTransport(self.session)
-        self._replay_guard = ReplayGuard(self.collection, self._update_log_metrics, lambda: self._cloud is True)
+        self._replay_guard = ReplayGuard(self.collection, self._core_state, lambda: self._cloud is True)
         # The stored field with the text: "content" in our own collections; in a user's collection prepared by
         # `install`, their field, which every read then gets under the name "content" (Solr's field alias in fl),
         # so no reader needs to know. Set by read_index_settings from the stored settings.
@@ -426,19 +426,25 @@ class SolrClient(NodeFailover):
             attempt += 1
             node = self._node
 
-    def _update_log_metrics(self, node: str) -> dict | None:
-        """The metrics API's answer about the core's update-log state on ``node`` (for the replay guard): None when
-        the node does not give it (metrics API refused or absent), an empty answer when it could not now (a 5xx
-        while Solr starts: the request itself then meets the same). No connection raises, as a request would."""
+    def _core_state(self, node: str) -> int | str | None:
+        """The core's state on ``node`` for the replay guard (neardup_solr.solr.update_log): LOADING while the core
+        admin API says the core is being loaded, else its update-log state from the metrics API; NO_METRICS when
+        the node refuses its metrics, None when it cannot tell now (a 5xx while Solr starts: the request itself then
+        meets the same). No connection raises, as a request would."""
+        timeout = min(self.timeout, 10.0)
+        status = self._send(node, "GET", f"{node}/admin/cores",
+                            params=[("action", "STATUS"), ("core", self.collection), ("indexInfo", "false"),
+                                    ("wt", "json")], data=None, json_body=None, headers=None, timeout=timeout,
+                            stream=False)
+        # Refused (core admin closed to these credentials) or unreadable: the metric alone is the best there is.
+        if status.status_code == 200 and core_is_loading(_json_or_empty(status), self.collection):
+            return LOADING
         resp = self._send(node, "GET", f"{node}/admin/metrics", params=[("key", metrics_key(self.collection)),
                                                                         ("wt", "json")],
-                          data=None, json_body=None, headers=None, timeout=min(self.timeout, 10.0), stream=False)
+                          data=None, json_body=None, headers=None, timeout=timeout, stream=False)
         if resp.status_code in (401, 403, 404):
-            return None
-        try:
-            return resp.json() if resp.status_code == 200 else {}
-        except ValueError:  # not Solr's JSON (a web page where Solr was expected): the request itself finds out
-            return {}
+            return NO_METRICS
+        return state_of(_json_or_empty(resp), self.collection) if resp.status_code == 200 else None
 
     def _first_answer(self, url: str, resp: requests.Response, stream: bool) -> None:
         """Mark the client as answered by Solr, or raise when what answered is not Solr: a web page where Solr's
@@ -683,6 +689,14 @@ _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 class _CoreReplaying(Exception):
     """An attempt not sent: the core is replaying its update log (the reason is the message)."""
+
+
+def _json_or_empty(resp: requests.Response) -> Any:
+    """A response's JSON, or {} when it is not JSON (a web page where Solr was expected)."""
+    try:
+        return resp.json()
+    except ValueError:
+        return {}
 
 
 def _with_json(params: dict | list | None) -> list:

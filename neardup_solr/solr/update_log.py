@@ -14,10 +14,19 @@ therefore applies to single cores only; it finds nothing to wait for on a cloud 
 ``<collection>_shard<n>_replica_<m>``.
 
 The state is Solr's metric ``TLOG.state`` of the core (``solr.core.<core>:TLOG.state``): 0 replaying, 1 buffering,
-2 applying buffered updates, 3 active. It costs one small metrics request, asked only when a restart could have
-happened since this client last heard from Solr: after a failed attempt (connection refused or reset, timeout,
-a 5xx), at a client's first request, and after a silence of :data:`IDLE_SECONDS` (no Solr is killed, started and
-loaded again in less). A busy client thus asks nothing extra.
+2 applying buffered updates, 3 active. That metric alone is not enough: it exists from the moment the core's update
+handler is built, with its initial value 3, while the rest of the core is still being loaded, and only once the core
+is built does Solr start the replay (``CoreContainer.createFromDescriptor`` calls ``recoverFromLog``, then
+registers the core). A "3" read in that gap, followed by a request that arrived just after the core was registered,
+let a whole burst of checks through during a replay (the soak benchmark, 2026-12-02: four pairs admitted twice).
+So the core admin API is asked first: while it says the core is loading (``isLoading``, cleared only after the
+replay has started), the state is :data:`LOADING`; once it no longer does, the replay, if any, has started and
+the metric tells whether it has ended.
+
+Two small requests, asked only when a restart could have happened since this client last heard from Solr: after
+a failed attempt (connection refused or reset, timeout, a 5xx), at a client's first request, and after a silence
+of :data:`IDLE_SECONDS` (no Solr is killed, started and loaded again in less). A busy client thus asks nothing
+extra.
 """
 
 from __future__ import annotations
@@ -29,11 +38,15 @@ from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACTIVE", "IDLE_SECONDS", "ReplayGuard", "metrics_key", "state_of", "describe_state"]
+__all__ = ["ACTIVE", "LOADING", "NO_METRICS", "IDLE_SECONDS", "ReplayGuard", "metrics_key", "state_of",
+           "core_is_loading", "describe_state"]
 
 ACTIVE = 3
-_STATE_NAMES = {0: "replaying its update log", 1: "buffering updates", 2: "applying buffered updates",
-                3: "active"}
+LOADING = -1  # not one of Solr's update-log states: the core admin API says the core is still being loaded
+# What a node's ask answers when it refuses its metrics (401/403/404, or metrics off): nothing to ask again.
+NO_METRICS = "no metrics"
+_STATE_NAMES = {LOADING: "still loading (its update log is replayed next)", 0: "replaying its update log",
+                1: "buffering updates", 2: "applying buffered updates", 3: "active"}
 # A Solr process cannot be killed, started and have its core loaded again in less: a JVM alone takes longer to
 # start. A client that heard from Solr less than this ago has been talking to the same process since.
 IDLE_SECONDS = 1.0
@@ -57,6 +70,13 @@ def state_of(answer: Any, core: str) -> int | None:
     return state if isinstance(state, int) and not isinstance(state, bool) else None
 
 
+def core_is_loading(answer: Any, core: str) -> bool:
+    """Whether a core admin ``STATUS`` answer says ``core`` is still being loaded (``isLoading``)."""
+    status = answer.get("status") if isinstance(answer, dict) else None
+    entry = status.get(core) if isinstance(status, dict) else None
+    return isinstance(entry, dict) and str(entry.get("isLoading", "")).lower() == "true"
+
+
 def describe_state(state: int) -> str:
     return _STATE_NAMES.get(state, f"state {state}")
 
@@ -64,11 +84,12 @@ def describe_state(state: int) -> str:
 class ReplayGuard:
     """Per client: when to ask whether the core is replaying, and what it said.
 
-    ``ask(node)`` returns the metrics API answer (a dict) of ``node``, or None when there is none to be had (the
-    node refused the metrics API: 401/403/404, or metrics are off), and raises OSError (requests' connection
-    errors) when the node does not answer: that fails the attempt it was asked for. It is the client's, so the
-    request goes through the client's connection pool and credentials. ``is_cloud()`` says whether the client
-    knows it talks to a SolrCloud."""
+    ``ask(node)`` returns the core's state on ``node``: :data:`LOADING` or the update-log state (an int), None when
+    the node cannot tell now (no such core yet, a 5xx while Solr starts), or :data:`NO_METRICS` when it never will
+    (the metrics API refused: 401/403/404, or metrics are off). It raises OSError (requests' connection errors) when
+    the node does not answer: that fails the attempt it was asked for. It is the client's, so the requests go
+    through the client's connection pool and credentials. ``is_cloud()`` says whether the client knows it talks
+    to a SolrCloud."""
 
     def __init__(self, core: str, ask: Callable[[str], Any], is_cloud: Callable[[], bool]):
         self.core = core
@@ -104,19 +125,20 @@ class ReplayGuard:
             if not self.due():  # another thread asked meanwhile
                 return None
             try:
-                answer = self._ask(node)
+                state = self._ask(node)
             except OSError:
                 raise  # no connection (requests' errors are OSErrors): the attempt fails, as its request would
             except Exception as exc:  # noqa: BLE001 - an answer we cannot read: let the request go and tell
                 log.debug("could not read the update-log state of %s from %s: %s", self.core, node, exc)
                 return None
-            if answer is None:
+            if state == NO_METRICS:
                 self._unavailable = True
                 log.debug("%s gives no metrics: a replay of the update log after a restart cannot be waited for",
                           node)
                 return None
-            state = state_of(answer, self.core)
-            if state is not None and state != ACTIVE:
+            if state is None:
+                return None  # cannot tell now: the request goes, and the next one asks again
+            if state != ACTIVE:
                 self._in_doubt = True
                 return (f"core {self.core!r} is {describe_state(state)} after a restart (what it acknowledged "
                         "before is not all searchable yet)")

@@ -35,7 +35,8 @@ def test_tiny_soak_survives_a_kill_and_loses_nothing(tmp_path):
     assert figures["acknowledged_calls"] > figures["acknowledged_adds"]
     # Strict: no near-duplicate pair admitted twice, by the collection's report and by the join of the texts sent,
     # so the single-process replay admits every one of them and reports the same (no) pairs.
-    assert figures["pairs_admitted_twice"] == 0 and figures["pairs_admitted_twice_among_acknowledged"] == 0
+    twice = report["pairs"]["listed"]  # each pair's sides, whether they share a band, overlapped, met an outage
+    assert figures["pairs_admitted_twice"] == 0 and figures["pairs_admitted_twice_among_acknowledged"] == 0, twice
     assert figures["families_admitted_more_than_once"] == 0
     assert report["replay"]["equal"] and report["replay"]["refused"] == 0
     assert report["replay"]["texts"] == figures["acknowledged_present"]

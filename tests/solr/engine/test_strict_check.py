@@ -238,3 +238,32 @@ def test_a_holder_whose_locks_lapsed_checks_again_and_yields(seeded, monkeypatch
     assert calls == ["holder"]
     assert not result.added and result.status == "duplicate" and [m.id for m in result.matches] == ["taker"]
     assert seeded.get_by_ids(["holder"]) == [] and seeded.get_by_ids(["taker"])
+
+
+def test_a_lock_write_retried_past_the_lease_counts_as_lapsed_when_released(seeded, monkeypatch):
+    """A lock write that Solr took only after the client retried it through an outage carries the stamp of its
+    first attempt, so another check may take it over at once and be done before the holder releases. The
+    holder's release must then say the hold lapsed (it finds its locks gone), not take them for deleted by a
+    retried request of its own: that was how the soak benchmark admitted near-duplicate pairs twice."""
+    text, near = near_duplicate_groups(1, seed=57)[0]
+    keys_a = band_keys(seeded, text)
+    keys_b = band_keys(seeded, near)
+    assert keys_a & keys_b
+    lease = 1.0
+    real_write = band_locks._write
+    delayed = []
+
+    def write_after_an_outage(client, docs):
+        if not delayed:  # the holder's first write: built before the outage, sent after it
+            delayed.append(True)
+            time.sleep(lease + 0.5)
+        return real_write(client, docs)
+
+    monkeypatch.setattr(band_locks, "_write", write_after_an_outage)
+    holder = acquire(seeded, keys_a, "holder", lease_seconds=lease)
+    assert delayed and holder.versions
+    taker = acquire(seeded, keys_b, "taker", lease_seconds=lease)
+    assert taker.taken_over  # the holder's fresh write already looked stale
+    assert release(seeded, taker)
+    assert release(seeded, holder) is False
+    assert lock_documents(seeded) == []

@@ -6,15 +6,14 @@ from __future__ import annotations
 import pytest
 
 from neardup_solr.solr import update_log
-from neardup_solr.solr.update_log import ACTIVE, ReplayGuard, metrics_key, state_of
+from neardup_solr.solr.update_log import ACTIVE, LOADING, NO_METRICS, ReplayGuard, core_is_loading, state_of
 
 
 class Node:
-    """The metrics API of one node, answering the states given in turn (then the last one again)."""
+    """What one node tells the guard, the states given in turn (then the last one again)."""
 
-    def __init__(self, *states, core: str = "neardup"):
+    def __init__(self, *states):
         self.states = list(states)
-        self.core = core
         self.asked = 0
 
     def __call__(self, node: str):
@@ -22,9 +21,7 @@ class Node:
         state = self.states[min(self.asked, len(self.states)) - 1]
         if isinstance(state, Exception):
             raise state
-        if state == "refused":
-            return None
-        return {"responseHeader": {"status": 0}, "metrics": {metrics_key(self.core): state}}
+        return state
 
 
 def guard(node: Node, cloud: bool = False) -> ReplayGuard:
@@ -90,7 +87,7 @@ def test_a_silence_longer_than_a_restart_could_take_makes_it_ask_again(monkeypat
 def test_a_cloud_is_never_asked_and_a_node_without_metrics_only_once():
     cloud_node = Node(0)
     assert guard(cloud_node, cloud=True).replaying("n") is None and cloud_node.asked == 0
-    closed = Node("refused")
+    closed = Node(NO_METRICS)
     g = guard(closed)
     g.replaying("n")
     g.failed()
@@ -110,4 +107,36 @@ def test_an_answer_that_cannot_be_read_lets_the_request_go_and_is_asked_again():
     node = Node(ValueError("not JSON"), ACTIVE)
     g = guard(node)
     assert g.replaying("n") is None
+    assert g.replaying("n") is None and node.asked == 2
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ({"status": {"neardup": {"name": "neardup", "isLoaded": "false", "isLoading": "true"}}}, True),
+    ({"status": {"neardup": {"name": "neardup", "startTime": "2026-12-02T00:00:00Z", "uptime": 5}}}, False),
+    ({"status": {"neardup": {}}}, False),  # no such core
+    ({"status": {"other": {"isLoading": "true"}}}, False),
+    ({"initFailures": {}}, False),
+    ([], False),
+])
+def test_core_is_loading_reads_the_core_admin_status_of_this_core(answer, expected):
+    assert core_is_loading(answer, "neardup") is expected
+
+
+def test_a_core_still_loading_is_waited_for_even_when_its_metric_would_say_active():
+    """The update-log metric reads 3 while the core is built, before Solr starts the replay: a loading core is
+    waited for, and asked about again until it is active."""
+    node = Node(LOADING, 0, ACTIVE)
+    g = guard(node)
+    first = g.replaying("n")
+    assert first is not None and "still loading" in first
+    assert "replaying its update log" in g.replaying("n")
+    assert g.replaying("n") is None and node.asked == 3
+
+
+def test_a_node_that_cannot_tell_lets_the_request_go_and_is_asked_again():
+    node = Node(None, ACTIVE)
+    g = guard(node)
+    assert g.replaying("n") is None
+    g.answered()
+    assert g.replaying("n") is None and node.asked == 2
     assert g.replaying("n") is None and node.asked == 2
