@@ -1,4 +1,4 @@
-"""Groups written back into the collection and the folded search (issue 38), at 1,000,000 documents.
+"""Groups written back into the collection and the folded search (issues 38 and 46), at 1,000,000 documents.
 
     flock /tmp/bench.lock python benchmarks/folding.py --docs 1000000
 
@@ -10,9 +10,15 @@ Starts its own local Solr (free port, throwaway data dir). For each N:
 3. ``write_groups`` (what ``groups --to-solr`` and ``dedupe_collection(to_solr=True)`` run): time, Solr's CPU
    seconds, the index size before and after (both after a commit), and a second run over the same pairs (what a
    nightly re-run costs when nothing changed);
-4. one client searching sequentially: ``--queries`` user queries (the first words of a document in a group of
-   near duplicates, half of them, and of any document, the other half), each folded and not folded, after a
-   warm-up of other queries: p50/p99 of the call as a user of the Python API (or ``GET /v1/search``) sees it.
+4. three query sets chosen from the corpus by how much of the collection they match (counted exactly):
+   *broad* (over half: a document's first six words), *medium* (1% to 10%: one or two words of middling
+   frequency from a document) and *narrow* (under 0.1%: a document's two rarest words), ``--queries`` each.
+   One client searches sequentially, after a warm-up of other queries, in four ways, as a user of the Python API
+   (or ``GET /v1/search``) sees them: plain with every hit counted (before early termination), plain (hits
+   counted to 1,000, then a lower bound), folded fast (the default: the kept-flag filter, the copies from a
+   window searched at the same time) and folded exact (collapse + expand). p50/p99 of each;
+5. what the fast fold gives up, per set: the share of the exact fold's page-1 groups that the fast fold's page 1
+   shows too, how often a group both show is headed by a different document, and the hit counts.
 
 Writes ``benchmarks/results/<date>-folding-<machine>.json`` and ``.md`` (``--out-dir``, ``--machine``).
 """
@@ -27,6 +33,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Sequence
@@ -40,29 +47,140 @@ from benchmarks.provenance import load_average_text, write_result_files  # noqa:
 from neardup_solr import Indexer, SolrClient  # noqa: E402
 from neardup_solr.engine.collection import dedupe_collection  # noqa: E402
 from neardup_solr.engine.group_writeback import write_groups  # noqa: E402
-from neardup_solr.pairs.groups import group_pairs  # noqa: E402
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
 from neardup_solr.solr.folded_search import folded_search  # noqa: E402
 
 QUERY_WORDS = 6
+MODES = {  # name -> folded_search arguments
+    "plain, every hit counted": {"fold": False, "exact_count": True},
+    "plain": {"fold": False},
+    "folded fast (default)": {"fold": "fast"},
+    "folded exact": {"fold": "exact"},
+}
+# Query sets: the share of the collection a query must match (exclusive upper bound).
+SETS = {"broad": (0.5, 1.01), "medium": (0.01, 0.10), "narrow": (0.0, 0.001)}
 
 
 def _query(text: str) -> str:
     return " ".join(text.split()[:QUERY_WORDS])
 
 
-def _timed_searches(client: SolrClient, queries: Sequence[str], fold: bool) -> tuple[list[float], dict]:
-    seconds, hits, folded_copies, docs_found = [], 0, 0, 0
+def _document_frequencies(docs: Sequence[tuple[str, str]], sample: int = 20_000) -> tuple[Counter, int]:
+    """Each word's document frequency in a sample of the corpus (enough to tell rare from common)."""
+    rng = random.Random(11)
+    chosen = rng.sample(list(docs), min(sample, len(docs)))
+    df: Counter = Counter()
+    for _, text in chosen:
+        df.update(set(text.split()))
+    return df, len(chosen)
+
+
+def choose_query_sets(client: SolrClient, docs: Sequence[tuple[str, str]], per_set: int,
+                      seed: int = 7) -> dict[str, list[str]]:
+    """``per_set`` queries for each of :data:`SETS`, each checked by its exact hit count in the collection."""
+    df, sampled = _document_frequencies(docs)
+    total = client.count()
+    rng = random.Random(seed)
+    chosen: dict[str, list[str]] = {name: [] for name in SETS}
+    seen: set[str] = set()
+
+    def candidate(kind: str, text: str) -> str | None:
+        words = [w for w in dict.fromkeys(text.split()) if w.isalpha()]
+        if kind == "broad":
+            return _query(text)
+        if kind == "medium":
+            middling = [w for w in words if 0.01 <= df[w] / sampled <= 0.08]
+            return " ".join(rng.sample(middling, min(len(middling), rng.choice((1, 2))))) if middling else None
+        rare = sorted(words, key=lambda w: df[w])[:2]
+        return " ".join(rare) if len(rare) == 2 else None
+
+    for name, (low, high) in SETS.items():
+        attempts = 0
+        while len(chosen[name]) < per_set and attempts < per_set * 40:
+            attempts += 1
+            q = candidate(name, rng.choice(docs)[1])
+            if not q or q in seen:
+                continue
+            found = folded_search(client, q, fold=False, rows=0, exact_count=True).found
+            if low <= found / total < high:
+                chosen[name].append(q)
+                seen.add(q)
+    return chosen
+
+
+def _timed_searches(client: SolrClient, queries: Sequence[str], arguments: dict) -> tuple[list[float], dict, list]:
+    seconds, hits, folded_copies, docs_found, exact_counts, pages = [], 0, 0, 0, 0, []
     for q in queries:
         started = time.perf_counter()
-        found = folded_search(client, q, fold=fold, rows=10, copies=10)
+        found = folded_search(client, q, rows=10, copies=10, **arguments)
         seconds.append(time.perf_counter() - started)
         hits += len(found.hits)
         folded_copies += sum(h.copy_count for h in found.hits)
         docs_found += found.found
-    return seconds, {"hits_per_query": round(hits / len(queries), 2),
-                     "copies_listed_per_query": round(folded_copies / len(queries), 2),
-                     "found_per_query": round(docs_found / len(queries), 1)}
+        exact_counts += found.found_exact
+        pages.append(found.hits)
+    n = max(1, len(queries))
+    return seconds, {"hits_per_query": round(hits / n, 2), "copies_listed_per_query": round(folded_copies / n, 2),
+                     "found_per_query": round(docs_found / n, 1), "found_exact_share": round(exact_counts / n, 3)}, pages
+
+
+def _group_key(hit) -> str:
+    return f"g{hit.group}" if hit.group is not None else f"d{hit.id}"
+
+
+def fast_against_exact(fast_pages: Sequence[list], exact_pages: Sequence[list]) -> dict:
+    """What the fast fold gives up: of the exact fold's page-1 groups, the share the fast page 1 shows too, and of
+    the groups both show, how often a different document heads it.
+
+    Equal scores are common (the word fields score a match by the words it holds, so every one-word match ties),
+    and the two modes order ties differently: the exact fold by id, the fast one in index order (a second sort key
+    would cost the early termination). So ``share`` counts the exact page's groups that score above its last
+    score as shown when the fast page has them, and those tied at its last score as shown when the fast page has
+    as many at that score: either page is then a correct page 1. ``strict_share`` is the plain overlap."""
+    wanted = shared = strictly = other_head = 0
+    worst = 1.0
+    for fast, exact in zip(fast_pages, exact_pages):
+        if not exact:
+            continue
+        exact_heads = {_group_key(h): h for h in exact}
+        fast_heads = {_group_key(h): h for h in fast}
+        last = min(h.score for h in exact)
+        above = [g for g, h in exact_heads.items() if h.score > last]
+        tied = len(exact_heads) - len(above)
+        fast_tied = sum(1 for g, h in fast_heads.items() if h.score == last and g not in above)
+        shown = sum(g in fast_heads for g in above) + min(tied, fast_tied)
+        common = set(exact_heads) & set(fast_heads)
+        wanted += len(exact_heads)
+        shared += shown
+        strictly += len(common)
+        other_head += sum(exact_heads[g].id != fast_heads[g].id for g in common)
+        worst = min(worst, shown / len(exact_heads))
+    return {"exact_page1_groups": wanted, "also_on_fast_page1": shared,
+            "share": round(shared / wanted, 4) if wanted else 1.0, "worst_query_share": round(worst, 3),
+            "strict_share": round(strictly / wanted, 4) if wanted else 1.0,
+            "other_head_share": round(other_head / strictly, 4) if strictly else 0.0}
+
+
+def search_figures(client: SolrClient, docs: Sequence[tuple[str, str]], args: argparse.Namespace) -> dict:
+    sets = choose_query_sets(client, docs, args.queries)
+    rng = random.Random(5)
+    warm = [_query(t) for _, t in rng.sample(list(docs), args.warmup)]
+    for q in warm:
+        for arguments in MODES.values():
+            folded_search(client, q, **arguments)
+    figures: dict = {}
+    for name, queries in sets.items():
+        per_mode, pages = {}, {}
+        for mode, arguments in MODES.items():
+            seconds, stats, pages[mode] = _timed_searches(client, queries, arguments)
+            per_mode[mode] = {**percentiles(seconds), **stats}
+        plain_p99 = per_mode["plain"].get("p99_ms") or 0.0
+        fast_p99 = per_mode["folded fast (default)"].get("p99_ms") or 0.0
+        figures[name] = {"queries": len(queries), "examples": queries[:3], "modes": per_mode,
+                         "fast_p99_over_plain_p99": round(fast_p99 / plain_p99, 2) if plain_p99 else None,
+                         "fast_against_exact": fast_against_exact(pages["folded fast (default)"],
+                                                                  pages["folded exact"])}
+    return figures
 
 
 def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> dict:
@@ -95,19 +213,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
     again_s = time.perf_counter() - started
     again_cpu = cpu_seconds(pid) - cpu
 
-    texts = dict(docs)
-    rng = random.Random(7)
-    grouped_ids = sorted({m for g in group_pairs([(p.id, p.neighbor_id) for p in pairs]) for m in g.members})
-    all_ids = [doc_id for doc_id, _ in docs]
-    picks = rng.sample(grouped_ids, min(len(grouped_ids), args.queries // 2)) + rng.sample(all_ids, args.queries // 2)
-    warm = [_query(texts[i]) for i in rng.sample(all_ids, args.warmup)]
-    queries = [_query(texts[i]) for i in picks]
-    for q in warm:
-        folded_search(client, q, fold=True)
-        folded_search(client, q, fold=False)
-    # Folded first, then not: the two send different filters, so neither finds the other's answers cached.
-    folded_s, folded_stats = _timed_searches(client, queries, True)
-    plain_s, plain_stats = _timed_searches(client, queries, False)
+    searches = search_figures(client, docs, args)
 
     return {
         "docs": n, "threshold": args.threshold, "pairs": len(pairs),
@@ -119,9 +225,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                       "growth": round(size_after / size_before - 1.0, 4)},
         "rerun_unchanged": {"seconds": round(again_s, 2), "solr_cpu_s": round(again_cpu, 1),
                             "updated": again.updated, "unchanged": again.unchanged},
-        "search": {"queries": len(queries), "words_per_query": QUERY_WORDS,
-                   "folded": {**percentiles(folded_s), **folded_stats},
-                   "not_folded": {**percentiles(plain_s), **plain_stats}},
+        "search": searches,
     }
 
 
@@ -129,20 +233,34 @@ def markdown(report: dict) -> str:
     lines = ["# Groups written back and the folded search", "",
              f"Machine: {report['machine']}; Solr {report['solr_heap']} heap, one core; load average when started "
              f"{report['load_at_start']}.", "",
-             "| docs | pairs (J >= T) | write-back s (docs/s) | Solr CPU s | index growth | re-run, nothing changed | "
-             "search p50 / p99 ms, folded | not folded |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| docs | pairs (J >= T) | write-back s (docs/s) | Solr CPU s | index growth | re-run, nothing changed |",
+             "|---|---|---|---|---|---|"]
     for r in report["results"]:
-        w, s = r["writeback"], r["search"]
+        w = r["writeback"]
         lines.append(f"| {r['docs']:,} | {r['pairs']:,} | {w['seconds']} ({w['docs_per_s']:,}) | {w['solr_cpu_s']} | "
                      f"{w['growth'] * 100:.1f}% | {r['rerun_unchanged']['seconds']} s, "
-                     f"{r['rerun_unchanged']['updated']} written | "
-                     f"{s['folded']['p50_ms']} / {s['folded']['p99_ms']} | "
-                     f"{s['not_folded']['p50_ms']} / {s['not_folded']['p99_ms']} |")
+                     f"{r['rerun_unchanged']['updated']} written |")
     lines += ["", "Write-back: every document gets its group number and kept flag (in-place docValues updates), "
-              "singletons included. Search: one client, sequential, rows=10, copies=10, "
-              f"{QUERY_WORDS}-word queries; folded = collapse + expand on the core plus the search for documents "
-              "without a group, merged.", "", "```json", json.dumps(report["results"], indent=2), "```", ""]
+              "singletons included.", ""]
+    for r in report["results"]:
+        lines += [f"## Searches at {r['docs']:,} documents", "",
+                  "One client, sequential, rows=10, copies=10. p50 / p99 ms; *found* is the mean hit count (groups "
+                  "when folded), *exact* the share of answers whose count is exact.", "",
+                  "| set (queries) | " + " | ".join(MODES) + " | fast p99 / plain p99 | exact page-1 groups also on "
+                  "the fast page 1, ties counted (worst query) | without ties counted | other head |",
+                  "|---|" + "---|" * (len(MODES) + 4)]
+        for name, f in r["search"].items():
+            cells = []
+            for mode in MODES:
+                m = f["modes"][mode]
+                cells.append(f"{m.get('p50_ms', '–')} / {m.get('p99_ms', '–')} (found {m.get('found_per_query', 0):,.0f}, "
+                             f"exact {m.get('found_exact_share', 0):.0%})")
+            a = f["fast_against_exact"]
+            lines.append(f"| {name} ({f['queries']}) | " + " | ".join(cells) + f" | {f['fast_p99_over_plain_p99']} | "
+                         f"{a['share']:.2%} ({a['worst_query_share']:.0%}) | {a['strict_share']:.2%} | "
+                         f"{a['other_head_share']:.2%} |")
+        lines.append("")
+    lines += ["```json", json.dumps(report["results"], indent=2), "```", ""]
     return "\n".join(lines)
 
 
@@ -150,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", default="1000000", help="comma-separated collection sizes")
     parser.add_argument("--threshold", type=float, default=0.8)
-    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--queries", type=int, default=400, help="queries in each set (broad, medium, narrow)")
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--heap", default="4g")
     parser.add_argument("--progress", action="store_true")

@@ -166,7 +166,8 @@ def install(app: FastAPI) -> None:
             return page(request, "search.html", 422, form=form, error=str(exc))
         except NeardupError as exc:
             return page(request, "search.html", 503, form=form, error=str(exc))
-        return page(request, "search.html", form=form, found=found.found, hits=[_search_hit(h) for h in found.hits])
+        return page(request, "search.html", form=form, found=found.found, found_exact=found.found_exact,
+                    copy_counts_exact=found.copy_counts_exact, hits=[_search_hit(h) for h in found.hits])
 
     @app.get("/upload", response_class=HTMLResponse, include_in_schema=False)
     def upload_form(request: Request) -> HTMLResponse:

@@ -1,20 +1,41 @@
 """A search whose results show each group of near duplicates once: the kept document, with its folded copies
-listed under it (issue 38).
+listed under it (issue 38), at the speed of a plain search (issue 46).
 
 The groups are those written into the collection (``nd_group``, ``nd_keep``: :mod:`neardup_solr.solr.group_fields`).
-On a single core, folding is Solr's collapse post filter on the group, heading each group with its kept document,
-and the expand component listing the copies. The user's text is normalised as the index's words are (``content_words``) and
-searched by edismax as escaped words (:func:`~neardup_solr.solr.queries.user_text_params`): never pasted into
-query syntax.
+The user's text is normalised as the index's words are (``content_words``) and searched by edismax as escaped words
+(:func:`~neardup_solr.solr.queries.user_text_params`): never pasted into query syntax.
 
-On a SolrCloud collection collapse and expand only see one shard at a time, so a group whose members sit on two
-shards would show once per shard; there result grouping on ``nd_group`` is used instead, which fetches each top
-group's documents from every shard (docs/folding.md has the measurements).
+Three ways to search (``fold``):
+
+``fast`` (the default when folding)
+    The representative of every group was chosen ahead of time (``nd_keep`` = 1), so one hit per group is a
+    filter: every document that is not a folded copy (``-nd_keep:0``: the kept ones, the documents on their own,
+    and those indexed since the groups were written, which have no group yet and are never hidden). Solr caches
+    the filter, pages natively and ends the search early (``minExactCount``), as a plain search does. The copies
+    listed under each hit come from a second search sent at the same time: the best-scoring folded copies that
+    match the words, in a window a few times the page's size; a hit's ``copy_count`` counts those in the window
+    (:attr:`FoldedResults.copy_counts_exact` says whether that can be short). What it gives up against ``exact``
+    (measured in benchmarks/folding.py): a group whose kept document does not match the words, but a copy does,
+    is not shown. With a ``dataset`` the kept document may sit in another data set, so a search of one data set
+    folds exactly.
+``exact``
+    Solr's collapse on the group (the kept document heads it among those that match; any member when the kept one
+    does not) and the expand component listing the copies; on a SolrCloud, result grouping, which sees a group
+    whole across shards (collapse and expand see one shard at a time). Every match is scored and its group read:
+    its cost grows with the number of matches (collapse asks Lucene for every hit, which turns early termination
+    off).
+``False``
+    Not folded: every match.
+
+Hit counts: Solr counts the first :data:`EXACT_COUNT` hits exactly and may stop counting after them (early
+termination); ``found`` is then a lower bound and ``found_exact`` False (Solr's ``numFoundExact``).
+``exact_count=True`` counts them all, at the cost of scoring every match.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -31,19 +52,30 @@ from neardup_solr.solr.queries import (
     folded,
     grouping_params,
     has_group,
+    is_a_copy,
+    not_a_copy,
     ungrouped,
     user_text_params,
 )
 from neardup_solr.solr.settings_store import read_index_settings
+from neardup_solr.errors import InvalidParameterError
 from neardup_solr.validation import check_bool, check_int, check_text
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FoldedHit", "FoldedResults", "folded_search", "SEARCH_FIELDS"]
+__all__ = ["FoldedHit", "FoldedResults", "folded_search", "fold_mode", "SEARCH_FIELDS", "FOLD_MODES", "EXACT_COUNT"]
 
 # The fields a user's words are looked for in: the normalised words every default index holds.
 SEARCH_FIELDS = ("content_words",)
 _FIELDS = f"id,score,content,dataset,{GROUP_FIELD},{KEEP_FIELD}"
+FAST, EXACT = "fast", "exact"
+FOLD_MODES = (FAST, EXACT)
+# Hits counted exactly before Solr may stop counting (its minExactCount): enough for any count a page shows as a
+# number, small enough that a broad query ends early. A page further down than that raises it.
+EXACT_COUNT = 1000
+# The copies window of the fast mode: this many times the hits up to the end of the page, within these bounds.
+COPIES_WINDOW_FACTOR = 3
+COPIES_WINDOW_MIN, COPIES_WINDOW_MAX = 30, 1000
 
 
 @dataclass
@@ -73,15 +105,40 @@ class FoldedHit:
 
 @dataclass
 class FoldedResults:
-    """``found``: how many hits (groups, when folded) match; ``hits``: this page of them, best first."""
+    """``found``: how many hits (groups, when folded) match, a lower bound when ``found_exact`` is False; ``hits``:
+    this page of them, best first. ``mode``: ``"fast"`` or ``"exact"`` when folded, None when not.
+    ``copy_counts_exact``: whether each hit's ``copy_count`` counts all its matching copies (the fast mode counts
+    those in its window, and says False when the window was full)."""
 
     query: str
     fold: bool
     found: int
     hits: list[FoldedHit]
+    mode: str | None = None
+    found_exact: bool = True
+    copy_counts_exact: bool = True
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "fold": self.fold, "found": self.found, "hits": [h.as_dict() for h in self.hits]}
+        return {"query": self.query, "fold": self.fold, "mode": self.mode, "found": self.found,
+                "found_exact": self.found_exact, "copy_counts_exact": self.copy_counts_exact,
+                "hits": [h.as_dict() for h in self.hits]}
+
+
+def fold_mode(fold: Any) -> str | None:
+    """``fold`` as a mode: True or ``"fast"`` -> ``"fast"``, ``"exact"`` -> ``"exact"``, False/None -> None (not
+    folded). Also takes the words a URL or a command line gives (``true``, ``false``, ``1``, ``0``, ``yes``, ``no``,
+    ``on``, ``off``)."""
+    if fold is None or isinstance(fold, bool):
+        return FAST if fold else None
+    if isinstance(fold, str):
+        word = fold.strip().lower()
+        if word in FOLD_MODES:
+            return word
+        if word in ("true", "1", "yes", "on"):
+            return FAST
+        if word in ("false", "0", "no", "off", ""):
+            return None
+    raise InvalidParameterError("fold", "true (fast), 'fast', 'exact' or false", fold)
 
 
 def _hit(doc: dict) -> FoldedHit:
@@ -122,56 +179,118 @@ def _grouped(client: SolrClient, base: list, filters: list, groups: int, copies:
     return hits, int(grouped.get("ngroups", len(hits)))
 
 
+_side_pool: ThreadPoolExecutor | None = None
+_side_pool_lock = threading.Lock()
+
+
+def _side_requests() -> ThreadPoolExecutor:
+    """The threads that send a folded search's second request while the first is under way: kept for the process
+    (starting a thread per search cost about as much as the request it saved waiting for)."""
+    global _side_pool
+    with _side_pool_lock:
+        if _side_pool is None:
+            _side_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neardup-folded-search")
+        return _side_pool
+
+
+def _count_params(start: int, rows: int, exact_count: bool) -> list[tuple[str, object]]:
+    """Early termination: count the first EXACT_COUNT hits (or the page's end, if further) exactly, then stop."""
+    return [] if exact_count else [("minExactCount", max(EXACT_COUNT, start + rows))]
+
+
+def _found(data: dict) -> tuple[int, bool]:
+    response = data["response"]
+    return int(response["numFound"]), response.get("numFoundExact", True) is not False
+
+
+def _fast(client: SolrClient, base: list, filters: list, start: int, rows: int, copies: int,
+          exact_count: bool) -> FoldedResults:
+    """One hit per group by the kept flag (a cached filter, early termination intact); the copies of the page's
+    groups from a window of the best-scoring copies, searched at the same time."""
+    window = min(COPIES_WINDOW_MAX, max(COPIES_WINDOW_MIN, COPIES_WINDOW_FACTOR * (start + rows)))
+    copies_request = (base + filter_params(filters + [is_a_copy(KEEP_FIELD)])
+                      + [("rows", window), ("start", 0), ("minExactCount", window)])
+    pending = _side_requests().submit(client.select, copies_request) if copies else None
+    page = client.select(base + filter_params(filters + [not_a_copy(KEEP_FIELD)])
+                         + [("rows", rows), ("start", start)] + _count_params(start, rows, exact_count))
+    window_docs = pending.result()["response"]["docs"] if pending is not None else []
+    hits = [_hit(d) for d in page["response"]["docs"]]
+    by_group: dict[int, list[FoldedHit]] = {}
+    for doc in window_docs:
+        copy = _hit(doc)
+        if copy.group is not None:
+            by_group.setdefault(copy.group, []).append(copy)
+    for hit in hits:
+        if hit.group is not None and hit.group in by_group:
+            listed = by_group[hit.group]
+            hit.copies = listed[:copies]
+            hit.copy_count = len(listed)
+    found, found_exact = _found(page)
+    return FoldedResults("", True, found, hits, FAST, found_exact, len(window_docs) < window)
+
+
 def folded_search(
     client: SolrClient,
     text: Any,
     *,
-    fold: bool = True,
+    fold: bool | str = True,
     rows: int = 10,
     start: int = 0,
     copies: int = 10,
     fields: Sequence[str] = SEARCH_FIELDS,
     dataset: str | None = None,
     settings: IndexSettings | None = None,
+    exact_count: bool = False,
 ) -> FoldedResults:
-    """Search the collection for ``text`` (a user's words), best first; with ``fold`` each group of near
-    duplicates once, headed by its kept document, with up to ``copies`` of its other members matching the text
-    listed under it. ``fields``: where to look (``field`` or ``field^boost``); ``dataset``: only its documents.
-    ``settings``: the collection's (read from it when not given), for normalising the text as its words are.
+    """Search the collection for ``text`` (a user's words), best first; folded (``fold`` True or ``"fast"``, or
+    ``"exact"``: the module docstring tells them apart) each group of near duplicates once, headed by its kept
+    document, with up to ``copies`` of its other members matching the text listed under it. ``fields``: where to
+    look (``field`` or ``field^boost``); ``dataset``: only its documents. ``settings``: the collection's (read from
+    it when not given), for normalising the text as its words are. ``exact_count``: count every hit (``found``)
+    instead of stopping after :data:`EXACT_COUNT`.
 
     >>> [(h.id, [c.id for c in h.copies]) for h in folded_search(SolrClient(), "art's deli ventura").hits][:1]
     [('3', ['536'])]
     """
     text = check_text(text, "text")
-    fold = check_bool("fold", fold)
+    mode = fold_mode(fold)
     rows = check_int("rows", rows, minimum=0, maximum=10_000)
     start = check_int("start", start, minimum=0)
     copies = check_int("copies", copies, minimum=0, maximum=1_000)
+    exact_count = check_bool("exact_count", exact_count)
     if settings is None:
         settings = read_index_settings(client) or IndexSettings()
     words = DocumentBuilder(settings).word_tokens(text)
     if not words:
-        return FoldedResults(text, fold, 0, [])
-    base = [*user_text_params(words, fields), ("fl", _FIELDS), ("sort", "score desc,id asc")]
-    if not fold:
-        data = client.select(base + filter_params(documents_of(dataset)) + [("rows", rows), ("start", start)])
-        hits = [_hit(d) for d in data["response"]["docs"]]
-        return FoldedResults(text, fold, int(data["response"]["numFound"]), hits)
-    # Two searches, merged by score (one query, so the scores compare): the groups, each headed by its kept
+        return FoldedResults(text, mode is not None, 0, [], mode)
+    # Ranked by score alone, ties in index order: a second sort key (id) would make Solr collect with a field
+    # comparator, which skips fewer non-competitive hits (p50 5.8 ms against 2.5 ms at 200,000 documents).
+    base = [*user_text_params(words, fields), ("fl", _FIELDS)]
+    filters = documents_of(dataset)
+    if mode is None:
+        data = client.select(base + filter_params(filters) + [("rows", rows), ("start", start)]
+                             + _count_params(start, rows, exact_count))
+        found, found_exact = _found(data)
+        return FoldedResults(text, False, found, [_hit(d) for d in data["response"]["docs"]], None, found_exact)
+    if mode == FAST and dataset is None:
+        result = _fast(client, base, filters, start, rows, copies, exact_count)
+        result.query = text
+        log.debug("folded search (fast) %r: %d of %d hits", text, len(result.hits), result.found)
+        return result
+    # Exact: two searches, merged by score (one query, so the scores compare): the groups, each headed by its kept
     # document, and the documents without a group yet, which the collapse cannot keep (queries.folded says why).
     # Sent side by side: the second search costs no extra round trip.
+    base = base + [("sort", "score desc,id asc")]
     depth = [("rows", start + rows), ("start", 0)]
     single_core = client.is_single_core()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(client.select, base + filter_params(documents_of(dataset) + [ungrouped(GROUP_FIELD)])
-                              + depth)
-        if single_core:
-            heads, found = _collapsed(client, base, documents_of(dataset), depth, copies)
-        else:
-            heads, found = _grouped(client, base, documents_of(dataset), start + rows, copies)
-        alone = pending.result()
+    pending = _side_requests().submit(client.select, base + filter_params(filters + [ungrouped(GROUP_FIELD)]) + depth)
+    if single_core:
+        heads, found = _collapsed(client, base, filters, depth, copies)
+    else:
+        heads, found = _grouped(client, base, filters, start + rows, copies)
+    alone = pending.result()
     hits = sorted(heads + [_hit(d) for d in alone["response"]["docs"]],
                   key=lambda h: (-h.score, id_sort_key(h.id)))[start:start + rows]
     found += int(alone["response"]["numFound"])
-    log.debug("folded search %r: %d of %d hits", text, len(hits), found)
-    return FoldedResults(text, fold, found, hits)
+    log.debug("folded search (exact) %r: %d of %d hits", text, len(hits), found)
+    return FoldedResults(text, True, found, hits, EXACT)

@@ -211,6 +211,11 @@ def not_a_copy(keep_field: str) -> Filter:
     return Filter(f"-{keep_field}:0")
 
 
+def is_a_copy(keep_field: str) -> Filter:
+    """The folded copies: the members of a group that a folded search does not head it with."""
+    return Filter(f"{keep_field}:0")
+
+
 # Separators an id list of a {!terms} query may use: it splits on the separator verbatim (no escaping).
 ID_SEPARATORS = ("\u001f", "\u001e", "\n", "\t", ",")
 

@@ -1,5 +1,6 @@
-"""``GET /v1/search``: the collection searched for a user's words; ``fold=true`` shows each group of near
-duplicates once, its kept document heading the copies that matched (issue 38). The groups are those
+"""``GET /v1/search``: the collection searched for a user's words; ``fold=true`` (or ``fast``) shows each group of
+near duplicates once, its kept document heading the copies that matched (issue 38), at the cost of a plain search;
+``fold=exact`` folds with Solr's collapse, whatever it costs (issue 46). The groups are those
 ``groups --to-solr`` wrote and ``/v1/check`` keeps current (:mod:`neardup_solr.solr.folded_search`).
 
 ``q`` is plain user text: normalised like the index's words and sent to edismax as escaped words in the ``q``
@@ -14,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from neardup_solr.errors import InvalidParameterError
-from neardup_solr.solr.folded_search import SEARCH_FIELDS, folded_search
+from neardup_solr.solr.folded_search import SEARCH_FIELDS, fold_mode, folded_search
 from neardup_solr.validation import check_label
 
 router = APIRouter()
@@ -44,16 +45,18 @@ def search_fields(value: str | None) -> tuple[str, ...]:
 def search(
     request: Request,
     q: str = Query(..., max_length=10_000, description="the user's words (plain text, not query syntax)"),
-    fold: bool = False,
+    fold: str = Query("false", description="true or fast: each group once, at a plain search's cost; exact: "
+                                          "Solr's collapse; false: every match"),
     rows: int = Query(10, ge=0, le=1_000),
     start: int = Query(0, ge=0, le=100_000),
     copies: int = Query(10, ge=0, le=100, description="folded copies listed under each hit (fold=true)"),
     dataset: str | None = None,
     fields: str | None = Query(None, description="where to look: content_words (default), content_grams, ..."),
+    exact_count: bool = Query(False, description="count every hit (found) instead of stopping early"),
 ) -> dict[str, Any]:
     client = request.app.state.client
     settings = request.app.state.searchers.get().settings
-    found = folded_search(client, q, fold=fold, rows=rows, start=start, copies=copies,
+    found = folded_search(client, q, fold=fold_mode(fold), rows=rows, start=start, copies=copies,
                           fields=search_fields(fields), dataset=check_label("dataset", dataset),
-                          settings=settings)
+                          settings=settings, exact_count=exact_count)
     return found.as_dict()

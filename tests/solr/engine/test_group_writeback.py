@@ -22,7 +22,7 @@ from neardup_solr.engine.group_writeback import plan_groups, write_groups
 from neardup_solr.io import restaurants
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
 from neardup_solr.signing.settings import IndexSettings
-from neardup_solr.solr.folded_search import folded_search
+from neardup_solr.solr.folded_search import fold_mode, folded_search
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.errors import GroupFieldsError
@@ -152,7 +152,8 @@ def test_longest_representative(guides, records):
 
 
 @pytest.mark.solr
-def test_folded_search_shows_each_group_once_with_its_kept_document(guides, records):
+@pytest.mark.parametrize("fold", ["fast", "exact"])
+def test_folded_search_shows_each_group_once_with_its_kept_document(guides, records, fold):
     result = dedupe_collection(guides, THRESHOLD, to_solr=True)
     held = _held(guides)
     members: dict[int, list[str]] = defaultdict(list)
@@ -164,8 +165,9 @@ def test_folded_search_shows_each_group_once_with_its_kept_document(guides, reco
     for number, ids in groups.items():
         kept = next(i for i in ids if held[i][1] == 1)
         started = time.perf_counter()
-        found = folded_search(guides, records[kept], rows=100)
-        seconds["folded (collapse)"].append(time.perf_counter() - started)
+        found = folded_search(guides, records[kept], rows=100, fold=fold)
+        assert found.mode == fold and found.found_exact and found.copy_counts_exact
+        seconds[f"folded ({fold})"].append(time.perf_counter() - started)
         shown = [h.group for h in found.hits]
         assert len(shown) == len(set(shown)), (kept, shown)  # never two documents of one group
         hit = next((h for h in found.hits if h.group == number), None)
@@ -179,7 +181,7 @@ def test_folded_search_shows_each_group_once_with_its_kept_document(guides, reco
     print({name: f"p50 {statistics.median(s) * 1000:.1f} ms" for name, s in seconds.items()})
     # A broad search over the whole collection: one hit per group, every kept document findable.
     broad = folded_search(guides, " ".join(sorted({w for t in records.values() for w in t.split()})),
-                          rows=len(records))
+                          rows=len(records), fold=fold)
     numbers = [h.group for h in broad.hits]
     assert len(numbers) == len(set(numbers)) == len(members) == broad.found
     assert {h.id for h in broad.hits} == {i for i, (_, k) in held.items() if k == 1}
@@ -200,27 +202,30 @@ def test_folded_search_takes_user_syntax_as_words(guides, records):
 
 
 @pytest.mark.solr
-def test_documents_indexed_after_the_writeback_stand_alone_in_a_folded_search(guides, records):
+@pytest.mark.parametrize("fold", ["fast", "exact"])
+def test_documents_indexed_after_the_writeback_stand_alone_in_a_folded_search(guides, records, fold):
     dedupe_collection(guides, THRESHOLD, to_solr=True)
     Indexer(guides, IndexSettings()).index_records([("2000", records["3"])])
-    found = folded_search(guides, records["3"], rows=50)
+    found = folded_search(guides, records["3"], rows=50, fold=fold)
     assert {"3", "2000"} <= {h.id for h in found.hits}  # no group yet: shown, not dropped
 
 
 @pytest.mark.solr
-def test_a_folded_search_matching_only_documents_without_a_group_lists_them(guides, records):
+@pytest.mark.parametrize("fold", ["fast", "exact"])
+def test_a_folded_search_matching_only_documents_without_a_group_lists_them(guides, records, fold):
     # Found by the API fuzz: the page holds no group, so Solr's expand read every match's group value and failed
     # (HTTP 500) in the new segment, which has none; expand.fq keeps it to documents with a group.
     dedupe_collection(guides, THRESHOLD, to_solr=True)
     Indexer(guides, IndexSettings()).index_records([("2001", "bloomsbury quince and bloomsbury pear"),
                                                     ("2002", "bloomsbury quince and bloomsbury plum")])
-    found = folded_search(guides, "bloomsbury", rows=10)
+    found = folded_search(guides, "bloomsbury", rows=10, fold=fold)
     assert {h.id for h in found.hits} == {"2001", "2002"} and found.found == 2
     assert all(h.group is None and h.copies == [] for h in found.hits)
 
 
 @pytest.mark.solr
-def test_a_folded_page_of_two_hundred_groups_or_more_with_ungrouped_matches(solr):
+@pytest.mark.parametrize("fold", ["fast", "exact"])
+def test_a_folded_page_of_two_hundred_groups_or_more_with_ungrouped_matches(solr, fold):
     # With 200 or more groups on the page Solr's expand no longer narrows to them: the same failure as above.
     pairs = 210
     texts = {}
@@ -231,7 +236,7 @@ def test_a_folded_page_of_two_hundred_groups_or_more_with_ungrouped_matches(solr
     Indexer(solr, IndexSettings()).index_records(list(texts.items()))
     dedupe_collection(solr, THRESHOLD, to_solr=True)
     Indexer(solr, IndexSettings()).index_records([("new", "harbour lantern without a group yet")])
-    found = folded_search(solr, "harbour", rows=300, copies=1)
+    found = folded_search(solr, "harbour", rows=300, copies=1, fold=fold)
     assert found.found == pairs + 1
     grouped = [h for h in found.hits if h.group is not None]
     assert len(grouped) == pairs == len({h.group for h in grouped})
@@ -345,6 +350,17 @@ def test_http_search_folds_near_duplicates(guides, records, tmp_path):
         assert {c["id"] for c in head["copies"]} <= set(ids[1:]) and head["copy_count"] >= 1
         flat = http.get("/v1/search", params={"q": records[kept], "rows": 50}).json()
         assert set(ids) <= {h["id"] for h in flat["hits"]} and flat["fold"] is False
+        # The service and Python give the same answers, in every mode.
+        for fold in ("true", "fast", "exact", "false"):
+            served = http.get("/v1/search", params={"q": records[kept], "fold": fold, "rows": 20}).json()
+            direct = folded_search(guides, records[kept], rows=20, fold=fold_mode(fold)).as_dict()
+            direct["query"] = served["query"]
+            assert served == direct, fold
+        page = http.get("/search", params={"q": records[kept], "fold": "1"})
+        assert page.status_code == 200 and 'id="show-omitted"' in page.text
+        shown = re.findall(r'<tr class="hit" data-id="([^"]+)"', page.text)
+        assert shown == [h.id for h in folded_search(guides, records[kept], rows=len(shown)).hits]
+        assert http.get("/v1/search", params={"q": "x", "fold": "sometimes"}).status_code == 422
         bad = http.get("/v1/search", params={"q": "x", "fields": "id"})
         assert bad.status_code == 422 and "fields" in bad.text  # the service answers bad parameters so
         assert http.get("/v1/search", params={"q": "x", "fields": "content_words^2"}).status_code == 200
@@ -428,7 +444,8 @@ def test_a_classic_schema_without_the_fields_is_refused_before_any_change(local_
 
 
 @pytest.mark.solr
-def test_folded_search_on_a_held_out_corpus(solr, tmp_path):
+@pytest.mark.parametrize("fold", ["fast", "exact"])
+def test_folded_search_on_a_held_out_corpus(solr, tmp_path, fold):
     """The generated corpus (planted clusters of 2-5 copies among documents of 50-400 Zipf words), which the
     restaurant-tuned code never saw: folded searches for kept texts show each group once, headed by its kept
     document, and the copies come back under it."""
@@ -452,7 +469,7 @@ def test_folded_search_on_a_held_out_corpus(solr, tmp_path):
     assert len(groups) > 50 and result.groups is not None and result.groups.groups == len(groups)
     for number, ids in sorted(groups.items())[:80]:
         kept = next(i for i in ids if held[i][1] == 1)
-        found = folded_search(solr, texts[kept], rows=30, copies=10)
+        found = folded_search(solr, texts[kept], rows=30, copies=10, fold=fold)
         shown = [h.group for h in found.hits]
         assert len(shown) == len(set(shown)), (kept, shown)
         assert found.hits[0].id == kept and found.hits[0].group == number  # its own text: the best hit
@@ -500,3 +517,38 @@ def test_deleting_a_dataset_promotes_a_kept_member_in_the_groups_it_leaves(guide
     assert all(after[i] == held[i] for i in after if held[i][0] not in orphaned)  # nothing else changed
     found = folded_search(guides, records["3"], rows=50)
     assert [h.id for h in found.hits if h.group == held["0"][0]] == [orphaned[held["0"][0]][1]]
+
+
+@pytest.mark.solr
+def test_the_fast_and_exact_folds_agree_where_every_kept_document_matches(guides, records):
+    """A query holding every word of the collection matches every kept document, so the fast fold (a filter on
+    the kept flag) shows exactly the groups the exact one (collapse) shows, headed by the same documents, with the
+    same copies listed."""
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    everything = " ".join(sorted({w for t in records.values() for w in t.split()}))
+    fast = folded_search(guides, everything, rows=len(records), copies=20, fold="fast")
+    exact = folded_search(guides, everything, rows=len(records), copies=20, fold="exact")
+    assert fast.found == exact.found == len(fast.hits) == len(exact.hits)
+    assert {h.id: sorted(c.id for c in h.copies) for h in fast.hits} == \
+        {h.id: sorted(c.id for c in h.copies) for h in exact.hits}
+    assert {h.id: h.copy_count for h in fast.hits} == {h.id: h.copy_count for h in exact.hits}
+    # Pages: the fast mode pages natively, and its pages put together are its whole list.
+    pages = [folded_search(guides, everything, rows=25, start=n, fold="fast").hits for n in range(0, 100, 25)]
+    assert [h.id for page in pages for h in page] == [h.id for h in fast.hits[:100]]
+
+
+@pytest.mark.solr
+def test_hit_counts_stop_early_and_say_so_unless_asked_to_count_all(guides, records, monkeypatch):
+    from neardup_solr.solr import folded_search as module
+
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    broad = "restaurant cafe grill the and"
+    counted = {fold: folded_search(guides, broad, fold=fold, exact_count=True) for fold in (False, "fast")}
+    assert all(r.found_exact for r in counted.values()) and counted[False].found > 50
+    monkeypatch.setattr(module, "EXACT_COUNT", 10)
+    for fold in (False, "fast"):
+        early = folded_search(guides, broad, fold=fold)
+        assert early.found_exact is False and 10 <= early.found <= counted[fold].found
+        assert [h.id for h in early.hits] == [h.id for h in counted[fold].hits]  # the same page either way
+    # The exact fold always counts every group (collapse sees every match).
+    assert folded_search(guides, broad, fold="exact").found_exact
