@@ -85,7 +85,7 @@ class ReplayGuard:
     """Per client: when to ask whether the core is replaying, and what it said.
 
     ``ask(node)`` returns the core's state on ``node``: :data:`LOADING` or the update-log state (an int), None when
-    the node cannot tell now (no such core yet, a 5xx while Solr starts), or :data:`NO_METRICS` when it never will
+    the node cannot tell (no such core on it, a 5xx while Solr starts), or :data:`NO_METRICS` when it never will
     (the metrics API refused: 401/403/404, or metrics are off). It raises OSError (requests' connection errors) when
     the node does not answer: that fails the attempt it was asked for. It is the client's, so the requests go
     through the client's connection pool and credentials. ``is_cloud()`` says whether the client knows it talks
@@ -136,9 +136,9 @@ class ReplayGuard:
                 log.debug("%s gives no metrics: a replay of the update log after a restart cannot be waited for",
                           node)
                 return None
-            if state is None:
-                return None  # cannot tell now: the request goes, and the next one asks again
-            if state != ACTIVE:
+            # None: no such core on this node (a SolrCloud's collection, before the client knows it is one; Solr
+            # marks its own cores as loading before it serves any request, so a restarted core is never absent).
+            if state is not None and state != ACTIVE:
                 self._in_doubt = True
                 return (f"core {self.core!r} is {describe_state(state)} after a restart (what it acknowledged "
                         "before is not all searchable yet)")
