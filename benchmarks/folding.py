@@ -20,7 +20,10 @@ Starts its own local Solr (free port, throwaway data dir). For each N:
 5. what the fast fold gives up, per set: the share of the exact fold's page-1 groups that the fast fold's page 1
    shows too, how often a group both show is headed by a different document, and the hit counts.
 
-Writes ``benchmarks/results/<date>-folding-<machine>.json`` and ``.md`` (``--out-dir``, ``--machine``).
+``--cloud`` runs the same on a local SolrCloud (2 nodes, a collection of 2 shards), whose groups straddle the
+shards (no index size there).
+
+Writes ``benchmarks/results/<date>-folding[-cloud]-<machine>.json`` and ``.md`` (``--out-dir``, ``--machine``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 from collections import Counter
 from datetime import date
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -47,11 +50,12 @@ from benchmarks.provenance import load_average_text, write_result_files  # noqa:
 from neardup_solr import Indexer, SolrClient  # noqa: E402
 from neardup_solr.engine.collection import dedupe_collection  # noqa: E402
 from neardup_solr.engine.group_writeback import write_groups  # noqa: E402
+from neardup_solr.solr.backends.cloud import LocalSolrCloud  # noqa: E402
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
 from neardup_solr.solr.folded_search import folded_search  # noqa: E402
 
 QUERY_WORDS = 6
-MODES = {  # name -> folded_search arguments
+MODES: dict[str, dict[str, Any]] = {  # name -> folded_search arguments
     "plain, every hit counted": {"fold": False, "exact_count": True},
     "plain": {"fold": False},
     "folded fast (default)": {"fold": "fast"},
@@ -183,14 +187,26 @@ def search_figures(client: SolrClient, docs: Sequence[tuple[str, str]], args: ar
     return figures
 
 
-def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> dict:
-    pid = solr.pid()
-    assert pid is not None
+def _solr_cpu(pids: Sequence[int]) -> float:
+    return sum(cpu_seconds(pid) for pid in pids)
+
+
+def _index_bytes(solr: LocalSolr | LocalSolrCloud) -> int | None:
+    return index_bytes(solr.base_url, solr.core) if isinstance(solr, LocalSolr) else None
+
+
+def run_size(solr: LocalSolr | LocalSolrCloud, n: int, work: Path, args: argparse.Namespace) -> dict:
+    if isinstance(solr, LocalSolr):
+        url, pids = solr.core_url, [solr.pid()]
+    else:
+        url, pids = solr.collection_url, solr.node_pids()
+    assert all(pid is not None for pid in pids)
+    live = [int(pid) for pid in pids if pid is not None]
     corpus_dir = work / f"corpus-{n}"
     if not (corpus_dir / "docs.jsonl").exists():
         generate(n, 41, corpus_dir)
     docs = list(iter_documents(corpus_dir))
-    client = SolrClient(solr.core_url, timeout=600)
+    client = SolrClient(url, timeout=600)
     client.delete_all()
 
     started = time.perf_counter()
@@ -202,16 +218,16 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
     pairs = dedupe_collection(client, args.threshold, progress=args.progress).pairs
     report_s = time.perf_counter() - started
 
-    size_before = index_bytes(solr.base_url, solr.core)
-    cpu, started = cpu_seconds(pid), time.perf_counter()
+    size_before = _index_bytes(solr)
+    cpu, started = _solr_cpu(live), time.perf_counter()
     first = write_groups(client, pairs)
     write_s = time.perf_counter() - started
-    write_cpu = cpu_seconds(pid) - cpu
-    size_after = index_bytes(solr.base_url, solr.core)
-    cpu, started = cpu_seconds(pid), time.perf_counter()
+    write_cpu = _solr_cpu(live) - cpu
+    size_after = _index_bytes(solr)
+    cpu, started = _solr_cpu(live), time.perf_counter()
     again = write_groups(client, pairs)
     again_s = time.perf_counter() - started
-    again_cpu = cpu_seconds(pid) - cpu
+    again_cpu = _solr_cpu(live) - cpu
 
     searches = search_figures(client, docs, args)
 
@@ -222,7 +238,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                       "solr_cpu_s": round(write_cpu, 1), "documents": first.documents, "groups": first.groups,
                       "singletons": first.singletons, "updated": first.updated,
                       "index_bytes_before": size_before, "index_bytes_after": size_after,
-                      "growth": round(size_after / size_before - 1.0, 4)},
+                      "growth": round(size_after / size_before - 1.0, 4) if size_before and size_after else None},
         "rerun_unchanged": {"seconds": round(again_s, 2), "solr_cpu_s": round(again_cpu, 1),
                             "updated": again.updated, "unchanged": again.unchanged},
         "search": searches,
@@ -231,14 +247,14 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
 
 def markdown(report: dict) -> str:
     lines = ["# Groups written back and the folded search", "",
-             f"Machine: {report['machine']}; Solr {report['solr_heap']} heap, one core; load average when started "
-             f"{report['load_at_start']}.", "",
+             f"Machine: {report['machine']}; Solr {report['solr_heap']} heap, {report.get('solr', 'one core')}; load "
+             f"average when started {report['load_at_start']}.", "",
              "| docs | pairs (J >= T) | write-back s (docs/s) | Solr CPU s | index growth | re-run, nothing changed |",
              "|---|---|---|---|---|---|"]
     for r in report["results"]:
         w = r["writeback"]
         lines.append(f"| {r['docs']:,} | {r['pairs']:,} | {w['seconds']} ({w['docs_per_s']:,}) | {w['solr_cpu_s']} | "
-                     f"{w['growth'] * 100:.1f}% | {r['rerun_unchanged']['seconds']} s, "
+                     f"{'–' if w['growth'] is None else format(w['growth'], '.1%')} | {r['rerun_unchanged']['seconds']} s, "
                      f"{r['rerun_unchanged']['updated']} written |")
     lines += ["", "Write-back: every document gets its group number and kept flag (in-place docValues updates), "
               "singletons included.", ""]
@@ -272,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--heap", default="4g")
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--cloud", action="store_true",
+                        help="on a local SolrCloud (2 nodes, 2 shards; --heap per node) instead of one core")
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--machine", default=f"{os.cpu_count()}core")
@@ -280,15 +298,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-folding-"))
     work.mkdir(parents=True, exist_ok=True)
     load_at_start = load_average_text()
-    solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
+    solr: LocalSolr | LocalSolrCloud
+    if args.cloud:
+        solr = LocalSolrCloud(port=0, data_dir=work / "cloud", nodes=2, shards=2, replicas=1, heap=args.heap)
+        shape = "a local SolrCloud of 2 nodes, collection of 2 shards x 1 replica (both nodes on this machine)"
+    else:
+        solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
+        shape = "one core"
     solr.start()
     try:
         results = [run_size(solr, n, work, args) for n in sizes]
     finally:
         solr.stop()
     report = {"benchmark": "folding", "machine": args.machine, "platform": platform.platform(),
-              "solr_heap": args.heap, "load_at_start": load_at_start, "results": results}
-    stem = args.out_dir / f"{date.today().isoformat()}-folding-{args.machine}"
+              "solr_heap": args.heap, "solr": shape, "load_at_start": load_at_start, "results": results}
+    stem = args.out_dir / f"{date.today().isoformat()}-folding{'-cloud' if args.cloud else ''}-{args.machine}"
     write_result_files(stem, report, markdown(report))
     print(markdown(report))
     return 0

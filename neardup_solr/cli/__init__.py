@@ -40,7 +40,7 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
     "Run Solr and look after a collection": ("solr", "settings", "optimize", "delete"),
     "Load documents": ("index", "verify"),
     "Near duplicates in a collection of your own": ("install", "backfill", "sync", "uninstall"),
-    "Find near duplicates": ("near-dups", "report", "join", "groups", "dedupe", "match-records"),
+    "Find near duplicates": ("near-dups", "search", "report", "join", "groups", "dedupe", "match-records"),
     "Match records field by field in a collection": ("index-records", "train-records", "match-online"),
     "Choose and measure settings": ("tune", "evaluate", "demo"),
     "Serve and run in batch": ("serve", "spark"),

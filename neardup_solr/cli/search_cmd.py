@@ -1,4 +1,4 @@
-"""Commands that read the collection: near-dups, report, join and groups."""
+"""Commands that read the collection: near-dups, search, report, join and groups."""
 
 from __future__ import annotations
 
@@ -374,8 +374,42 @@ def cmd_groups(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    """A user's words searched in the collection, each group of near duplicates once (``folded_search``)."""
+    from neardup_solr.solr.folded_search import fold_mode, folded_search
+
+    if not args.words.strip():
+        raise UsageError("give the words to search for")
+    client = open_client(args)
+    found = folded_search(client, args.words, fold=fold_mode(args.fold), rows=args.rows, start=args.start,
+                          copies=args.copies, dataset=args.dataset, exact_count=args.exact_count)
+    if args.json:
+        print(json.dumps(found.as_dict(), ensure_ascii=False, indent=2))
+        return 0
+    noun = "group" if found.fold else "document"
+    count = f"{'more than ' if not found.found_exact else ''}{found.found:,}"
+    print(f"{count} {noun}{'' if found.found == 1 else 's'} found"
+          + (f" (folded: {found.mode})" if found.mode else ""))
+    for n, hit in enumerate(found.hits, start=args.start + 1):
+        group = "" if hit.group is None else f"  group {hit.group}"
+        print(f"{n:>4}. {hit.id}  {hit.score:.3f}{group}  {_shortened(hit.content)}")
+        for copy in hit.copies:
+            print(f"        copy {copy.id}  {copy.score:.3f}  {_shortened(copy.content)}")
+        more = hit.copy_count - len(hit.copies)
+        if more > 0:
+            print(f"        and {more}{'' if found.copy_counts_exact else ' or more'} more copies")
+    if found.fold and any(h.copy_count for h in found.hits):
+        print("(near duplicates are folded under their kept document: --fold off lists every match)")
+    return 0
+
+
+def _shortened(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add near-dups, report, join and groups."""
+    """Add near-dups, search, report, join and groups."""
     p = sub.add_parser("near-dups", help="near duplicates of one document or of a new text")
     p.add_argument("id", nargs="?", default=None)
     p.add_argument("--text", default=None, help="a text that is not in the index")
@@ -388,6 +422,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_search_options(p, lookup=True)
     add_solr_options(p)
     p.set_defaults(func=cmd_near_dups)
+
+    p = sub.add_parser("search", help="search for words, each group of near duplicates once")
+    p.add_argument("words", help="plain words (not query syntax)")
+    p.add_argument("--fold", default="fast", choices=("fast", "exact", "off"),
+                   help="fast (default): each group once at a plain search's cost, by the kept flag the groups "
+                        "carry; exact: Solr's collapse, whatever it costs; off: every match")
+    p.add_argument("--rows", type=int, default=10)
+    p.add_argument("--start", type=int, default=0)
+    p.add_argument("--copies", type=int, default=10, help="folded copies listed under each hit")
+    p.add_argument("--dataset", type=label("--dataset"), default=None)
+    p.add_argument("--exact-count", action="store_true",
+                   help="count every hit (without it, Solr stops counting after 1,000 and the count says 'more than')")
+    p.add_argument("--json", action="store_true")
+    add_solr_options(p)
+    p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(
         "report", help="all near-duplicate pairs of the collection as TSV",

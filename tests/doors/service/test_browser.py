@@ -329,6 +329,12 @@ def test_search_page_folds_copies_under_their_kept_document_with_word_diffs(serv
     assert [e.text for e in copy["3"].find_elements(By.TAG_NAME, "ins")] == ["Boulevard"]
     assert "2 groups found" in browser.find_element(By.ID, "found").text
     screenshot(browser, tmp_path, "service-search-folded.png")
+    # The way back to what was folded away: the same words, every match.
+    browser.find_element(By.ID, "show-omitted").click()
+    assert "fold=" not in browser.current_url
+    shown = sorted(h.get_attribute("data-id") for h in browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit"))
+    assert shown == ["1", "2", "3", "5"] and browser.find_element(By.ID, "q").get_attribute("value") == \
+        "Arnie Morton's Chicago"
 
     # Query syntax is searched as words: as syntax, id:4 would find document 4, *:* everything, and an AND of two
     # words that no document holds together nothing.
