@@ -11,11 +11,9 @@ Three ways to search (``fold``):
     The representative of every group was chosen ahead of time (``nd_keep`` = 1), so one hit per group is a
     filter: every document that is not a folded copy (``-nd_keep:0``: the kept ones, the documents on their own,
     and those indexed since the groups were written, which have no group yet and are never hidden). Solr caches
-    the filter, pages natively and ends the search early (``minExactCount``), as a plain search does. On a single
-    core the copies listed under each hit come from the expand component in the same request, which looks only at
-    the copies (another cached filter) of the page's groups. On a SolrCloud expand sees one shard at a time, so they
-    come from a second search sent at the same time: the best-scoring folded copies that match the words, in a
-    window a few times the page's size, and a hit's ``copy_count`` counts those in the window
+    the filter, pages natively and ends the search early (``minExactCount``), as a plain search does. The copies
+    listed under each hit come from a second search sent at the same time: the best-scoring folded copies that
+    match the words, in a window a few times the page's size; a hit's ``copy_count`` counts those in the window
     (:attr:`FoldedResults.copy_counts_exact` says whether that can be short). What it gives up against ``exact``
     (measured in benchmarks/folding.py): a group whose kept document does not match the words, but a copy does,
     is not shown. With a ``dataset`` the kept document may sit in another data set, so a search of one data set
@@ -38,8 +36,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -62,7 +58,7 @@ from neardup_solr.solr.queries import (
     user_text_params,
 )
 from neardup_solr.solr.settings_store import read_index_settings
-from neardup_solr.errors import InvalidParameterError, SolrServerError
+from neardup_solr.errors import InvalidParameterError
 from neardup_solr.validation import check_bool, check_int, check_text
 
 log = logging.getLogger(__name__)
@@ -72,7 +68,6 @@ __all__ = ["FoldedHit", "FoldedResults", "folded_search", "fold_mode", "SEARCH_F
 # The fields a user's words are looked for in: the normalised words every default index holds.
 SEARCH_FIELDS = ("content_words",)
 _FIELDS = f"id,score,content,dataset,{GROUP_FIELD},{KEEP_FIELD}"
-_WINDOW_FIELDS = f"id,score,dataset,{GROUP_FIELD},{KEEP_FIELD}"
 FAST, EXACT = "fast", "exact"
 FOLD_MODES = (FAST, EXACT)
 # Hits counted exactly before Solr may stop counting (its minExactCount): enough for any count a page shows as a
@@ -157,11 +152,6 @@ def _collapsed(client: SolrClient, base: list, filters: list, depth: list, copie
     data = client.select(base + filter_params(filters + [folded(GROUP_FIELD, KEEP_FIELD)]) + depth
                          + (expand_params(copies, GROUP_FIELD, filters) + [("expand.sort", "score desc,id asc")]
                             if copies else []))
-    return _with_expanded_copies(data), int(data["response"]["numFound"])
-
-
-def _with_expanded_copies(data: dict) -> list[FoldedHit]:
-    """The hits of an answer, each with the copies the expand component listed for its group."""
     hits = [_hit(d) for d in data["response"]["docs"]]
     expanded = data.get("expanded") or {}
     for hit in hits:
@@ -169,7 +159,7 @@ def _with_expanded_copies(data: dict) -> list[FoldedHit]:
         if folded_copies:
             hit.copies = [_hit(d) for d in folded_copies.get("docs", [])]
             hit.copy_count = int(folded_copies.get("numFound", len(hit.copies)))
-    return hits
+    return hits, int(data["response"]["numFound"])
 
 
 def _grouped(client: SolrClient, base: list, filters: list, groups: int, copies: int) -> tuple[list[FoldedHit], int]:
@@ -213,45 +203,16 @@ def _found(data: dict) -> tuple[int, bool]:
     return int(response["numFound"]), response.get("numFoundExact", True) is not False
 
 
-# Solr 9.10's expand reads the group of every document on the page, and in an index segment where no document has
-# one (all indexed since the groups were written) that read is a NullPointerException, an HTTP 500 naming this.
-# A client that met it lists its copies from the window, as on a SolrCloud, for a while: until merges or the next
-# write-back give those segments groups.
-_EXPAND_FAILURE = "collapseValues"
-_WINDOW_FOR_SECONDS = 60.0
-_window_until: "weakref.WeakKeyDictionary[SolrClient, float]" = weakref.WeakKeyDictionary()
-
-
 def _fast(client: SolrClient, base: list, filters: list, start: int, rows: int, copies: int,
           exact_count: bool) -> FoldedResults:
-    """One hit per group by the kept flag: a cached filter, early termination intact. On a single core the page's
-    copies come from the expand component in the same request (it looks only at the copies, a cached filter, of
-    the page's groups); on a SolrCloud, whose expand sees one shard at a time, from a window of the best-scoring
-    copies searched at the same time."""
-    page_request = (base + filter_params(filters + [not_a_copy(KEEP_FIELD)]) + [("rows", rows), ("start", start)]
-                    + _count_params(start, rows, exact_count))
-    if client.is_single_core() and time.monotonic() >= _window_until.get(client, 0.0):
-        try:
-            data = client.select(page_request + (expand_params(copies, GROUP_FIELD, filters, is_a_copy(KEEP_FIELD),
-                                                               field=True) + [("expand.sort", "score desc,id asc")]
-                                                 if copies else []))
-        except SolrServerError as exc:
-            if _EXPAND_FAILURE not in str(exc):
-                raise
-            log.debug("expand failed on a segment without groups in %s; listing copies from a window for %.0f s",
-                      client.url, _WINDOW_FOR_SECONDS)
-            _window_until[client] = time.monotonic() + _WINDOW_FOR_SECONDS
-        else:
-            found, found_exact = _found(data)
-            return FoldedResults("", True, found, _with_expanded_copies(data), FAST, found_exact, copies > 0)
+    """One hit per group by the kept flag (a cached filter, early termination intact); the copies of the page's
+    groups from a window of the best-scoring copies, searched at the same time."""
     window = min(COPIES_WINDOW_MAX, max(COPIES_WINDOW_MIN, COPIES_WINDOW_FACTOR * (start + rows)))
-    # The window without the texts: reading a stored text is most of what a hit costs Solr (QTime p50 3 ms against
-    # 0 for 30 copies at 1,000,000 documents), and only the copies of the page's groups are shown.
-    copies_request = ([(k, v) for k, v in base if k != "fl"] + [("fl", _WINDOW_FIELDS)]
-                      + filter_params(filters + [is_a_copy(KEEP_FIELD)])
+    copies_request = (base + filter_params(filters + [is_a_copy(KEEP_FIELD)])
                       + [("rows", window), ("start", 0), ("minExactCount", window)])
     pending = _side_requests().submit(client.select, copies_request) if copies else None
-    page = client.select(page_request)
+    page = client.select(base + filter_params(filters + [not_a_copy(KEEP_FIELD)])
+                         + [("rows", rows), ("start", start)] + _count_params(start, rows, exact_count))
     window_docs = pending.result()["response"]["docs"] if pending is not None else []
     hits = [_hit(d) for d in page["response"]["docs"]]
     by_group: dict[int, list[FoldedHit]] = {}
@@ -264,13 +225,6 @@ def _fast(client: SolrClient, base: list, filters: list, start: int, rows: int, 
             listed = by_group[hit.group]
             hit.copies = listed[:copies]
             hit.copy_count = len(listed)
-    shown = [copy for hit in hits for copy in hit.copies]
-    if shown:
-        texts = {str(d["id"]): d.get("content", "") for d in client.get_by_ids([c.id for c in shown], "id,content")}
-        for hit in hits:  # a copy deleted since the window was read is not shown
-            hit.copies = [c for c in hit.copies if c.id in texts]
-            for copy in hit.copies:
-                copy.content = texts[copy.id]
     found, found_exact = _found(page)
     return FoldedResults("", True, found, hits, FAST, found_exact, copies > 0 and len(window_docs) < window)
 

@@ -266,17 +266,14 @@ def user_text_params(words: Sequence[str], fields: Sequence[str], *, min_match: 
     return params
 
 
-def expand_params(rows: int, group_field: str, filters: Sequence[Filter], members: Filter | None = None,
-                  field: bool = False) -> Params:
+def expand_params(rows: int, group_field: str, filters: Sequence[Filter]) -> Params:
     """Ask the expand component for up to ``rows`` folded copies of every group shown, among the documents of
-    ``filters`` (whose parameters the main request carries) that have a group (``members``: those of this filter
-    instead, which must hold only documents with a group). ``field``: name the group field (``expand.field``), for a
-    request that does not collapse.
+    ``filters`` (whose parameters the main request carries) that have a group.
 
     The explicit ``expand.fq`` is what keeps Solr 9.10 from failing: when the page holds no group, or 200 or
     more, expand does not narrow its search to the page's groups and reads the group value of every matching
     document; in a segment with no value of the int field at all (documents indexed after the groups were
     written) that read is a NullPointerException, an HTTP 500. Restricted to documents with a group, no such
     segment yields a document to read."""
-    return ([("expand", "true"), ("expand.rows", int(rows))] + ([("expand.field", group_field)] if field else [])
-            + [("expand.fq", f.query) for f in [*filters, members or has_group(group_field)]])
+    return ([("expand", "true"), ("expand.rows", int(rows))]
+            + [("expand.fq", f.query) for f in [*filters, has_group(group_field)]])
