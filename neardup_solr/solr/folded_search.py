@@ -185,7 +185,7 @@ _side_pool_lock = threading.Lock()
 
 def _side_requests() -> ThreadPoolExecutor:
     """The threads that send a folded search's second request while the first is under way: kept for the process
-    (starting a thread per search cost about as much as the request it saved waiting for)."""
+    rather than started for each search, whose requests take a few milliseconds."""
     global _side_pool
     with _side_pool_lock:
         if _side_pool is None:
