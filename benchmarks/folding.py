@@ -311,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         solr.stop()
     report = {"benchmark": "folding", "machine": args.machine, "platform": platform.platform(),
-              "solr_heap": args.heap, "solr": shape, "load_at_start": load_at_start, "results": results}
+              "solr_heap": args.heap, "solr": shape, "load_at_start": load_at_start,
+              "load_average": {"start": load_at_start, "end": load_average_text()}, "results": results}
     stem = args.out_dir / f"{date.today().isoformat()}-folding{'-cloud' if args.cloud else ''}-{args.machine}"
     write_result_files(stem, report, markdown(report))
     print(markdown(report))
