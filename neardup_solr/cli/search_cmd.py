@@ -387,7 +387,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(json.dumps(found.as_dict(), ensure_ascii=False, indent=2))
         return 0
     noun = "group" if found.fold else "document"
-    count = f"{'more than ' if not found.found_exact else ''}{found.found:,}"
+    count = f"{'at least ' if not found.found_exact else ''}{found.found:,}"
     print(f"{count} {noun}{'' if found.found == 1 else 's'} found"
           + (f" (folded: {found.mode})" if found.mode else ""))
     for n, hit in enumerate(found.hits, start=args.start + 1):
@@ -433,7 +433,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--copies", type=int, default=10, help="folded copies listed under each hit")
     p.add_argument("--dataset", type=label("--dataset"), default=None)
     p.add_argument("--exact-count", action="store_true",
-                   help="count every hit (without it, Solr stops counting after 1,000 and the count says 'more than')")
+                   help="count every hit (without it, Solr stops counting after 1,000 and the count says 'at least')")
     p.add_argument("--json", action="store_true")
     add_solr_options(p)
     p.set_defaults(func=cmd_search)
