@@ -189,34 +189,34 @@ def _shards(index_bytes: float) -> int:
 
 SPARK = ("steps", "spark_dedup")
 FORMULAS: tuple[Formula, ...] = (
-    Formula("report --method lsh client memory", "MiB", "docs/benchmarks.md", 86, "the projection is about 2.7 GB",
+    Formula("report --method lsh client memory", "MiB", "docs/benchmarks.md", 93, "the projection is about 2.7 GB",
             "160 MB partition + 300 MB verification slice + N x 0.146 candidates x 8 B x 4 arrays + N x 18 B",
             lambda n, run: (REPORT_PARTITION_MB * 1e6 + REPORT_SLICE_MB * 1e6
                             + n * (REPORT_CANDIDATES_PER_DOC * REPORT_CANDIDATE_BYTES + REPORT_BYTES_PER_DOC)) / MIB,
             _at("steps", "report", "memory_mib", "client"),
             "the partition and the slice are caps, reached from about 1M documents; below that the run holds less"),
-    Formula("signature store (report's TMPDIR)", "MB", "docs/benchmarks.md", 83, "about 780 bytes a",
+    Formula("signature store (report's TMPDIR)", "MB", "docs/benchmarks.md", 90, "about 780 bytes a",
             "N x 780 B", lambda n, run: n * SIGNATURE_STORE_BYTES_PER_DOC / 1e6,
             _at("steps", "report", "disk_bytes", "signature_store_peak", per=1e6)),
-    Formula("report --method lsh time", "s", "docs/benchmarks.md", 120, "whole-collection dedup time = N x [34.3 s",
+    Formula("report --method lsh time", "s", "docs/benchmarks.md", 127, "whole-collection dedup time = N x [34.3 s",
             "N x 34.3 s per million, x 1.57 when heap + index + signature store exceed RAM",
             lambda n, run: n / 1e6 * DEDUP_SECONDS_PER_MILLION * (1.0 if _fits_in_ram(n, run) else
                                                                   DEDUP_OUT_OF_CACHE_FACTOR),
             _at("steps", "report", "seconds"), "34.3 s is the 2-shard run's; one core took 40.2 s"),
-    Formula("index size after optimize", "MB", "docs/benchmarks.md", 116, "index bytes a document B = [2,354.5]",
+    Formula("index size after optimize", "MB", "docs/benchmarks.md", 123, "index bytes a document B = [2,354.5]",
             "N x 2,354.5 B", lambda n, run: n * INDEX_BYTES_PER_DOC / 1e6,
             _at("steps", "optimize", "disk_bytes", "index_after", per=1e6)),
-    Formula("shards (one node each)", "shards", "docs/benchmarks.md", 116, "shards = ceil(N x B / 50.0 GB)",
+    Formula("shards (one node each)", "shards", "docs/benchmarks.md", 123, "shards = ceil(N x B / 50.0 GB)",
             "ceil(N x 2,354.5 B / 50 GB)", lambda n, run: _shards(n * INDEX_BYTES_PER_DOC),
             lambda run: None if _get(run, "steps", "optimize", "disk_bytes", "index_after") is None else
             _shards(run["steps"]["optimize"]["disk_bytes"]["index_after"]),
             "measured: the same rule on the measured index size"),
-    Formula("Solr RAM (heap + index)", "MiB", "docs/benchmarks.md", 117, "RAM per shard = heap [2.0 GB]",
+    Formula("Solr RAM (heap + index)", "MiB", "docs/benchmarks.md", 124, "RAM per shard = heap [2.0 GB]",
             "this run's heap + N x 2,354.5 B", lambda n, run: (_heap_bytes(run) + n * INDEX_BYTES_PER_DOC) / MIB,
             _at("solr_jvm_peak_rss_mib"),
             "measured: the JVM's peak RSS (heap in use + index pages mapped); the formula counts the whole index "
             "in the page cache, conservative by design"),
-    Formula("indexing rate (one node)", "docs/s", "docs/benchmarks.md", 118, "indexing docs/s = min(shards x",
+    Formula("indexing rate (one node)", "docs/s", "docs/benchmarks.md", 125, "indexing docs/s = min(shards x",
             "min(shards x 7,950 (--fields lsh), 25,800)",
             lambda n, run: min(_shards(n * INDEX_BYTES_PER_DOC) * NODE_INDEXING_RATE_LSH_FIELDS, SIGNING_RATE),
             _at("steps", "index", "docs_per_s"), "measured: with the end-of-run check"),
