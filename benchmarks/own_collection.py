@@ -171,7 +171,7 @@ class Meter:
 
     def read(self) -> dict:
         seconds = time.perf_counter() - self.t0
-        return {"seconds": round(seconds, 2), "solr_cpu_s": round(cpu_seconds(self.pid) - self.solr0, 2),
+        return {"seconds": round(seconds, 4), "solr_cpu_s": round(cpu_seconds(self.pid) - self.solr0, 2),
                 "client_cpu_s": round(time.process_time() - self.client0, 2),
                 "load_1m": [self.load_start, load_1m()]}
 

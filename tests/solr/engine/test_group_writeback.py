@@ -483,8 +483,12 @@ def test_folded_search_on_a_held_out_corpus(solr, tmp_path, fold):
         found = folded_search(solr, texts[kept], rows=30, copies=10, fold=fold)
         shown = [h.group for h in found.hits]
         assert len(shown) == len(set(shown)), (kept, shown)
-        assert found.hits[0].id == kept and found.hits[0].group == number  # its own text: the best hit
-        assert {c.id for c in found.hits[0].copies} == set(ids) - {kept}  # near copies share its words
+        # Its own text: the best hit, or tied with the best (scores here are counts of matching terms, and
+        # another group's near copy can match as many; fast folding orders ties as the index does, exact by id).
+        best = [h for h in found.hits if h.score == found.hits[0].score]
+        own = next((h for h in best if h.id == kept), None)
+        assert own is not None and own.group == number, (kept, [(h.id, h.score) for h in found.hits[:5]])
+        assert {c.id for c in own.copies} == set(ids) - {kept}  # near copies share its words
 
 
 @pytest.mark.solr
