@@ -287,8 +287,8 @@ def options_from_flags(build: Callable[[], T], words: dict[str, str] | None = No
         raise UsageError(exc.render(flag_for(exc.param))) from None
 
 
-def add_index_settings_options(p: argparse.ArgumentParser) -> None:
-    """How a collection is indexed (index, settings --repair)."""
+def add_index_settings_options(p: argparse.ArgumentParser, *, fields_default: str = "shingles,lsh,words") -> None:
+    """How a collection is indexed (index, settings --repair; dedupe, whose ``fields_default`` is leaner)."""
     p.add_argument("--ngram", type=number("--ngram", "ngram"), default=None, help="shingle size (default 3)")
     p.add_argument("--unit", choices=["word", "char"], default=None, help="word (default) or char shingles")
     p.add_argument("--num-hashes", type=number("--num-hashes", "num_hashes"), default=None,
@@ -304,7 +304,7 @@ def add_index_settings_options(p: argparse.ArgumentParser) -> None:
                         "collections were indexed before the hash form; they keep it by themselves)")
     p.add_argument("--fields", type=_fields, default=None,
                    help="token fields to index, comma-separated from shingles,minhash,lsh,words,grams (default "
-                        "shingles,lsh,words; minhash: for --mode minhash, the write-up's MinHash mode; 'lsh' alone "
+                        f"{fields_default}, for a collection without documents; minhash: for --mode minhash, the write-up's MinHash mode; 'lsh' alone "
                         "is fastest and enough for LSH lookups and whole-collection dedup; grams: words and their "
                         "character 4-grams, for --similarity idf --idf-tokens grams)")
 

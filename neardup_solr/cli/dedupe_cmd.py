@@ -108,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="first delete everything in the collection, stored settings included")
     p.add_argument("--resume", action="store_true",
                    help="continue a stopped run (its work is kept in OUT.dedupe-run/ until the run completes)")
-    add_index_settings_options(p)
+    add_index_settings_options(p, fields_default="lsh, all that dedupe reads (docs/recipes.md)")
     p.add_argument("--batch-size", type=number("--batch-size", "batch_size"), default=500,
                    help="documents per indexing request (default 500)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,

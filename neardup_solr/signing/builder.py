@@ -23,7 +23,7 @@ from neardup_solr.signing.tokens import (
 )
 from neardup_solr.text import MinHash, ProcessedText, Shingler, kernel
 from neardup_solr.text.kernel import position_tokens
-from neardup_solr.text.normalizer import split_normalized
+from neardup_solr.text.normalizer import Normalizer, split_normalized
 from neardup_solr.text.scripts import UnspacedTextCheck
 from neardup_solr.text.shingles import distinct_in_order, hash_tokens, joined_hash_tokens
 from neardup_solr.validation import id_problem
@@ -36,6 +36,12 @@ class BuiltBatch:
 
     documents: list[dict] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (index in the input batch, reason)
+
+
+def word_tokens(normalizer: Normalizer, text: str) -> list[str]:
+    """The distinct words of ``text`` under ``normalizer``, as ``content_words`` holds them. A search needs only
+    these: building a :class:`DocumentBuilder` (its MinHash masks) for them took 0.3 ms of every search."""
+    return text_tokens(dict.fromkeys(normalizer.words(text)))
 
 
 class DocumentBuilder:
@@ -74,7 +80,7 @@ class DocumentBuilder:
     def word_tokens(self, text: str) -> list[str]:
         """The distinct words of a text, as stored in ``content_words``: the tokens IDF weighting counts (the
         same list as ``process(text).words`` de-duplicated, without building the shingles)."""
-        return text_tokens(dict.fromkeys(self.shingler.normalizer.words(text)))
+        return word_tokens(self.shingler.normalizer, text)
 
     def gram_tokens(self, text: str) -> list[str]:
         """The ``grams`` tokens of a text, as stored in ``content_grams``: its distinct words padded, and their

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.builder import word_tokens
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD
@@ -260,7 +260,7 @@ def folded_search(
     exact_count = check_bool("exact_count", exact_count)
     if settings is None:
         settings = read_index_settings(client) or IndexSettings()
-    words = DocumentBuilder(settings).word_tokens(text)
+    words = word_tokens(settings.normalizer(), text)
     if not words:
         return FoldedResults(text, mode is not None, 0, [], mode)
     # Ranked by score alone, ties in index order: a second sort key (id) would make Solr collect with a field

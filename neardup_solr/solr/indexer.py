@@ -47,6 +47,7 @@ from neardup_solr.io.progress import progress_bar
 from neardup_solr.io.outputs import check_output_path
 from neardup_solr.io.inputs import STDIN, STDIN_NAME, is_stdin
 from neardup_solr.io.readers import DECODE_POLICIES, FORMATS, ReadItem, Record, RecordReader, input_format
+from neardup_solr.io.throughput import format_rates, megabytes_per_second, utf8_size
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
 from neardup_solr.validation import (
@@ -93,6 +94,8 @@ class IndexSummary:
     recoded_lines: int = 0
     blank_lines: int = 0
     seconds: float = 0.0
+    # UTF-8 bytes of the texts read this run (not those a resume skipped): the MB/s beside the docs/s.
+    text_bytes: int = 0
     rejects_path: str | None = None
     checkpoint_path: str | None = None
     interrupted: str | None = None
@@ -104,6 +107,11 @@ class IndexSummary:
     def docs_per_second(self) -> float:
         """Documents indexed per second of the run."""
         return self.indexed / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def megabytes_per_second(self) -> float:
+        """Megabytes (10**6 bytes, UTF-8) of text read per second of the run."""
+        return megabytes_per_second(self.text_bytes, self.seconds)
 
     def format(self) -> str:
         """The summary as the CLI prints it."""
@@ -118,7 +126,7 @@ class IndexSummary:
             parts.append(f"non-UTF-8 lines decoded as Latin-1 {self.recoded_lines}")
         if self.skipped_by_resume:
             parts.append(f"skipped (already indexed) {self.skipped_by_resume}")
-        text = ", ".join(parts) + f" in {self.seconds:.1f} s ({self.docs_per_second:,.0f} docs/s)"
+        text = ", ".join(parts) + f" in {self.seconds:.1f} s ({format_rates(self.indexed, self.text_bytes, self.seconds)})"
         if self.rejected and self.rejects_path:
             text += f"\nrejected records with reasons: {self.rejects_path}"
         if self.resume_verification is not None and not self.resume_verification.ok:
@@ -442,6 +450,7 @@ class Indexer:
                     seen_ids.add(item.id)
                     continue
                 summary.read += 1
+                summary.text_bytes += utf8_size(item.text)
                 repeated = item.id in seen_ids
                 if repeated:
                     summary.duplicate_ids += 1

@@ -35,7 +35,8 @@ def settings_document(settings: IndexSettings) -> dict:
     return {"id": SETTINGS_DOC_ID, "dataset": META_DATASET, "content": settings.to_json()}
 
 
-def _holds_no_documents(client: SolrClient) -> bool:
+def holds_no_documents(client: SolrClient) -> bool:
+    """Whether the collection holds none of the user's documents (the settings and other records aside)."""
     return client.count(params=filter_params([USER_DOCUMENTS])) == 0
 
 
@@ -128,13 +129,13 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
     try:
         stored = read_index_settings(client)
     except StoredSettingsError:
-        if not _holds_no_documents(client):
+        if not holds_no_documents(client):
             raise
         # Nothing was indexed with the broken settings (the usual case: the run that stored them failed on
         # them), so nothing can be mixed up by replacing them.
         log.warning("replacing the invalid settings stored in %s: the collection holds no documents", client.url)
         stored = None
-    if stored is None or (settings is not None and settings != stored and _holds_no_documents(client)):
+    if stored is None or (settings is not None and settings != stored and holds_no_documents(client)):
         # An emptied collection (every data set cleared) takes new settings: no signature can be mixed up.
         # The collection's Unicode is the one its first writer signs with, whatever settings it was handed
         # (settings copied from another collection carry that one's).

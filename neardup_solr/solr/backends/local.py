@@ -35,7 +35,7 @@ from neardup_solr.solr import settings
 from neardup_solr.errors import LauncherError
 from neardup_solr.processes import process_alive
 from neardup_solr.solr.backends.base import StartResult
-from neardup_solr.solr.update_log import ACTIVE, metrics_key, state_of
+from neardup_solr.solr.update_log import ACTIVE, LOADING, core_is_loading, describe_state, metrics_key, state_of
 
 log = logging.getLogger(__name__)
 
@@ -305,8 +305,18 @@ class LocalSolr:
         return StartResult(self.core_url, False, time.monotonic() - started_at, replay_wait)
 
     def update_log_state(self) -> int | None:
-        """The core's update-log state from the metrics API (0 replaying, 1 buffering, 2 applying buffered,
-        3 active), or None when the metrics do not say."""
+        """The core's update-log state (0 replaying, 1 buffering, 2 applying buffered, 3 active; LOADING while the
+        core admin API says the core is still being loaded), or None when neither says.
+
+        The core admin API is asked first: Solr builds a restarted core with the metric at 3 and starts the replay
+        only afterwards (``CoreContainer.createFromDescriptor``), so the metric alone reads "active" in between."""
+        try:
+            resp = requests.get(f"{self.base_url}/admin/cores", timeout=10, auth=self.auth,
+                                params={"action": "STATUS", "core": self.core, "wt": "json"})
+            if resp.status_code == 200 and core_is_loading(resp.json(), self.core):
+                return LOADING
+        except (requests.RequestException, ValueError):
+            pass
         try:
             resp = requests.get(f"{self.base_url}/admin/metrics", timeout=10, auth=self.auth,
                                 params={"key": metrics_key(self.core), "wt": "json"})
@@ -337,7 +347,7 @@ class LocalSolr:
                     return waited
             else:
                 replaying = True
-                last = f"update log state {state} (replaying)"
+                last = f"the core is {describe_state(state)}"
             if time.monotonic() > deadline:
                 raise LauncherError(
                     f"core {self.core!r} answers ping but did not accept updates within {timeout:.0f} s ({last}); "

@@ -36,7 +36,8 @@ def test_the_command_writes_what_the_python_call_and_the_recipe_write(corpus, so
                           "--keep", str(tmp_path / "cli" / files[3]), "--clear-all", "-q", "--solr-url", solr_url],
                          capsys)
     assert code == 0, err
-    match = re.fullmatch(r"1500 records in, kept (\d+), dropped (\d+), rejected 0 in [\d.]+ s -> (.+) \((\d+) pairs "
+    match = re.fullmatch(r"1500 records in, kept (\d+), dropped (\d+), rejected 0 in [\d.]+ s "
+                         r"\([\d,]+ docs/s, [\d.,]+ MB/s\) -> (.+) \((\d+) pairs "
                          r"with jaccard similarity >= 0.8, (\d+) groups\)\n", out)
     assert match, out
     kept, dropped = int(match[1]), int(match[2])

@@ -89,6 +89,7 @@ class Side:
         """What a command prints, without what may differ between two correct runs: the URL and the timings."""
         text = text.replace(self.url, "<solr>")
         text = re.sub(r"\b\d+(?:\.\d+)? s\b", "<t> s", text)
+        text = re.sub(r"[\d,.]+ MB/s", "<r> MB/s", text)
         return re.sub(r"[\d,.]+ docs/s", "<r> docs/s", text)
 
     def file(self, name: str) -> bytes:

@@ -247,3 +247,32 @@ def test_a_dataset_of_its_own_keeps_the_corpus_apart(solr_url, solr, tmp_path):
                                                        b"and its stalls\n")
         assert (summary.pairs, summary.foreign_pairs, summary.kept, summary.dropped) == (1, 0, 2, 1)
     assert solr.count("id:other") == 1
+
+
+def test_a_new_collection_gets_only_what_dedupe_reads_with_the_same_output_as_every_field(corpus, solr_url, solr,
+                                                                                         tmp_path):
+    """Issue 48: dedupe indexes the LSH keys beside the signature and text, not the shingle and word fields (which
+    grow with the text); the pairs, groups, keep list and kept records are those of a run with every field."""
+    from neardup_solr.engine.dedupe import DEDUPE_SETTINGS
+    from neardup_solr.signing.settings import DEFAULT_TOKEN_FIELDS, IndexSettings
+    from neardup_solr.solr.settings_store import read_index_settings
+
+    source = tmp_path / "in.jsonl"
+    write_input(source, serialise(corpus, "jsonl"), "jsonl")
+    outputs = {}
+    for name, settings in (("lean", None), ("every field", IndexSettings(fields=DEFAULT_TOKEN_FIELDS + ("minhash",)))):
+        run = tmp_path / name
+        run.mkdir()
+        summary = dedupe_file(SolrClient(solr_url), source, run / "out.jsonl", THRESHOLD, clear="all",
+                              settings=settings, pairs_out=run / "pairs.tsv", groups_out=run / "groups.jsonl",
+                              keep_out=run / "keep.txt")
+        assert summary.text_bytes == sum(len(text.encode()) for _, text in corpus)
+        assert read_index_settings(solr).fields == (DEDUPE_SETTINGS.fields if settings is None else settings.fields)
+        outputs[name] = {f: (run / f).read_bytes() for f in ("out.jsonl", "pairs.tsv", "groups.jsonl", "keep.txt")}
+    assert DEDUPE_SETTINGS.fields == ("lsh",)
+    assert outputs["lean"] == outputs["every field"] and outputs["lean"]["pairs.tsv"].count(b"\n") > 100
+
+    # A collection that already holds documents keeps its settings: dedupe of another data set adds to it as is.
+    dedupe_file(SolrClient(solr_url), source, tmp_path / "again.jsonl", THRESHOLD, dataset="second", clear="dataset")
+    assert read_index_settings(solr).fields == DEFAULT_TOKEN_FIELDS + ("minhash",)
+    assert (tmp_path / "again.jsonl").read_bytes() == outputs["lean"]["out.jsonl"]

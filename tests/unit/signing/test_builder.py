@@ -86,3 +86,16 @@ def test_build_prepared_equals_build(fields, unit, form):
             continue
         query = searcher.prepare(text, doc_id)
         assert builder.build_prepared(doc_id, text, query.processed, query.signature, "news") == by_id[doc_id]
+
+
+@pytest.mark.parametrize("settings", [IndexSettings(), IndexSettings(unit="char", ngram=4),
+                                      IndexSettings(fold_diacritics=True, fold_digits=True)])
+def test_a_search_words_are_the_indexed_words_without_a_builder(settings):
+    """folded_search normalises a user's words with word_tokens(normalizer, text) alone: the same distinct words,
+    in order, as the builder indexes into content_words."""
+    from neardup_solr.signing.builder import word_tokens
+
+    text = "Café  CAFÉ café 42nd St. — the 42nd street café"
+    builder = DocumentBuilder(settings)
+    indexed = builder.build([("1", text)]).documents[0]["content_words"]
+    assert word_tokens(settings.normalizer(), text) == builder.word_tokens(text) == indexed

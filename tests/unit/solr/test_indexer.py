@@ -125,9 +125,10 @@ def test_resume_checks_the_ids_of_the_lines_before_the_checkpoint_only():
 
 
 def test_the_summary_says_what_to_do_next():
-    summary = IndexSummary(source="in.txt", read=10, indexed=8, rejected=2, seconds=2.0, rejects_path="rej.jsonl")
+    summary = IndexSummary(source="in.txt", read=10, indexed=8, rejected=2, seconds=2.0, rejects_path="rej.jsonl",
+                           text_bytes=5_000_000)
     text = summary.format()
-    assert text.startswith("read 10, indexed 8, rejected 2 in 2.0 s (4 docs/s)")
+    assert text.startswith("read 10, indexed 8, rejected 2 in 2.0 s (4 docs/s, 2.5 MB/s)")
     assert "rejected records with reasons: rej.jsonl" in text
     summary.interrupted = "Solr is not answering"
     assert "STOPPED: Solr is not answering" in summary.format() and "--resume" in summary.format()
