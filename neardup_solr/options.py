@@ -4,11 +4,11 @@ Three kinds of request find near duplicates, and every front door speaks of them
 
 - :class:`LookupOptions`: the near duplicates of one document or text (``near-dups``, ``POST /v1/near-dups``,
   :meth:`Searcher.find_near_dups <neardup_solr.solr.searcher.Searcher.find_near_dups>`), and each lookup of a
-  lookup-mode report (:class:`LookupReportOptions`: ``report``, ``POST /v1/reports`` without ``threshold``,
-  :func:`~neardup_solr.engine.report.report_near_dups`); a lookup may instead ask for every document at a
+  lookup-mode report, the reference write-up's (:class:`LookupReportOptions`: ``report --writeup-ranking``,
+  ``POST /v1/reports`` with ``writeup_ranking``, :func:`~neardup_solr.engine.report.report_near_dups`); a lookup may instead ask for every document at a
   similarity (:class:`SimilarityLookup`) or holding a share of the shingles (:class:`ShareLookup`);
-- :class:`ThresholdOptions`: every pair of the collection at or above a similarity (``report --threshold``,
-  ``POST /v1/reports`` with ``threshold``, :func:`neardup_solr.find_pairs`);
+- :class:`ThresholdOptions`: every pair of the collection at or above a similarity (``report``, the collection's
+  threshold unless ``--threshold`` gives one; ``POST /v1/reports``; :func:`neardup_solr.find_pairs`);
 - :class:`JoinOptions`: every pair between a file of records and the indexed data set (``join``,
   :func:`neardup_solr.find_cross_pairs`).
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Union
 
 from neardup_solr.errors import InvalidParameterError, OptionError, ParameterTypeError
 from neardup_solr.validation import (
@@ -42,6 +42,9 @@ from neardup_solr.validation import (
     check_label,
     id_problem,
 )
+
+if TYPE_CHECKING:
+    from neardup_solr.signing.settings import IndexSettings
 
 __all__ = [
     "MODES", "SIMILARITIES", "METHODS", "IDF_TOKENS", "COLLECTION_THRESHOLD", "MinJaccard",
@@ -196,7 +199,7 @@ _MAX_EDIT_DISTANCE = Limit("int", 0, 10**9, hint="leave it out (None in Python, 
 
 @dataclass(frozen=True)
 class LookupReportOptions(LookupOptions):
-    """A lookup-mode report (``report`` without ``--threshold``, ``POST /v1/reports`` without ``threshold``):
+    """A lookup-mode report (``report --writeup-ranking``, ``POST /v1/reports`` with ``writeup_ranking``):
     one lookup per document with id in ``start_id``..``end_id`` (every document by default), ``workers``
     lookups in flight (default 1). Its lookup defaults are the reference write-up's ranking, whose pairs file
     this report is: only candidates with the query's first word, the 10 best-scoring candidates, word edit
@@ -225,8 +228,8 @@ class LookupReportOptions(LookupOptions):
 
 
 #: The reference write-up's ranking: only candidates with the query's first word, the 10 best-scoring
-#: candidates, word edit distance <= 2, no Jaccard filter. Lookup-mode reports use it by default (their pairs
-#: file is the write-up's report), in every mode.
+#: candidates, word edit distance <= 2, no Jaccard filter. Lookup-mode reports, asked for by that name, use it
+#: by default (their pairs file is the write-up's report), in every mode.
 WRITEUP_LOOKUP = LookupReportOptions().lookup
 
 
@@ -405,21 +408,46 @@ LOOKUP_REPORT_KEYS = ("start_id", "end_id", *(f.name for f in fields(LookupOptio
 ReportOptions = Union[ThresholdOptions, LookupReportOptions]
 
 
-def report_options_from_given(given: Mapping[str, Any]) -> ReportOptions:
-    """The report a front door was asked for (None: not given): with ``threshold`` every pair at or above it
-    (:class:`ThresholdOptions`), else one lookup per document (:class:`LookupReportOptions`). Options of the
-    other kind of report are refused, never ignored."""
+#: What a front door calls the lookup report, which is asked for by this name (``--writeup-ranking``,
+#: ``"writeup_ranking": true``): by default a report means every pair at the collection's threshold.
+WRITEUP_RANKING = "writeup_ranking"
+
+
+def report_options_from_given(given: Mapping[str, Any], collection: "IndexSettings | None" = None) -> ReportOptions:
+    """The report a front door was asked for (None: not given).
+
+    By default, and with ``threshold``, every pair at or above the threshold (:class:`ThresholdOptions`): one
+    meaning of "near duplicate" in every door (issue 47), the collection's similarity threshold (``collection``'s
+    ``lsh_threshold``; 0.8 when no settings are given) unless ``threshold`` says otherwise, by the exact method
+    unless the collection holds no shingle tokens (then ``lsh``, which needs none). Similarity ``idf`` weighs
+    words on another scale than the collection's Jaccard threshold, so it needs its own ``threshold``.
+
+    With ``writeup_ranking`` true, one lookup per document ranked as the reference write-up ranks them
+    (:class:`LookupReportOptions`: first-word filter, 10 rows, word edit distance <= 2), the lookup keys given
+    overriding them. Lookup keys without that name, and options of the other kind of report, are refused,
+    never ignored."""
     given = {k: v for k, v in given.items() if v is not None}
-    if "threshold" in given:
-        wrong = [k for k in LOOKUP_REPORT_KEYS if k in given]
+    writeup = check_bool(WRITEUP_RANKING, given.pop(WRITEUP_RANKING, False))
+    lookup_keys = [k for k in LOOKUP_REPORT_KEYS if k in given]
+    if writeup:
+        wrong = [k for k in ("threshold", *THRESHOLD_REPORT_KEYS) if k in given]
         if wrong:
-            raise not_applicable(wrong, "with threshold, which compares every document with every other one "
-                                        "(no id range, row cap, first-word filter or edit-distance limit)")
-        return _options_of(ThresholdOptions, given)
-    wrong = [k for k in THRESHOLD_REPORT_KEYS if k in given]
-    if wrong:
-        raise not_applicable(wrong, "without threshold (they choose the threshold report)")
-    return _options_of(LookupReportOptions, given)
+            raise not_applicable(wrong, "with writeup_ranking, one lookup per document (they choose the report of "
+                                        "every pair at a threshold)")
+        return _options_of(LookupReportOptions, given)
+    if lookup_keys:
+        raise not_applicable(lookup_keys, "without writeup_ranking: a report is every pair at the collection's "
+                                          "threshold (or at threshold) unless the write-up's ranking is asked for "
+                                          "by name, one lookup per document, which these options tune")
+    if given.get("similarity") == "idf" and "threshold" not in given:
+        raise InvalidParameterError("threshold", "given with similarity 'idf' (IDF-weighted similarity has a scale "
+                                    "of its own: 0.4 finds the restaurant pairs, for example)", None,
+                                    show_value=False)
+    if collection is not None:
+        given.setdefault("threshold", collection.lsh_threshold)
+        if "shingles" not in collection.fields:
+            given.setdefault("method", "lsh")
+    return _options_of(ThresholdOptions, given)
 
 
 def _options_of(cls: type, given: Mapping[str, Any]) -> Any:

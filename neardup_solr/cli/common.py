@@ -209,9 +209,9 @@ def add_solr_options(p: argparse.ArgumentParser) -> None:
 
 # The search options. They are parsed with None as default so that a command can tell which were given and
 # refuse those that do not apply (report --threshold, near-dups --min-share); neardup_solr.options fills the
-# others (lookup_options_from_args). report keeps the write-up's ranking by default (its pairs file is the
-# write-up's report); near-dups looks up like the API: every document at the collection's threshold, no
-# edit-distance cap, no first-word filter, no row cap; --writeup-ranking asks for the write-up's ranking instead.
+# others (lookup_options_from_args). near-dups looks up like the API: every document at the collection's
+# threshold, no edit-distance cap, no first-word filter, no row cap; --writeup-ranking asks for the write-up's
+# ranking instead, and report --writeup-ranking for the write-up's report, whose defaults the help shows.
 SEARCH_FLAGS = {"mode": "--mode", "max_edit_distance": "--max-edit-distance", "min_jaccard": "--min-jaccard",
                 "rows": "--rows", "first_word_filter": "--first-word-filter/--no-first-word-filter",
                 "num_hashes": "--num-hashes"}

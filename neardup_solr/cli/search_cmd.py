@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from neardup_solr.cli.common import (
     NEVER_SPLIT,
@@ -31,6 +31,7 @@ from neardup_solr.options import (
     METHODS,
     SIMILARITIES,
     WRITEUP_LOOKUP,
+    WRITEUP_RANKING,
     AnyLookup,
     JoinOptions,
     LookupOptions,
@@ -41,6 +42,9 @@ from neardup_solr.options import (
     lookup_from_given,
     report_options_from_given,
 )
+
+if TYPE_CHECKING:
+    from neardup_solr.signing.settings import IndexSettings
 
 T = TypeVar("T")
 
@@ -143,25 +147,34 @@ THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Every near-duplicate pair of the collection (lookup mode), or every pair above --threshold."""
+    """Every pair of the collection at its similarity threshold (or --threshold); with --writeup-ranking, the
+    reference write-up's report, one lookup per document."""
     from neardup_solr.engine.find import run_report
     from neardup_solr.io.outputs import check_output_path
 
-    threshold = args.threshold is not None
+    writeup = bool(args.writeup_ranking)
     # Options that do not apply are refused, not ignored: a threshold report over the whole collection when
     # an id range was asked for answers another question than the one asked.
     _refuse_resume_to_stdout(args)
     say = _say(args)
-    refuse_unless(args, not threshold, {"start_id": "--start-id", "end_id": "--end-id", **SEARCH_FLAGS},
-                  "to report --threshold, which compares every document with every other one without a row cap, "
-                  "first-word filter or edit distance; leave them out, or drop --threshold")
-    refuse_unless(args, threshold, THRESHOLD_FLAGS, "without --threshold (they choose the threshold mode)")
-    if threshold:
+    refuse_unless(args, writeup, {"start_id": "--start-id", "end_id": "--end-id", **SEARCH_FLAGS},
+                  "without --writeup-ranking: report finds every pair at the collection's similarity threshold (or "
+                  "--threshold), as near-dups does; these tune the reference write-up's report, one lookup per "
+                  "document, asked for with --writeup-ranking")
+    refuse_unless(args, not writeup, {"threshold": "--threshold", **THRESHOLD_FLAGS},
+                  "with --writeup-ranking, one lookup per document (they choose the report of every pair at a "
+                  "threshold)")
+    if not writeup:
         _check_idf_options(args)
+        if args.similarity == "idf" and args.threshold is None:
+            raise UsageError("--similarity idf needs --threshold: IDF-weighted similarity has a scale of its own "
+                             "(0.4 finds the restaurant pairs, for example), not the collection's Jaccard threshold")
     options = report_options_from_args(args)
     snapshot = _load_snapshot(args)  # a bad file is refused before any Solr work
     check_output_path(args.out)  # before any Solr work
     searcher = open_searcher(args)
+    if not writeup:  # the collection's threshold and method unless given, now that its settings are known
+        options = report_options_from_args(args, searcher.settings)
 
     def show(doc, matches):
         say(f"{doc.id}: {doc.content}")
@@ -178,7 +191,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                             "threshold": options.threshold, "pairs": result.pairs,
                             "seconds": round(result.seconds, 3), "out": args.out, "stats": result.stats}))
         else:
-            say(f"{result.pairs} pairs with {options.similarity} similarity >= {options.threshold} in "
+            whose = " (the collection's threshold)" if args.threshold is None else ""
+            say(f"{result.pairs} pairs with {options.similarity} similarity >= {options.threshold}{whose} in "
                 f"{result.seconds:.1f} s -> {args.out}{_detail(args, result)}")
     elif args.json:
         say(json.dumps({"kind": "report", "mode": options.mode, "documents": result.documents,
@@ -199,16 +213,17 @@ def lookup_options_from_args(args: argparse.Namespace) -> AnyLookup:
     return with_no_limit(lookup, given) if isinstance(lookup, LookupOptions) else lookup
 
 
-def report_options_from_args(args: argparse.Namespace) -> ReportOptions:
-    """report's flags as the library's options (a threshold report with --threshold, else a lookup report):
-    the flags given over the options' defaults, checked by the options, and the run's own checks (--resume,
-    --idf-snapshot)."""
+def report_options_from_args(args: argparse.Namespace, collection: "IndexSettings | None" = None) -> ReportOptions:
+    """report's flags as the library's options (every pair at a threshold, the collection's when ``collection``
+    is given and --threshold is not; the write-up's lookup report with --writeup-ranking): the flags given over
+    the options' defaults, checked by the options, and the run's own checks (--resume, --idf-snapshot)."""
     given = lookup_given(args)
     options = options_from_flags(lambda: report_options_from_given({
         **without_no_limit(given), "start_id": args.start_id, "end_id": args.end_id, "workers": args.workers,
         "threshold": args.threshold, "similarity": args.similarity, "method": args.method, "dataset": args.dataset,
         "field_weights": parse_field_weights(args.field_weights), "idf_tokens": args.idf_tokens,
-        "split_bucket": _split_bucket(args)}), {**NUM_HASHES_WORDS, **_METHOD_LSH_WORDS})
+        "split_bucket": _split_bucket(args), WRITEUP_RANKING: args.writeup_ranking}, collection),
+        {**NUM_HASHES_WORDS, **_METHOD_LSH_WORDS})
     if isinstance(options, LookupReportOptions):
         return with_no_limit(options, given)
     options = _never_split(options, args)
@@ -299,6 +314,8 @@ def cmd_join(args: argparse.Namespace) -> int:
     _refuse_resume_to_stdout(args)
     check_output_path(args.out)  # before any Solr work
     searcher = Searcher(open_client(args))
+    if args.threshold is None and options.similarity == "jaccard":  # one meaning of "near duplicate" (issue 47)
+        options = dataclasses.replace(options, threshold=searcher.settings.lsh_threshold)
     reader = RecordReader(args.file, args.format, id_field=args.id_column, text_field=args.text_column)
     records = [r for r in reader if isinstance(r, Record)]
     if reader.stats.invalid:
@@ -440,7 +457,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "report", help="all near-duplicate pairs of the collection as TSV",
-        description="Every near-duplicate pair of the collection. Work done so far is kept in OUT.partial; OUT "
+        description="Every near-duplicate pair of the collection: every pair at the collection's similarity "
+                    "threshold (the one near-dups uses; --threshold for another), or with --writeup-ranking the "
+                    "reference write-up's report, one ranked lookup per document. Work done so far is kept in "
+                    "OUT.partial; OUT "
                     "appears only when the report is complete. If Solr stays away longer than --max-wait, the run "
                     "stops (exit 3) and keeps OUT.partial; the same command with --resume continues it (not "
                     "--method lsh, a short batch job that simply reruns).")
@@ -450,19 +470,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object (machine-readable)")
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and data required)")
-    p.add_argument("--start-id", default=None, help="first id of the range to report (lookup mode only)")
-    p.add_argument("--end-id", default=None, help="last id of the range to report (lookup mode only)")
+    p.add_argument("--writeup-ranking", action="store_true", default=None,
+                   help="the reference write-up's report: one lookup per document, the candidates with its first "
+                        "word, the 10 best, word edit distance <= 2, no Jaccard filter (the lookup flags below "
+                        "override them); writes id, neighbor_id, edit distance")
+    p.add_argument("--start-id", default=None, help="first id of the range to report (--writeup-ranking only)")
+    p.add_argument("--end-id", default=None, help="last id of the range to report (--writeup-ranking only)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=None,
                    help="lookups in flight at once (default 1)")
     p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
-                   help="threshold mode: every pair with similarity >= this, verified exactly (no row cap, no "
-                        "first-word filter); writes id, neighbor_id, similarity")
+                   help="every pair with similarity >= this, verified exactly (no row cap, no first-word filter; "
+                        "default: the collection's similarity threshold, the --lsh-threshold it was indexed with); "
+                        "writes id, neighbor_id, similarity")
     p.add_argument("--similarity", choices=["jaccard", "idf"], default=None,
                    help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard (see --idf-tokens)")
     p.add_argument("--method", choices=["exact", "lsh"], default=None,
                    help="threshold mode candidates: 'exact' = complete (plain Jaccard: the texts read once and "
                         "joined in the client; idf: one bounded query per document), "
-                        "'lsh' = LSH bands over exported signatures (fast on large collections)")
+                        "'lsh' = LSH bands over exported signatures (fast on large collections; the default on a "
+                        "collection indexed without shingle tokens, as dedupe's are)")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="threshold mode: only pairs within this data set")
     p.add_argument("--field-weights", default=None,
@@ -497,7 +523,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run that left OUT.partial (same options and input required)")
     p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
-                   help=f"similarity a pair must reach (default {JoinOptions.threshold})")
+                   help="similarity a pair must reach (default: with jaccard, the collection's similarity "
+                        f"threshold, the --lsh-threshold it was indexed with; with idf, {JoinOptions.threshold})")
     p.add_argument("--similarity", choices=SIMILARITIES, default=None, help="jaccard (default) or idf")
     p.add_argument("--method", choices=METHODS, default=None,
                    help="'exact' = one bounded query per streamed record (complete); 'lsh' = the record's LSH bands, "

@@ -118,6 +118,7 @@ def lsh_join(
     workers = check_int("workers", workers, "workers")
     check_float("bloom_fp_rate", fp_rate, "bloom_fp_rate")
     searcher.settings.require("lsh")
+    searcher.warn_if_bands_miss(threshold)  # the indexed side's bands were chosen for its own threshold
     started = time.perf_counter()
     summary = LshJoinSummary()
     items = [(r.id, r.text) if isinstance(r, Record) else (str(r[0]), r[1]) for r in records]

@@ -92,13 +92,16 @@ class BulkDelete(BaseModel):
 
 
 class ReportRequest(BaseModel):
-    """A whole-collection report: with ``threshold``, every pair at or above it (``method`` exact or lsh), the
-    keys of :class:`neardup_solr.options.ThresholdOptions`; without, one lookup per document with the lookup
-    options (optionally over ``start_id``..``end_id``), the keys of
-    :class:`neardup_solr.options.LookupReportOptions`."""
+    """A whole-collection report: every pair at or above ``threshold`` (default: the collection's similarity
+    threshold; ``method`` exact or lsh), the keys of :class:`neardup_solr.options.ThresholdOptions`; with
+    ``writeup_ranking``, the reference write-up's report instead, one lookup per document with the lookup options
+    (optionally over ``start_id``..``end_id``), the keys of :class:`neardup_solr.options.LookupReportOptions`."""
 
     model_config = ConfigDict(extra="forbid")
-    threshold: float | None = None
+    writeup_ranking: StrictBool | None = Field(
+        None, description="the reference write-up's report: one lookup per document, first-word filter, 10 rows, "
+                          "word edit distance <= 2 (the lookup options given override them)")
+    threshold: float | None = Field(None, description="default: the collection's similarity threshold")
     similarity: Literal["jaccard", "idf"] | None = None
     method: Literal["exact", "lsh"] | None = None
     dataset: StrictStr | None = None

@@ -42,6 +42,10 @@ from neardup_solr.options import COLLECTION_THRESHOLD, MODES, NOT_GIVEN, WRITEUP
 
 log = logging.getLogger(__name__)
 
+# The recall the collection's bands are chosen for at its lsh_threshold (IndexSettings.lsh_params): an LSH lookup
+# that finds less of the pairs it asks for is said to be short.
+BAND_RECALL = 0.95
+
 _FIELDS = "id,content,md5_hash,num_words,first_word,num_shingles,dataset,fields_json,score"
 # Candidates read per request when nothing caps them (rows=None): paged with a cursor.
 _PAGE_SIZE = 500
@@ -150,6 +154,7 @@ class Searcher:
         stored = settings if settings is not None else read_index_settings(self.client)
         self._builder: DocumentBuilder | None = DocumentBuilder(stored) if stored is not None else None
         self._default_builder: DocumentBuilder | None = None
+        self._warned_band_recall: set[float] = set()
 
     @property
     def settings(self) -> IndexSettings:
@@ -428,6 +433,8 @@ class Searcher:
                 other_datasets_than: str | None = None) -> list[NearDuplicate]:
         docs: Iterable[dict]
         min_jaccard = self._min_jaccard(options)
+        if options.mode == "lsh" and min_jaccard:
+            self.warn_if_bands_miss(min_jaccard)
         if options.mode == "lsh" and options.rows is None:
             docs = self._every_band_candidate(query, options, other_datasets_than)
             return self.rerank(query, docs, max_edit_distance=options.max_edit_distance, min_jaccard=min_jaccard,
@@ -447,6 +454,27 @@ class Searcher:
             for match in matches:
                 match.estimated_jaccard = min(1.0, match.score / count)
         return matches
+
+    def band_recall(self, threshold: float) -> float:
+        """The chance that a document at Jaccard ``threshold`` shares a band with the query (1 - (1 - t^r)^b for
+        the collection's ``b`` bands of ``r`` rows): what an LSH lookup at that threshold finds of such pairs."""
+        return float(self.settings.lsh_params().probability(threshold))
+
+    def warn_if_bands_miss(self, threshold: float) -> None:
+        """Say so (once per threshold) when an LSH lookup asks for pairs at a similarity the collection's bands
+        were not chosen for: below its ``lsh_threshold`` fewer than 95% of them share a band, and the lookup would
+        otherwise come back short without a word (issue 47)."""
+        settings = self.settings
+        recall = self.band_recall(threshold)
+        if threshold >= settings.lsh_threshold or recall >= BAND_RECALL or threshold in self._warned_band_recall:
+            return
+        self._warned_band_recall.add(threshold)
+        params = settings.lsh_params()
+        log.warning(
+            "LSH lookup at Jaccard >= %g: this collection's %d bands of %d rows are chosen for %g, and find a pair "
+            "at %g with probability %.0f%%, so some are missed. For all of them, look up by shingles (a collection "
+            "indexed with --fields including shingles) or index with --lsh-threshold %g", threshold, params.bands,
+            params.rows, settings.lsh_threshold, threshold, 100 * recall, threshold)
 
     def band_candidate_params(self, query: Query, first_word_filter: bool = False,
                               other_datasets_than: str | None = None) -> list[tuple[str, object]]:

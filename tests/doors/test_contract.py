@@ -132,9 +132,13 @@ NUMBER_FLAGS = [
     ]
 ] + [
     (["report", "--out", "{OUT}"], flag, limit) for flag, limit in [
-        ("--workers", "workers"), ("--threshold", "threshold"), ("--rows", "rows"),
-        ("--max-edit-distance", "max_distance"), ("--min-jaccard", "min_jaccard"),
-        ("--num-hashes", "num_hashes"), ("--ngram", "ngram"), ("--timeout", "timeout"), ("--max-wait", "max_wait"),
+        ("--workers", "workers"), ("--threshold", "threshold"), ("--ngram", "ngram"), ("--timeout", "timeout"),
+        ("--max-wait", "max_wait"),
+    ]
+] + [
+    (["report", "--out", "{OUT}", "--writeup-ranking"], flag, limit) for flag, limit in [
+        ("--rows", "rows"), ("--max-edit-distance", "max_distance"), ("--min-jaccard", "min_jaccard"),
+        ("--num-hashes", "num_hashes"),
     ]
 ] + [
     (["join", "{FILE}", "--out", "{OUT}"], flag, limit) for flag, limit in [
@@ -203,12 +207,14 @@ def test_the_limits_of_the_cli_and_the_api_are_the_same_table():
     (["report", "--out", "{OUT}", "--threshold", "0.5", "--rows", "50"], ["--rows"]),
     (["report", "--out", "{OUT}", "--threshold", "0.5", "--mode", "lsh"], ["--mode"]),
     (["report", "--out", "{OUT}", "--threshold", "0.5", "--no-first-word-filter"], ["--first-word-filter"]),
-    (["report", "--out", "{OUT}", "--similarity", "idf"], ["--similarity", "without --threshold"]),
-    (["report", "--out", "{OUT}", "--method", "lsh"], ["--method"]),
-    (["report", "--out", "{OUT}", "--dataset", "a"], ["--dataset"]),
+    (["report", "--out", "{OUT}", "--similarity", "idf"], ["--similarity idf needs --threshold"]),
+    (["report", "--out", "{OUT}", "--writeup-ranking", "--method", "lsh"], ["--method", "--writeup-ranking"]),
+    (["report", "--out", "{OUT}", "--writeup-ranking", "--dataset", "a"], ["--dataset"]),
+    (["report", "--out", "{OUT}", "--writeup-ranking", "--threshold", "0.5"], ["--threshold", "one lookup per"]),
+    (["report", "--out", "{OUT}", "--mode", "lsh"], ["--mode", "without --writeup-ranking"]),
     (["report", "--out", "{OUT}", "--threshold", "0.5", "--method", "lsh", "--workers", "3"], ["--workers"]),
     (["report", "--out", "{OUT}", "--threshold", "0.5", "--field-weights", "a=1"], ["--field-weights", "idf"]),
-    (["report", "--out", "{OUT}", "--num-hashes", "5"], ["--num-hashes", "minhash"]),
+    (["report", "--out", "{OUT}", "--writeup-ranking", "--num-hashes", "5"], ["--num-hashes", "minhash"]),
     (["near-dups", "1", "--min-share", "0.5", "--rows", "3"], ["--rows", "--min-share"]),
     (["near-dups", "1", "--text", "a b c"], ["id or --text"]),
     (["near-dups"], ["id or --text"]),

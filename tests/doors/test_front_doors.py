@@ -86,7 +86,7 @@ def service_report(http: TestClient, body: dict) -> list[tuple[str, ...]]:
     params = state["params"]
     if params["kind"] == "lookups":  # the options by their keys, and the edit distance by its older name too
         assert params["max_distance"] == params["max_edit_distance"]
-        assert all(params[k] == v for k, v in body.items() if k not in ("start_id", "end_id"))
+        assert all(params[k] == v for k, v in body.items() if k not in ("start_id", "end_id", "writeup_ranking"))
     return read_pairs_file(http.get(f"/v1/reports/{job}/pairs.tsv").text)
 
 
@@ -104,6 +104,8 @@ def flags(options: dict) -> list[str]:
 
 
 THRESHOLD_GRID = [
+    {},  # every door: the collection's threshold (0.8 here, ThresholdOptions' default too), by the exact method
+    {"method": "lsh"},
     {"threshold": 0.5},
     {"threshold": 0.5, "method": "lsh"},
     {"threshold": 0.6, "method": "lsh", "split_bucket": 50},
@@ -152,14 +154,14 @@ def test_a_lookup_report_is_the_same_through_every_door(guides, service, solr_ur
     # The report's own keywords (the write-up's ranking under the others) give the same file.
     report_near_dups(Searcher(client), tmp_path / "keywords.tsv", **options)
     assert read_pairs_file((tmp_path / "keywords.tsv").read_text(encoding="utf-8")) == api_pairs
-    assert cli_file(["report", *flags(options)], solr_url, tmp_path / "cli.tsv") == api_pairs
-    assert service_report(service, options) == api_pairs
+    assert cli_file(["report", "--writeup-ranking", *flags(options)], solr_url, tmp_path / "cli.tsv") == api_pairs
+    assert service_report(service, {"writeup_ranking": True, **options}) == api_pairs
 
 
 def test_the_first_word_filter_changes_an_lsh_report(guides, service):
     # The grid above would pass if the doors all ignored the option: it does change the answer here.
-    on = service_report(service, {"mode": "lsh", "first_word_filter": True})
-    off = service_report(service, {"mode": "lsh", "first_word_filter": False})
+    on = service_report(service, {"writeup_ranking": True, "mode": "lsh", "first_word_filter": True})
+    off = service_report(service, {"writeup_ranking": True, "mode": "lsh", "first_word_filter": False})
     assert set(on) < set(off)
 
 
@@ -251,6 +253,8 @@ def test_a_share_lookup_is_the_same_from_the_command_line_and_the_service(guides
 
 
 JOIN_GRID = [
+    {},  # the collection's threshold (0.8 here, JoinOptions' default too)
+    {"method": "lsh"},
     {"threshold": 0.5},
     {"threshold": 0.5, "method": "lsh"},
     {"threshold": 0.5, "method": "lsh", "one_to_one": True},

@@ -354,6 +354,22 @@ def test_query_k_sees_this_process_s_uncommitted_inserts_and_works_on_lsh_only_c
     assert index.query(NEAR, 1) == ["b"] and index.query(NEAR, 5, threshold=0.95) == ["b"]
 
 
+def test_a_threshold_below_what_the_bands_find_is_said_not_silently_short(solr, caplog):
+    """Issue 47: in a collection with LSH tokens only, a query threshold below its lsh_threshold finds a pair at
+    that similarity only by chance; the lookup says so, with the chance, once per threshold."""
+    index = NearDupIndex(solr, settings=IndexSettings(fields=("lsh",)), commit_within_ms=0)
+    index.insert("a", TEXT)
+    with caplog.at_level("WARNING", logger="neardup_solr.solr.searcher"):
+        index.query(NEAR, threshold=0.8)
+        assert not caplog.records  # the collection's own threshold: the bands are chosen for it
+        index.query(NEAR, threshold=0.3)
+        index.query(TEXT, threshold=0.3)
+    (warning,) = caplog.records
+    message = warning.getMessage()
+    assert "at Jaccard >= 0.3" in message and "chosen for 0.8" in message and "probability 0%" in message, message
+    assert index.searcher.band_recall(0.8) >= 0.95 > index.searcher.band_recall(0.3)
+
+
 def _pool_query(index: NearDupIndex, text: str) -> list[str]:
     return index.query(text)
 

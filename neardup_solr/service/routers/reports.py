@@ -1,5 +1,6 @@
-"""``/v1/reports``: a whole-collection report as a background job (every pair at or above a threshold, or one
-lookup per document), its progress, and its pairs as TSV or JSON lines once done."""
+"""``/v1/reports``: a whole-collection report as a background job (every pair at or above a threshold, the
+collection's by default, or the write-up's one lookup per document), its progress, and its pairs as TSV or JSON
+lines once done."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup_solr.errors import DocumentNotFoundError
 from neardup_solr.options import report_options_from_given
+from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.service.jobs import PAIRS_FILE, JobStore, pairs_as_jsonl, report_params, run_report_job
 from neardup_solr.service.models import ReportRequest
 
@@ -21,10 +23,11 @@ router = APIRouter(tags=["reports"])
 @router.post("/v1/reports", status_code=202,
              summary="Start a whole-collection or threshold report as a background job")
 def start_report(request: Request, body: ReportRequest) -> dict[str, Any]:
-    # Checked as the command line's report checks them: the same options, refused before the job starts.
-    params = report_params(report_options_from_given(body.model_dump()))
-    jobs: JobStore = request.app.state.jobs
+    # Checked as the command line's report checks them: the same options, refused before the job starts; the
+    # collection's threshold (and method) where none is given.
     client = request.app.state.client
+    params = report_params(report_options_from_given(body.model_dump(), read_index_settings(client)))
+    jobs: JobStore = request.app.state.jobs
     job = jobs.create("report", params)
     directory = jobs.root / job
     jobs.start(job, lambda update: run_report_job(client, directory, params))

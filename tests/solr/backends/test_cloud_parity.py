@@ -164,13 +164,14 @@ def _restaurant_commands(side: Side) -> None:
         side.run(label, "near-dups", *args)
     # The write-up's settings (rows 10, first-word filter) cap every lookup: where candidates tie at the cap the
     # id decides, not the shard that holds them.
-    side.run("report shingles", "report", "--out", "rep-shingles.tsv", "--workers", "2", "-q")
-    side.run("report minhash", "report", "--mode", "minhash", "--num-hashes", "20", "--out", "rep-minhash.tsv",
+    side.run("report shingles", "report", "--writeup-ranking", "--out", "rep-shingles.tsv", "--workers", "2", "-q")
+    side.run("report minhash", "report", "--writeup-ranking", "--mode", "minhash", "--num-hashes", "20", "--out", "rep-minhash.tsv",
              "--workers", "2", "-q")
-    side.run("report lsh", "report", "--mode", "lsh", "--rows", "50", "--no-first-word-filter", "--out",
+    side.run("report lsh", "report", "--writeup-ranking", "--mode", "lsh", "--rows", "50", "--no-first-word-filter", "--out",
              "rep-lsh.tsv", "--workers", "2", "-q")
-    side.run("report range", "report", "--start-id", "9", "--end-id", "120", "--rows", "3", "--max-edit-distance",
+    side.run("report range", "report", "--writeup-ranking", "--start-id", "9", "--end-id", "120", "--rows", "3", "--max-edit-distance",
              "none", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
+    side.run("collection threshold", "report", "--out", "t-collection.tsv", "-q")
     side.run("threshold", "report", "--threshold", "0.5", "--out", "t05.tsv", "--workers", "2", "-q")
     side.run("threshold lsh", "report", "--threshold", "0.5", "--method", "lsh", "--out", "t05-lsh.tsv", "-q")
     side.run("threshold idf", "report", "--threshold", "0.4", "--similarity", "idf", "--out", "idf.tsv",
@@ -281,7 +282,7 @@ def _corpus_commands(side: Side) -> None:
     side.run("dedup", "report", "--threshold", "0.8", "--method", "lsh", "--out", "dedup-08.tsv", "-q")
     # One candidate per lookup (the query document takes the other row): wherever the two best candidates share
     # as many bands, the tie-break alone decides which is reported.
-    side.run("lsh rows 2", "report", "--mode", "lsh", "--rows", "2", "--max-edit-distance", "none",
+    side.run("lsh rows 2", "report", "--writeup-ranking", "--mode", "lsh", "--rows", "2", "--max-edit-distance", "none",
              "--no-first-word-filter", "--start-id", "d0000001", "--end-id", CORPUS_CAPPED_END, "--out",
              "lsh-rows2.tsv", "--workers", "2", "-q")
     side.run("groups corpus", "groups", "dedup-08.tsv", "--out", "groups-08.jsonl", "--keep", "keep-08.txt")

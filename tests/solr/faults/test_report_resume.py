@@ -324,7 +324,7 @@ def test_report_stopped_for_good_exits_3_and_resume_completes_it(own_solr, clean
     out.write_text("an earlier complete report\n")
     monkeypatch.setattr(solr_client, "SolrClient", StoppingClient)
     capsys.readouterr()
-    code = cli.main(["report", "--out", str(out), "--solr-url", url, "-q"])
+    code = cli.main(["report", "--writeup-ranking", "--out", str(out), "--solr-url", url, "-q"])
     err = capsys.readouterr().err
     assert code == 3
     assert "report stopped after" in err and str(_partial(out)) in err and "--resume" in err
@@ -335,7 +335,7 @@ def test_report_stopped_for_good_exits_3_and_resume_completes_it(own_solr, clean
     monkeypatch.undo()
     own_solr.start()
     caplog.set_level(logging.WARNING, logger="neardup_solr.io.outputs")
-    assert cli.main(["report", "--out", str(out), "--solr-url", url, "-q", "--resume"]) == 0
+    assert cli.main(["report", "--writeup-ranking", "--out", str(out), "--solr-url", url, "-q", "--resume"]) == 0
     assert f"resuming {out} after {_progress_done:,}" in caplog.text
     assert out.read_bytes() == clean.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.tsv"]

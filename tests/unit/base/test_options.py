@@ -112,12 +112,17 @@ def test_the_doors_take_their_defaults_from_the_options():
 
     assert lookup_options_from_args(parse(["near-dups", "1"])) == LookupOptions()
     assert lookup_options_from_args(parse(["near-dups", "1", "--writeup-ranking"])) == WRITEUP_LOOKUP
-    assert report_options_from_args(parse(["report", "--out", "x"])) == LookupReportOptions()
+    # A report is every pair at a threshold (the collection's, once the door knows it); the write-up's lookup
+    # report only by name.
+    assert report_options_from_args(parse(["report", "--out", "x"])) == ThresholdOptions()
+    assert report_options_from_args(parse(["report", "--out", "x", "--writeup-ranking"])) == LookupReportOptions()
     assert report_options_from_args(parse(["report", "--out", "x", "--threshold", "0.7"])) == \
         ThresholdOptions(threshold=0.7)
     assert lookup_from_given(service_app.TextLookup(text="t").model_dump(exclude={"text", "with_text"})) == \
         LookupOptions()
-    assert report_options_from_given(service_app.ReportRequest().model_dump()) == LookupReportOptions()
+    assert report_options_from_given(service_app.ReportRequest().model_dump()) == ThresholdOptions()
+    assert report_options_from_given(service_app.ReportRequest(writeup_ranking=True).model_dump()) == \
+        LookupReportOptions()
 
 
 def test_the_doors_give_the_same_options_for_the_same_keys():
@@ -131,13 +136,14 @@ def test_the_doors_give_the_same_options_for_the_same_keys():
     assert lookup_options_from_args(parse(["near-dups", "1", *argv])) == expected
     assert lookup_from_given(service_app.TextLookup(text="t", **lookup).model_dump(exclude={"text", "with_text"})) \
         == expected
-    report = report_options_from_args(parse(["report", "--out", "x", "--start-id", "5", "--workers", "2", *argv]))
-    assert report == report_options_from_given(service_app.ReportRequest(start_id="5", workers=2, **lookup)
-                                               .model_dump())
+    report = report_options_from_args(parse(["report", "--out", "x", "--writeup-ranking", "--start-id", "5",
+                                             "--workers", "2", *argv]))
+    assert report == report_options_from_given(service_app.ReportRequest(writeup_ranking=True, start_id="5",
+                                                                         workers=2, **lookup).model_dump())
     assert report == LookupReportOptions(start_id="5", workers=2, **lookup)
     # 'none' on the command line is no limit, whatever the default.
-    assert report_options_from_args(parse(["report", "--out", "x", "--max-edit-distance", "none"])) == \
-        LookupReportOptions(max_edit_distance=None)
+    assert report_options_from_args(parse(["report", "--out", "x", "--writeup-ranking", "--max-edit-distance",
+                                           "none"])) == LookupReportOptions(max_edit_distance=None)
     threshold = {"threshold": 0.6, "similarity": "idf", "method": "lsh", "idf_tokens": "grams", "split_bucket": 40}
     assert report_options_from_args(parse(["report", "--out", "x", "--threshold", "0.6", "--similarity", "idf",
                                            "--method", "lsh", "--idf-tokens", "grams", "--split-bucket", "40"])) == \
@@ -171,8 +177,10 @@ def test_a_lookup_is_of_the_kind_its_options_ask_for():
 
 @pytest.mark.parametrize("given, keys", [
     ({"threshold": 0.5, "start_id": "1", "mode": "lsh"}, ["start_id", "mode"]),
-    ({"method": "lsh"}, ["method"]),
-    ({"dataset": "a", "split_bucket": 20}, ["dataset", "split_bucket"]),
+    ({"rows": 10}, ["rows"]),  # the write-up's lookup report is asked for by name, not implied by its options
+    ({"writeup_ranking": True, "method": "lsh"}, ["method"]),
+    ({"writeup_ranking": True, "threshold": 0.5, "dataset": "a", "split_bucket": 20},
+     ["threshold", "dataset", "split_bucket"]),
 ])
 def test_a_report_refuses_options_of_the_other_kind(given, keys):
     from neardup_solr.errors import OptionError
@@ -180,6 +188,23 @@ def test_a_report_refuses_options_of_the_other_kind(given, keys):
     with pytest.raises(OptionError) as caught:
         report_options_from_given(given)
     assert caught.value.options == keys
+
+
+def test_a_report_takes_the_collections_threshold_and_a_method_its_tokens_allow():
+    """Issue 47: one meaning of "near duplicate": the collection's similarity threshold unless one is given; the
+    exact method unless the collection holds no shingle tokens (dedupe's collections), where lsh needs none."""
+    from neardup_solr.signing.settings import IndexSettings
+
+    full, lean = IndexSettings(lsh_threshold=0.7), IndexSettings(lsh_threshold=0.9, fields=("lsh",))
+    assert report_options_from_given({}, full) == ThresholdOptions(threshold=0.7, method="exact")
+    assert report_options_from_given({}, lean) == ThresholdOptions(threshold=0.9, method="lsh")
+    assert report_options_from_given({"threshold": 0.5, "method": "exact"}, lean) == ThresholdOptions(threshold=0.5)
+    assert report_options_from_given({"writeup_ranking": True}, lean) == LookupReportOptions()
+    with pytest.raises(InvalidParameterError) as idf:  # IDF's scale is not the collection's Jaccard
+        report_options_from_given({"similarity": "idf"}, full)
+    assert idf.value.param == "threshold"
+    assert report_options_from_given({"similarity": "idf", "threshold": 0.4}, full) == \
+        ThresholdOptions(threshold=0.4, similarity="idf")
 
 
 def test_each_rule_between_options_is_checked_by_the_options():
