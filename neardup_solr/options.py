@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Union
+from typing import Any, Literal, Mapping, Protocol, Union
 
 from neardup_solr.errors import InvalidParameterError, OptionError, ParameterTypeError
 from neardup_solr.validation import (
@@ -42,9 +42,6 @@ from neardup_solr.validation import (
     check_label,
     id_problem,
 )
-
-if TYPE_CHECKING:
-    from neardup_solr.signing.settings import IndexSettings
 
 __all__ = [
     "MODES", "SIMILARITIES", "METHODS", "IDF_TOKENS", "COLLECTION_THRESHOLD", "MinJaccard",
@@ -408,12 +405,24 @@ LOOKUP_REPORT_KEYS = ("start_id", "end_id", *(f.name for f in fields(LookupOptio
 ReportOptions = Union[ThresholdOptions, LookupReportOptions]
 
 
+class CollectionSettings(Protocol):
+    """What a report's defaults read of a collection's settings (an IndexSettings, which this layer does not
+    import): the similarity threshold its LSH bands were chosen for, and its token fields."""
+
+    @property
+    def lsh_threshold(self) -> float: ...
+
+    @property
+    def fields(self) -> tuple[str, ...]: ...
+
+
 #: What a front door calls the lookup report, which is asked for by this name (``--writeup-ranking``,
 #: ``"writeup_ranking": true``): by default a report means every pair at the collection's threshold.
 WRITEUP_RANKING = "writeup_ranking"
 
 
-def report_options_from_given(given: Mapping[str, Any], collection: "IndexSettings | None" = None) -> ReportOptions:
+def report_options_from_given(given: Mapping[str, Any],
+                              collection: CollectionSettings | None = None) -> ReportOptions:
     """The report a front door was asked for (None: not given).
 
     By default, and with ``threshold``, every pair at or above the threshold (:class:`ThresholdOptions`): one

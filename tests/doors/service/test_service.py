@@ -368,7 +368,7 @@ def test_threshold_report_job_matches_the_library(api, solr):
 
 
 def test_lookup_and_lsh_report_jobs(api):
-    lookup = wait_for_job(api, api.post("/v1/reports", json={"mode": "shingles"}).json()["job"])
+    lookup = wait_for_job(api, api.post("/v1/reports", json={"writeup_ranking": True, "mode": "shingles"}).json()["job"])
     assert lookup["status"] == "done"
     pairs = {tuple(x.split("\t")[:2]) for x in
              [row for row in api.get(f"/v1/reports/{lookup['job']}/pairs.tsv").text.splitlines() if not row.startswith("#")]}
@@ -381,8 +381,11 @@ def test_lookup_and_lsh_report_jobs(api):
 
 def test_report_refusals(api):
     assert_problem(api.post("/v1/reports", json={"threshold": 0.5, "rows": 3}), 422, "rows")
-    assert_problem(api.post("/v1/reports", json={"method": "lsh"}), 422, "method")
-    assert_problem(api.post("/v1/reports", json={"split_bucket": 20}), 422, "split_bucket")
+    assert_problem(api.post("/v1/reports", json={"writeup_ranking": True, "method": "lsh"}), 422, "method")
+    assert_problem(api.post("/v1/reports", json={"writeup_ranking": True, "split_bucket": 20}), 422, "split_bucket")
+    # The write-up's lookup report is asked for by name; its options alone do not imply it (issue 47).
+    assert_problem(api.post("/v1/reports", json={"mode": "lsh"}), 422, "mode", "writeup_ranking")
+    assert_problem(api.post("/v1/reports", json={"similarity": "idf"}), 422, "threshold")
     assert_problem(api.post("/v1/reports", json={"threshold": 0.5, "method": "lsh", "split_bucket": 1}), 422,
                    "split_bucket")
     assert_problem(api.post("/v1/reports", json={"workers": 0}), 422, "workers")
