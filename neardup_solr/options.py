@@ -5,8 +5,9 @@ Three kinds of request find near duplicates, and every front door speaks of them
 - :class:`LookupOptions`: the near duplicates of one document or text (``near-dups``, ``POST /v1/near-dups``,
   :meth:`Searcher.find_near_dups <neardup_solr.solr.searcher.Searcher.find_near_dups>`), and each lookup of a
   lookup-mode report, the reference write-up's (:class:`LookupReportOptions`: ``report --writeup-ranking``,
-  ``POST /v1/reports`` with ``writeup_ranking``, :func:`~neardup_solr.engine.report.report_near_dups`); a lookup may instead ask for every document at a
-  similarity (:class:`SimilarityLookup`) or holding a share of the shingles (:class:`ShareLookup`);
+  ``POST /v1/reports`` with ``writeup_ranking``, :func:`~neardup_solr.engine.report.report_near_dups`); a lookup
+  may instead ask for every document at a similarity (:class:`SimilarityLookup`) or holding a share of the
+  shingles (:class:`ShareLookup`);
 - :class:`ThresholdOptions`: every pair of the collection at or above a similarity (``report``, the collection's
   threshold unless ``--threshold`` gives one; ``POST /v1/reports``; :func:`neardup_solr.find_pairs`);
 - :class:`JoinOptions`: every pair between a file of records and the indexed data set (``join``,

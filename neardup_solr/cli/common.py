@@ -304,7 +304,8 @@ def add_index_settings_options(p: argparse.ArgumentParser, *, fields_default: st
                         "collections were indexed before the hash form; they keep it by themselves)")
     p.add_argument("--fields", type=_fields, default=None,
                    help="token fields to index, comma-separated from shingles,minhash,lsh,words,grams (default "
-                        f"{fields_default}, for a collection without documents; minhash: for --mode minhash, the write-up's MinHash mode; 'lsh' alone "
+                        f"{fields_default}, for a collection without documents; minhash: for --mode minhash, "
+                        "the write-up's MinHash mode; 'lsh' alone "
                         "is fastest and enough for LSH lookups and whole-collection dedup; grams: words and their "
                         "character 4-grams, for --similarity idf --idf-tokens grams)")
 

@@ -119,7 +119,8 @@ class DedupeSummary:
         if self.rejected and self.rejects_path:
             rejected += f" (not written; reasons in {self.rejects_path})"
         return (f"{self.records} records in, kept {self.kept}, {dropped}, {rejected} in {self.seconds:.1f} s "
-                f"({format_rates(self.records, self.text_bytes, self.seconds)}) -> {self.out} ({self.pairs} pairs with jaccard similarity >= {self.threshold:g}, {self.groups} groups)")
+                f"({format_rates(self.records, self.text_bytes, self.seconds)}) -> {self.out} ({self.pairs} pairs "
+                f"with jaccard similarity >= {self.threshold:g}, {self.groups} groups)")
 
 
 @dataclass(frozen=True)

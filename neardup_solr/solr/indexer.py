@@ -126,7 +126,8 @@ class IndexSummary:
             parts.append(f"non-UTF-8 lines decoded as Latin-1 {self.recoded_lines}")
         if self.skipped_by_resume:
             parts.append(f"skipped (already indexed) {self.skipped_by_resume}")
-        text = ", ".join(parts) + f" in {self.seconds:.1f} s ({format_rates(self.indexed, self.text_bytes, self.seconds)})"
+        rates = format_rates(self.indexed, self.text_bytes, self.seconds)
+        text = ", ".join(parts) + f" in {self.seconds:.1f} s ({rates})"
         if self.rejected and self.rejects_path:
             text += f"\nrejected records with reasons: {self.rejects_path}"
         if self.resume_verification is not None and not self.resume_verification.ok:

@@ -368,7 +368,8 @@ def test_threshold_report_job_matches_the_library(api, solr):
 
 
 def test_lookup_and_lsh_report_jobs(api):
-    lookup = wait_for_job(api, api.post("/v1/reports", json={"writeup_ranking": True, "mode": "shingles"}).json()["job"])
+    lookup = wait_for_job(api, api.post("/v1/reports", json={"writeup_ranking": True, "mode": "shingles"})
+                          .json()["job"])
     assert lookup["status"] == "done"
     pairs = {tuple(x.split("\t")[:2]) for x in
              [row for row in api.get(f"/v1/reports/{lookup['job']}/pairs.tsv").text.splitlines() if not row.startswith("#")]}

@@ -165,12 +165,12 @@ def _restaurant_commands(side: Side) -> None:
     # The write-up's settings (rows 10, first-word filter) cap every lookup: where candidates tie at the cap the
     # id decides, not the shard that holds them.
     side.run("report shingles", "report", "--writeup-ranking", "--out", "rep-shingles.tsv", "--workers", "2", "-q")
-    side.run("report minhash", "report", "--writeup-ranking", "--mode", "minhash", "--num-hashes", "20", "--out", "rep-minhash.tsv",
-             "--workers", "2", "-q")
-    side.run("report lsh", "report", "--writeup-ranking", "--mode", "lsh", "--rows", "50", "--no-first-word-filter", "--out",
-             "rep-lsh.tsv", "--workers", "2", "-q")
-    side.run("report range", "report", "--writeup-ranking", "--start-id", "9", "--end-id", "120", "--rows", "3", "--max-edit-distance",
-             "none", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
+    side.run("report minhash", "report", "--writeup-ranking", "--mode", "minhash", "--num-hashes", "20", "--out",
+             "rep-minhash.tsv", "--workers", "2", "-q")
+    side.run("report lsh", "report", "--writeup-ranking", "--mode", "lsh", "--rows", "50", "--no-first-word-filter",
+             "--out", "rep-lsh.tsv", "--workers", "2", "-q")
+    side.run("report range", "report", "--writeup-ranking", "--start-id", "9", "--end-id", "120", "--rows", "3",
+             "--max-edit-distance", "none", "--no-first-word-filter", "--out", "rep-range.tsv", "-q")
     side.run("collection threshold", "report", "--out", "t-collection.tsv", "-q")
     side.run("threshold", "report", "--threshold", "0.5", "--out", "t05.tsv", "--workers", "2", "-q")
     side.run("threshold lsh", "report", "--threshold", "0.5", "--method", "lsh", "--out", "t05-lsh.tsv", "-q")
