@@ -54,6 +54,7 @@ from neardup_solr.engine.collection import dedupe_collection  # noqa: E402
 from neardup_solr.engine.group_writeback import write_groups  # noqa: E402
 from neardup_solr.solr.backends.cloud import LocalSolrCloud  # noqa: E402
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
+from neardup_solr.solr.cluster import admin_call  # noqa: E402
 from neardup_solr.solr.folded_search import folded_search  # noqa: E402
 
 QUERY_WORDS = 6
@@ -176,17 +177,12 @@ def empty_caches(client: SolrClient) -> None:
     """RELOAD the core (or the SolrCloud collection): its query result and filter caches start empty. Two modes
     can send the same request (the fast fold's page with and without its copies' window): without this the
     second would be timed from Solr's query result cache."""
-    import requests
-
     base, name = client.url.rstrip("/").rsplit("/", 1)
     if client.is_single_core():
-        params = {"action": "RELOAD", "core": name, "wt": "json"}
-        path = "cores"
+        admin_call(base, "admin/cores", {"action": "RELOAD", "core": name}, f"reload core {name}", timeout=600)
     else:
-        params = {"action": "RELOAD", "name": name, "wt": "json"}
-        path = "collections"
-    response = requests.get(f"{base}/admin/{path}", params=params, timeout=600)
-    response.raise_for_status()
+        admin_call(base, "admin/collections", {"action": "RELOAD", "name": name}, f"reload collection {name}",
+                   timeout=600)
 
 
 def search_figures(client: SolrClient, docs: Sequence[tuple[str, str]], args: argparse.Namespace) -> dict:

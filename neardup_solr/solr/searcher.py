@@ -458,18 +458,20 @@ class Searcher:
     def band_recall(self, threshold: float) -> float:
         """The chance that a document at Jaccard ``threshold`` shares a band with the query (1 - (1 - t^r)^b for
         the collection's ``b`` bands of ``r`` rows): what an LSH lookup at that threshold finds of such pairs."""
-        return float(self.settings.lsh_params().probability(threshold))
+        return float(self.builder.lsh.probability(threshold))
 
     def warn_if_bands_miss(self, threshold: float) -> None:
         """Say so (once per threshold) when an LSH lookup asks for pairs at a similarity the collection's bands
         were not chosen for: below its ``lsh_threshold`` fewer than 95% of them share a band, and the lookup would
         otherwise come back short without a word (issue 47)."""
         settings = self.settings
+        if threshold >= settings.lsh_threshold or threshold in self._warned_band_recall:
+            return  # every lookup at the collection's threshold stops here, before any arithmetic
         recall = self.band_recall(threshold)
-        if threshold >= settings.lsh_threshold or recall >= BAND_RECALL or threshold in self._warned_band_recall:
+        if recall >= BAND_RECALL:
             return
         self._warned_band_recall.add(threshold)
-        params = settings.lsh_params()
+        params = self.builder.lsh
         log.warning(
             "LSH lookup at Jaccard >= %g: this collection's %d bands of %d rows are chosen for %g, and find a pair "
             "at %g with probability %.0f%%, so some are missed. For all of them, look up by shingles (a collection "
