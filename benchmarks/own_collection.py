@@ -86,7 +86,8 @@ from neardup_solr.solr.companion import (  # noqa: E402
     companion_name,
     install,
     open_collection,
-    source_pages,
+    PageSizing,
+    source_pages_by_key,
     uninstall,
 )
 from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params  # noqa: E402
@@ -330,12 +331,13 @@ def search_round(base_url: str, core: str, queries: Sequence[str], warm: Sequenc
 # ---------------------------------------------------------------------------------------------- backfill's time
 @contextlib.contextmanager
 def backfill_timings() -> Iterator[dict]:
-    """Where backfill's time goes: reading the user's pages (cursor), signing them, the companion's adds (in the
+    """Where backfill's time goes: reading the user's pages (keys, then documents by key), signing them, the companion's adds (in the
     writer thread, overlapping the next read and sign) and the final check. Wraps companion_sync's functions for
     the ``with`` block."""
     t = {"read_s": 0.0, "sign_s": 0.0, "add_s": 0.0, "verify_s": 0.0, "pages": 0, "adds": 0}
     in_verify = threading.Event()
-    pages, documents, verify = companion_sync.source_pages, companion_sync.Companion.documents, companion_sync._verify
+    pages, documents, verify = (companion_sync.source_pages_by_key, companion_sync.Companion.documents,
+                                companion_sync._verify)
     add = SolrClient.add
 
     def timed_pages(*args, **kwargs):
@@ -377,12 +379,12 @@ def backfill_timings() -> Iterator[dict]:
             t["add_s"] += time.perf_counter() - started
             t["adds"] += 1
 
-    companion_sync.source_pages, companion_sync.Companion.documents = timed_pages, timed_documents
+    companion_sync.source_pages_by_key, companion_sync.Companion.documents = timed_pages, timed_documents
     companion_sync._verify, SolrClient.add = timed_verify, timed_add
     try:
         yield t
     finally:
-        companion_sync.source_pages, companion_sync.Companion.documents = pages, documents
+        companion_sync.source_pages_by_key, companion_sync.Companion.documents = pages, documents
         companion_sync._verify, SolrClient.add = verify, add
         for key in ("read_s", "sign_s", "add_s", "verify_s"):
             t[key] = round(t[key], 2)
@@ -813,7 +815,8 @@ def warm_up(ours: SolrClient, companion: SolrClient, docs: Sequence[tuple[str, s
         ours.delete_all()
         comp = companion_sync.Companion(companion)
         read = 0
-        for page, _ in source_pages(comp.source, comp.link, page_size=2_000):
+        sizing = PageSizing(first=2_000, least=500, most=20_000)
+        for page, _ in source_pages_by_key(comp.source, comp.link, sizing=sizing):
             read += len(page)
             if read >= len(docs):
                 break
@@ -925,9 +928,9 @@ def markdown(report: dict) -> str:
             f"| `groups --to-solr` (companion) | {r['groups']['seconds']} | | {r['groups']['solr_cpu_s']} | "
             f"{r['groups']['client_cpu_s']} | {r['groups']['load_1m']} |",
             "",
-            f"Where backfill's {b['seconds']} s went: in the main thread, reading the user's documents (cursor, "
-            f"{w['pages']} pages) {w['read_s']} s and signing them {w['sign_s']} s; the companion's adds "
-            f"({w['adds']}, the cursor's saves included) {w['add_s']} s summed over backfill's "
+            f"Where backfill's {b['seconds']} s went: in the main thread, reading the user's documents (keys, then "
+            f"{w['pages']} pages by key) {w['read_s']} s and signing them {w['sign_s']} s; the companion's adds "
+            f"({w['adds']}, the saves of the position included) {w['add_s']} s summed over backfill's "
             f"{report.get('backfill_writers')} writer thread(s), beside the reads and signing; the final check "
             f"{w['verify_s']} s. The Solr CPU seconds above tell the rest: reading the user's stored documents is "
             "work `index` does not have.",

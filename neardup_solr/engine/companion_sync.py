@@ -6,9 +6,9 @@ it is signed by the one signer every path uses (:class:`~neardup_solr.signing.bu
 to the companion whole, under the user's key: an add replaces, so writing a document twice is harmless, and
 nothing depends on the order two writes land in beyond the last one being the newest text read.
 
-- **backfill** reads every document with a cursor in key order. Every few pages the cursor mark of a page whose
-  every predecessor is in goes into the companion's state document, so a run that stops resumes near where it
-  stopped, never after a page that is missing.
+- **backfill** reads every key in key order (a cursor over the key alone), then the documents by key, a page at a
+  time. Every few pages the last key of a page whose every predecessor is in goes into the companion's state
+  document, so a run that stops resumes after that key, never after a page that is missing.
 - **sync** follows what the user's pipeline does. Every add, replacement and in-place edit raises the document's
   ``_version_`` (Solr's update log), so a pass reads the documents whose version is above the highest one the
   previous pass saw (less a margin for shard leaders' clocks), signs those whose normalised text's digest differs
@@ -58,6 +58,7 @@ from neardup_solr.solr.companion import (
     source_count,
     source_keys,
     source_pages,
+    source_pages_by_key,
 )
 from neardup_solr.solr.group_fields import chunks, groups_in_use
 from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, select_params
@@ -72,10 +73,9 @@ T = TypeVar("T")
 # position is saved: a resumed run signs at most about this many again.
 _WRITERS = 2
 _STATE_EVERY_DOCS = 20_000
-# backfill's cursor pages: the first of this many documents whatever the add batch, then as many as hold about 8M
-# characters of text, up to _MAX_READ_PAGE (PageSizing). Every cursor page makes Solr walk the key of the whole
-# collection to find where the page starts: at 100,000 documents of about 900 characters, reading them in pages of
-# 2,000 cost 8.4 s of Solr CPU, in pages of 10,000 6.7 s. The adds still go in batches of ``batch_size``.
+# backfill's read pages (documents fetched by key, see source_pages_by_key): the first of this many documents
+# whatever the add batch, then as many as hold about 8M characters of text, up to _MAX_READ_PAGE (PageSizing). The
+# adds still go in batches of ``batch_size``.
 _MIN_READ_PAGE = 2_000
 _MAX_READ_PAGE = 20_000
 # A reconciling pass whose counts agree reads no keys, except every this many: see CompanionSyncer.reconcile.
@@ -196,9 +196,9 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
     comp = Companion(companion)
     state = read_state(companion)
-    resuming = state.backfill_cursor is not None and not restart
+    resuming = state.backfill_unfinished and not restart
     if not resuming:
-        state = SourceState(backfill_cursor="*", backfill_started_version=highest_version(comp.source)
+        state = SourceState(backfill_unfinished=True, backfill_started_version=highest_version(comp.source)
                             if comp.link.has_version else None, synced_version=state.synced_version)
     summary = BackfillSummary(passes=1)
     track = groups_in_use(companion)
@@ -207,33 +207,35 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     total = source_count(comp.source)
     bar = progress_bar(progress, desc=f"signing {comp.link.collection}", total=total)
     if resuming:
-        log.info("%s: resuming the backfill after its last page written", companion.url)
-    # Each add in flight, with the cursor after its page and the page's size where it is a page's last batch.
+        log.info("%s: resuming the backfill after its last page written (key %r)", companion.url,
+                 state.backfill_after_key)
+    # Each add in flight, with its page's last key and the page's size where it is a page's last batch.
     in_flight: deque[tuple[Future, tuple[str, int] | None]] = deque()
     acknowledged = {"docs": 0, "saved_at": 0}
 
     def settle(oldest: tuple[Future, tuple[str, int] | None]) -> None:
-        """Wait for the oldest add; once every batch up to a page's last is in, that page's cursor may be saved."""
+        """Wait for the oldest add; once every batch up to a page's last is in, that page's last key may be
+        saved."""
         future, page_end = oldest
         future.result()
         if page_end is None:
             return
-        cursor, page_docs = page_end
+        last_key, page_docs = page_end
         acknowledged["docs"] += page_docs
         if acknowledged["docs"] - acknowledged["saved_at"] >= _STATE_EVERY_DOCS:
-            state.backfill_cursor = cursor
+            state.backfill_after_key = last_key
             comp.save_state(state)
             acknowledged["saved_at"] = acknowledged["docs"]
 
     try:
-        # Two adds in flight, as index's workers send them, while the next page is read and signed. The cursor
-        # saved for a resume is that of a page whose every predecessor Solr has acknowledged (adds are settled
-        # in order), so a resumed run never skips a page; it may sign a few pages again, which is harmless.
+        # Two adds in flight, as index's workers send them, while the next page is read and signed. The key
+        # saved for a resume is the last of a page whose every predecessor Solr has acknowledged (adds are
+        # settled in order), so a resumed run never skips a page; it may sign a few pages again, harmlessly.
         with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
             first = min(max(batch_size, _MIN_READ_PAGE), _MAX_READ_PAGE)
             sizing = PageSizing(first=first, least=min(batch_size, _MAX_READ_PAGE), most=_MAX_READ_PAGE)
-            pages = source_pages(comp.source, comp.link, sizing=sizing, cursor=state.backfill_cursor or "*")
-            for page, next_cursor in read_ahead(pages):
+            pages = source_pages_by_key(comp.source, comp.link, sizing=sizing, after_key=state.backfill_after_key)
+            for page, last_key in read_ahead(pages):
                 batches = list(chunks(page, batch_size))
                 for position, batch in enumerate(batches, start=1):
                     items = comp.items(batch)
@@ -242,15 +244,15 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
                         signed_texts += items
                     while len(in_flight) >= _WRITERS:
                         settle(in_flight.popleft())
-                    # Only a page's last batch carries its cursor: adds settle in order, so by then the page is in.
-                    page_end = (next_cursor, len(page)) if position == len(batches) else None
+                    # Only a page's last batch carries its key: adds settle in order, so by then the page is in.
+                    page_end = (last_key, len(page)) if position == len(batches) else None
                     in_flight.append((writers.submit(companion.add, docs), page_end))
                     bar.update(len(batch))
             while in_flight:
                 settle(in_flight.popleft())
     finally:
         bar.close()
-    state.backfill_cursor, state.backfilled = None, True
+    state.backfill_unfinished, state.backfill_after_key, state.backfilled = False, None, True
     if state.synced_version is None:
         state.synced_version = state.backfill_started_version
     comp.save_state(state)
@@ -375,9 +377,12 @@ class CompanionSyncer:
     def _sign_changes(self, filters: list[Filter], summary: CompanionSyncSummary,
                       work: BackfillSummary) -> list[tuple[str, str]]:
         written: list[tuple[str, str]] = []
-        # A pass after a quiet spell reads a page or two; a full scan reads pages as large as backfill's.
+        # A pass after a quiet spell reads a page or two, by one cursor; a full scan reads pages as large as
+        # backfill's, keys first, as backfill does (a cursor over the texts costs Solr three times as much).
         sizing = PageSizing(first=self.batch_size, least=self.batch_size, most=max(self.batch_size, _MAX_READ_PAGE))
-        for page, _ in source_pages(self.comp.source, self.comp.link, filters, sizing=sizing):
+        pages = (source_pages(self.comp.source, self.comp.link, filters, sizing=sizing) if filters
+                 else source_pages_by_key(self.comp.source, self.comp.link, sizing=sizing))
+        for page, _ in pages:
             for batch in chunks(page, self.batch_size):
                 items = self.comp.items(batch)
                 summary.checked += len(items)

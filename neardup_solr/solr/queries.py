@@ -223,10 +223,32 @@ ID_SEPARATORS = ("\u001f", "\u001e", "\n", "\t", ",")
 def ids_in(doc_ids: Sequence[str]) -> Filter | None:
     """The documents with these ids (a terms query whose list travels as a parameter), or None when every
     separator occurs in some id (then ask for them one by one, with :func:`not_id`'s term parser)."""
-    separator = next((s for s in ID_SEPARATORS if not any(s in i for i in doc_ids)), None)
+    return keys_in("id", doc_ids)
+
+
+def keys_in(field: str, keys: Sequence[str]) -> Filter | None:
+    """The documents whose ``field`` holds one of ``keys`` (:func:`ids_in` on any field; the field's name travels
+    as a parameter too), or None when every separator occurs in some key."""
+    separator = next((s for s in ID_SEPARATORS if not any(s in k for k in keys)), None)
     if separator is None:
         return None
-    return Filter("{!terms f=id separator=$nd.sep v=$nd.ids}", (("nd.sep", separator), ("nd.ids", separator.join(doc_ids))))
+    if field == "id":
+        return Filter("{!terms f=id separator=$nd.sep v=$nd.ids}",
+                      (("nd.sep", separator), ("nd.ids", separator.join(keys))))
+    return Filter("{!terms f=$nd.keyf separator=$nd.sep v=$nd.ids}",
+                  (("nd.keyf", field), ("nd.sep", separator), ("nd.ids", separator.join(keys))))
+
+
+def has_key(field: str, key: str) -> Filter:
+    """The document whose ``field`` holds ``key`` (the term parser: the key taken literally)."""
+    return Filter("{!term f=$nd.keyf v=$nd.key}", (("nd.keyf", field), ("nd.key", key)))
+
+
+def key_after(field: str, key: str) -> Filter:
+    """The documents whose ``field`` sorts after ``key`` (a function range over the field's docValues, which a
+    cursor sorting on it needs anyway; strings compare as Solr sorts them, numbers as numbers)."""
+    return Filter("{!frange l=$nd.after incl=false v=$nd.afterf}",
+                  (("nd.after", key), ("nd.afterf", f"field({quoted_term(field)})")))
 
 
 def not_ids(doc_ids: Sequence[str]) -> Filter | None:

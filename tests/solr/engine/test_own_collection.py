@@ -317,9 +317,8 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
     user_core.post_json(docs)
     assert run_cli("install", "--solr-url", user_core.url, "--text-field", "body")[0] == 0
     companion = open_collection(user_core.url)
-    # Cursor pages of 10 documents, added in batches of 5, the cursor saved every 20 documents (2 pages): the add
-    # that holds the 46th key (page 5's second batch) fails, after pages 1-4 are in and the cursor after them is
-    # saved.
+    # Read pages of 10 documents, added in batches of 5, the last key saved every 20 documents (2 pages): the add
+    # that holds the 46th key (page 5's second batch) fails, after pages 1-4 are in and the 40th key is saved.
     monkeypatch.setattr(companion_sync, "_MIN_READ_PAGE", 10)
     monkeypatch.setattr(companion_sync, "_MAX_READ_PAGE", 10)
     monkeypatch.setattr(companion_sync, "_STATE_EVERY_DOCS", 20)
@@ -336,21 +335,21 @@ def test_a_stopped_backfill_resumes_after_its_last_page(user_core, corpus, monke
         backfill(companion, batch_size=5)
     monkeypatch.setattr(SolrClient, "add", real_add)
     state = read_state(companion)
-    assert state.backfill_cursor not in (None, "*")
+    assert state.backfill_unfinished and state.backfill_after_key == sorted(d["id"] for d in docs)[39]
     read: list[int] = []
-    real_pages = companion_sync.source_pages
+    real_pages = companion_sync.source_pages_by_key
 
     def counting_pages(*args, **kwargs):
         for page, cursor in real_pages(*args, **kwargs):
             read.append(len(page))
             yield page, cursor
 
-    monkeypatch.setattr(companion_sync, "source_pages", counting_pages)
+    monkeypatch.setattr(companion_sync, "source_pages_by_key", counting_pages)
     summary = backfill(companion, batch_size=5, verify=False)
     assert read == [10] * 6  # resumed after the four pages saved (page 5's first batch is signed again)
     assert summary.signed == len(docs) - 40
     assert companion_digests(user_core) == {d["id"]: digest(d["body"]) for d in docs}
-    assert read_state(companion).backfill_cursor is None
+    assert not read_state(companion).backfill_unfinished and read_state(companion).backfill_after_key is None
 
 
 def test_backfill_racing_concurrent_updates_then_sync_signs_every_current_text(user_core, corpus):

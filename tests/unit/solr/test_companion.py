@@ -21,7 +21,9 @@ from neardup_solr.solr.companion import (
     SourceLink,
     SourceSchema,
     check_text_fields,
+    fetch_by_key,
     source_pages,
+    source_pages_by_key,
     text_chars,
 )
 from neardup_solr.solr.schema_install import ALL_OUR_FIELDS
@@ -138,3 +140,53 @@ def test_source_pages_sizes_each_page_from_the_documents_read_before_it():
     fixed = _CursorFake(docs)
     fixed_pages = source_pages(fixed, link, page_size=300)
     assert [len(page) for page, _ in fixed_pages] == [300, 300, 300, 100]
+
+
+class _KeyFirstFake:
+    """Answers /select as Solr would the key-first read: a cursor over the key alone (fl=key, honouring a
+    ``key_after`` filter), and fetches by a terms query (``nd.ids`` split on ``nd.sep``) or a term query
+    (``nd.key``). Records each request's kind and size; ``deleted`` keys are gone by the time they are fetched."""
+
+    cursor_pages = SolrClient.cursor_pages  # the client's own paging, over this select
+
+    def __init__(self, docs, deleted=()):
+        self.docs, self.deleted, self.requests = docs, set(deleted), []
+
+    def select(self, params):
+        p = dict(params)
+        if "cursorMark" in p:
+            keys = [d["key"] for d in self.docs if "nd.after" not in p or d["key"] > p["nd.after"]]
+            start = 0 if p["cursorMark"] == "*" else int(p["cursorMark"])
+            page = [{"key": k} for k in keys[start:start + int(p["rows"])]]
+            self.requests.append(("keys", len(page)))
+            return {"response": {"docs": page}, "nextCursorMark": str(start + len(page))}
+        wanted = p["nd.ids"].split(p["nd.sep"]) if "nd.ids" in p else [p["nd.key"]]
+        assert p["nd.keyf"] == "key" and int(p["rows"]) >= len(wanted)
+        found = [d for d in reversed(self.docs) if d["key"] in wanted and d["key"] not in self.deleted]
+        self.requests.append(("fetch", len(wanted)))
+        return {"response": {"docs": found}}
+
+
+def test_source_pages_by_key_reads_the_keys_then_the_documents_by_key_in_key_order():
+    docs = [{"key": f"k{i:04d}", "body": "x" * 100} for i in range(1_000)]
+    fake = _KeyFirstFake(docs, deleted={"k0003"})
+    link = SourceLink("articles", "http://h/solr/articles", "key", ("body",))
+    sizing = PageSizing(first=50, least=10, most=400, chars=20_000)
+    pages = list(source_pages_by_key(fake, link, sizing=sizing, key_page=300))
+    assert [d["key"] for page, _ in pages for d in page] == [d["key"] for d in docs if d["key"] != "k0003"]
+    assert [last for _, last in pages][:2] == ["k0049", "k0239"]  # each page's last key, where a resume starts
+    assert [kind for kind, _ in fake.requests].count("keys") == 4  # 300 + 300 + 300 + 100 keys: a short page ends it
+    assert max(n for kind, n in fake.requests if kind == "fetch") <= 190  # fetches sized like cursor pages
+    resumed = _KeyFirstFake(docs)
+    after = list(source_pages_by_key(resumed, link, sizing=sizing, after_key="k0899", key_page=300))
+    assert [d["key"] for page, _ in after for d in page] == [f"k{i:04d}" for i in range(900, 1_000)]
+
+
+def test_fetch_by_key_splits_a_list_whose_keys_hold_every_separator():
+    separators = "\u001f\u001e\n\t,"
+    docs = [{"key": f"a{separators[i]}b", "body": "t"} for i in range(5)] + [{"key": "plain", "body": "t"}]
+    fake = _KeyFirstFake(docs)
+    link = SourceLink("articles", "http://h/solr/articles", "key", ("body",))
+    keys = [d["key"] for d in docs]
+    assert [d["key"] for d in fetch_by_key(fake, link, keys)] == keys
+    assert all(kind == "fetch" for kind, _ in fake.requests) and len(fake.requests) > 1
