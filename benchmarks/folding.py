@@ -15,8 +15,8 @@ Starts its own local Solr (free port, throwaway data dir). For each N:
    frequency from a document) and *narrow* (under 0.1%: a document's two rarest words), ``--queries`` each.
    One client searches sequentially, after a warm-up of other queries, in five ways, as a user of the Python API
    (or ``GET /v1/search``) sees them: plain with every hit counted (before early termination), plain (hits
-   counted to 1,000, then a lower bound), folded fast (the default: the kept-flag filter, the copies from a
-   window searched at the same time), the same without the copies listed (``copies=0``: one request, the page)
+   counted to 1,000, then a lower bound), folded fast (the default: the kept-flag filter, then the copies of the
+   page's groups by a small grouped search), the same without the copies listed (``copies=0``: one request)
    and folded exact (collapse + expand). Each mode starts from empty caches (a core RELOAD) and a few warm-up
    queries, so that no mode is timed from another's cached answers. p50/p99 of each;
 5. what the fast fold gives up, per set: the share of the exact fold's page-1 groups that the fast fold's page 1
@@ -63,7 +63,7 @@ MODES: dict[str, dict[str, Any]] = {  # name -> folded_search arguments
     "plain": {"fold": False},
     "folded fast (default)": {"fold": "fast"},
     # The same page without the copies listed under each hit: one request (the page), the search a search team
-    # sends to its own Solr with the kept-flag filter; listing copies adds the window request.
+    # sends to its own Solr with the kept-flag filter; listing copies adds the request for the page's groups.
     "folded fast, no copies listed": {"fold": "fast", "copies": 0},
     "folded exact": {"fold": "exact"},
 }
@@ -175,7 +175,7 @@ def fast_against_exact(fast_pages: Sequence[list], exact_pages: Sequence[list]) 
 
 def empty_caches(client: SolrClient) -> None:
     """RELOAD the core (or the SolrCloud collection): its query result and filter caches start empty. Two modes
-    can send the same request (the fast fold's page with and without its copies' window): without this the
+    can send the same request (the fast fold's page with and without its copies listed): without this the
     second would be timed from Solr's query result cache."""
     base, name = client.url.rstrip("/").rsplit("/", 1)
     if client.is_single_core():

@@ -12,9 +12,9 @@ Three ways to search (``fold``):
     filter: every document that is not a folded copy (``-nd_keep:0``: the kept ones, the documents on their own,
     and those indexed since the groups were written, which have no group yet and are never hidden). Solr caches
     the filter, pages natively and ends the search early (``minExactCount``), as a plain search does. The copies
-    listed under each hit come from a second search sent at the same time: the best-scoring folded copies that
-    match the words, in a window a few times the page's size; a hit's ``copy_count`` counts those in the window
-    (:attr:`FoldedResults.copy_counts_exact` says whether that can be short). What it gives up against ``exact``
+    listed under each hit come from a second, small search once the page is known: the folded copies of the
+    page's groups that match the words, best first, and how many there are (``copy_count``, exact). What it
+    gives up against ``exact``
     (measured in benchmarks/folding.py): a group whose kept document does not match the words, but a copy does,
     is not shown. With a ``dataset`` the kept document may sit in another data set, so a search of one data set
     folds exactly.
@@ -50,8 +50,10 @@ from neardup_solr.solr.queries import (
     expand_params,
     filter_params,
     folded,
+    copies_params,
     grouping_params,
     has_group,
+    in_groups,
     is_a_copy,
     not_a_copy,
     ungrouped,
@@ -73,9 +75,6 @@ FOLD_MODES = (FAST, EXACT)
 # Hits counted exactly before Solr may stop counting (its minExactCount): enough for any count a page shows as a
 # number, small enough that a broad query ends early. A page further down than that raises it.
 EXACT_COUNT = 1000
-# The copies window of the fast mode: this many times the hits up to the end of the page, within these bounds.
-COPIES_WINDOW_FACTOR = 3
-COPIES_WINDOW_MIN, COPIES_WINDOW_MAX = 30, 1000
 
 
 @dataclass
@@ -107,8 +106,8 @@ class FoldedHit:
 class FoldedResults:
     """``found``: how many hits (groups, when folded) match, a lower bound when ``found_exact`` is False; ``hits``:
     this page of them, best first. ``mode``: ``"fast"`` or ``"exact"`` when folded, None when not.
-    ``copy_counts_exact``: whether each hit's ``copy_count`` counts all its matching copies (the fast mode counts
-    those in its window, and says False when the window was full; with ``copies=0`` none are counted)."""
+    ``copy_counts_exact``: whether each hit's ``copy_count`` counts all its matching copies (both modes count
+    them when copies are asked for; with ``copies=0`` none are counted)."""
 
     query: str
     fold: bool
@@ -205,28 +204,35 @@ def _found(data: dict) -> tuple[int, bool]:
 
 def _fast(client: SolrClient, base: list, filters: list, start: int, rows: int, copies: int,
           exact_count: bool) -> FoldedResults:
-    """One hit per group by the kept flag (a cached filter, early termination intact); the copies of the page's
-    groups from a window of the best-scoring copies, searched at the same time."""
-    window = min(COPIES_WINDOW_MAX, max(COPIES_WINDOW_MIN, COPIES_WINDOW_FACTOR * (start + rows)))
-    copies_request = (base + filter_params(filters + [is_a_copy(KEEP_FIELD)])
-                      + [("rows", window), ("start", 0), ("minExactCount", window)])
-    pending = _side_requests().submit(client.select, copies_request) if copies else None
+    """One hit per group by the kept flag (a cached filter, early termination intact); then, when copies are
+    asked for, those of the page's groups (:func:`_copies_of`)."""
     page = client.select(base + filter_params(filters + [not_a_copy(KEEP_FIELD)])
                          + [("rows", rows), ("start", start)] + _count_params(start, rows, exact_count))
-    window_docs = pending.result()["response"]["docs"] if pending is not None else []
     hits = [_hit(d) for d in page["response"]["docs"]]
-    by_group: dict[int, list[FoldedHit]] = {}
-    for doc in window_docs:
-        copy = _hit(doc)
-        if copy.group is not None:
-            by_group.setdefault(copy.group, []).append(copy)
-    for hit in hits:
-        if hit.group is not None and hit.group in by_group:
-            listed = by_group[hit.group]
-            hit.copies = listed[:copies]
-            hit.copy_count = len(listed)
+    if copies:
+        _copies_of(client, base, filters, hits, copies)
     found, found_exact = _found(page)
-    return FoldedResults("", True, found, hits, FAST, found_exact, copies > 0 and len(window_docs) < window)
+    return FoldedResults("", True, found, hits, FAST, found_exact, copy_counts_exact=copies > 0)
+
+
+def _copies_of(client: SolrClient, base: list, filters: list, hits: list[FoldedHit], copies: int) -> None:
+    """List under each kept hit up to ``copies`` of its group's copies that match the words, best first, and
+    count them all (``copy_count``, exact): one grouped search restricted to the page's groups. It reads a few
+    hundred documents at most, so it costs a fraction of the page's search; the first version searched a window
+    of the best-scoring copies of the whole collection beside the page, which at 1M documents put the fast mode's
+    p99 at 1.2-2.7x a plain search's (benchmarks/results/2026-12-02-folding-2core.md)."""
+    groups = sorted({h.group for h in hits if h.group is not None and h.kept})
+    if not groups:
+        return
+    data = client.select(base + filter_params(filters + [is_a_copy(KEEP_FIELD), in_groups(GROUP_FIELD, groups)])
+                         + copies_params(GROUP_FIELD, len(groups), copies))
+    by_group = {}
+    for group in data["grouped"][GROUP_FIELD].get("groups", []):
+        listed = group["doclist"]
+        by_group[group["groupValue"]] = ([_hit(d) for d in listed.get("docs", [])], int(listed["numFound"]))
+    for hit in hits:
+        if hit.kept and hit.group in by_group:
+            hit.copies, hit.copy_count = by_group[hit.group]
 
 
 def folded_search(

@@ -206,6 +206,18 @@ def grouping_params(group_field: str, keep_field: str, groups: int, per_group: i
             ("rows", int(groups)), ("start", 0)]
 
 
+def copies_params(group_field: str, groups: int, per_group: int) -> Params:
+    """Result grouping of a folded page's copies: ``groups`` groups, each with up to ``per_group`` of its matching
+    documents, best first (ties by id), and how many match (each group's ``numFound``)."""
+    return [("group", "true"), ("group.field", group_field), ("group.limit", int(per_group)),
+            ("group.sort", "score desc,id asc"), ("rows", int(groups)), ("start", 0)]
+
+
+def in_groups(group_field: str, groups: Sequence[int]) -> Filter:
+    """The documents of these groups (ints, checked here, so not user syntax), as a terms query."""
+    return terms_query(group_field, [str(int(g)) for g in groups], param="nd.groups")
+
+
 def not_a_copy(keep_field: str) -> Filter:
     """Every document but the folded copies: the kept ones and those without a group yet."""
     return Filter(f"-{keep_field}:0")

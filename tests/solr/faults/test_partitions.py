@@ -4,7 +4,8 @@
 - the leader of a shard cut off from ZooKeeper, its peers and the client during indexing, then healed;
 - the client cut off from the node it writes to;
 - 200 ms latency and 10% loss on one node's link (netem where the kernel has it, else the test relay's own);
-- a node cut off during a whole-collection report, and during check-and-add from two processes.
+- a node cut off during a whole-collection report, and during check-and-add from two processes (identical texts
+  by the exact claim, near duplicates by the strict band locks).
 
 After each: every acknowledged document is in the collection (the end-of-run check, then ``verify`` and the
 documents against a clean run), the report's pairs are a clean run's, check-and-add added one of each identical
@@ -196,19 +197,20 @@ from neardup_solr.solr.client import RetryPolicy, SolrClient
 # min_replicas=2: a claim only the cut-off leader acknowledged is lost with it when a replica takes over, and
 # then the other process's claim would win too; counted with both replicas, it is sent again instead.
 client = SolrClient(sys.argv[1], retry=RetryPolicy(max_wait=120), min_replicas=2)
+strict = sys.argv[3] == "strict"
 out = []
 for doc_id, text in json.loads(sys.argv[2]):
-    out.append([doc_id, check_and_add(client, doc_id, text, 0.9).added])
+    # Strict: near duplicates at the collection's threshold; otherwise identical texts at 0.9.
+    out.append([doc_id, check_and_add(client, doc_id, text, None if strict else 0.9, strict=strict).added])
 print(json.dumps(out))
 """
 
 
-def test_check_and_add_from_two_processes_with_a_node_cut_adds_one_of_each(cloud, tmp_path):
-    client = _fresh(cloud)
-    Indexer(client, batch_size=10).index_records([("seed", "a first text so the collection has its settings")])
-    texts = [f"shared text number {i} that both processes try to add with some more words" for i in range(40)]
-    work = {side: [[f"{side}{i}", t] for i, t in enumerate(texts)] for side in ("a", "b")}
-    procs = [subprocess.Popen([sys.executable, "-c", _ADDER, cloud.collection_urls(), json.dumps(work[side])],
+def _race_with_a_node_cut(cloud, work: dict, strict: bool) -> tuple[set, list]:
+    """Both sides' texts sent by two processes at once while a node is cut off (then healed); the ids added, and
+    each process's stderr."""
+    procs = [subprocess.Popen([sys.executable, "-c", _ADDER, cloud.collection_urls(), json.dumps(work[side]),
+                               "strict" if strict else "claims"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for side in ("a", "b")]
     victim = cloud.nodes[2]
     timer = threading.Timer(2.0, cloud.lab.cut, args=(victim,))
@@ -221,10 +223,44 @@ def test_check_and_add_from_two_processes_with_a_node_cut_adds_one_of_each(cloud
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err[-2000:]
     added = {doc_id for out, _ in outputs for doc_id, was_added in json.loads(out) if was_added}
+    return added, [err[-3000:] for _, err in outputs]
+
+
+def test_check_and_add_from_two_processes_with_a_node_cut_adds_one_of_each(cloud, tmp_path):
+    client = _fresh(cloud)
+    Indexer(client, batch_size=10).index_records([("seed", "a first text so the collection has its settings")])
+    texts = [f"shared text number {i} that both processes try to add with some more words" for i in range(40)]
+    work = {side: [[f"{side}{i}", t] for i, t in enumerate(texts)] for side in ("a", "b")}
+    added, logs = _race_with_a_node_cut(cloud, work, strict=False)
     for i in range(len(texts)):
         # One of each identical text, never both, never none; the processes' logs say how when it fails.
-        assert len({f"a{i}", f"b{i}"} & added) == 1, (i, [err[-3000:] for _, err in outputs])
+        assert len({f"a{i}", f"b{i}"} & added) == 1, (i, logs)
     cloud.wait_for_active()
     check = SolrClient(cloud.collection_urls(), retry=RetryPolicy(max_wait=60))
     check.commit()
     assert check.count("*:*", ["-dataset:__meta__", "-id:seed"]) >= len(texts)
+
+
+def test_strict_check_and_add_from_two_processes_with_a_node_cut_admits_one_of_each_near_pair(cloud, tmp_path):
+    """Issue 47, point 1 on SolrCloud: near duplicates (not identical: Jaccard 0.93 on word 3-shingles), strict
+    band locks, while a node is cut off; of each pair exactly one is admitted."""
+    import random
+
+    client = _fresh(cloud)
+    Indexer(client, batch_size=10).index_records([("seed", "a first text so the collection has its settings")])
+    rng = random.Random(47)
+    vocabulary = [f"w{n}" for n in range(5_000)]
+    pairs = []
+    for i in range(30):
+        words = rng.sample(vocabulary, 30)  # unrelated across pairs: no two pairs share more than chance words
+        pairs.append((" ".join(words), " ".join(words[:-1] + ["changed"])))
+    work = {"a": [[f"a{i}", a] for i, (a, _) in enumerate(pairs)], "b": [[f"b{i}", b] for i, (_, b) in enumerate(pairs)]}
+    added, logs = _race_with_a_node_cut(cloud, work, strict=True)
+    for i in range(len(pairs)):
+        assert len({f"a{i}", f"b{i}"} & added) == 1, (i, logs)
+    cloud.wait_for_active()
+    check = SolrClient(cloud.collection_urls(), retry=RetryPolicy(max_wait=60))
+    check.commit()
+    present = {d["id"] for d in check.select([("q", "*:*"), ("fq", "-dataset:__meta__"), ("fl", "id"),
+                                                 ("rows", 1000)])["response"]["docs"]}
+    assert added <= present  # every admission acknowledged is there
