@@ -228,9 +228,15 @@ class _TextModel:
     def _sentence_ends(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return _END_CODES[rng.choice(3, n, p=_END_P)]
 
-    def originals(self, rng: np.random.Generator, ndocs: int):
-        """A chunk of fresh documents: their texts, and a way to get the editable body of any of them."""
-        targets = np.clip(np.rint(rng.lognormal(math.log(150), 0.5, ndocs)), MIN_WORDS, BODY_TARGET_MAX)
+    def originals(self, rng: np.random.Generator, ndocs: int, *, median_words: float = 150, sigma: float = 0.5,
+                  min_words: int = MIN_WORDS, max_target: int = BODY_TARGET_MAX):
+        """A chunk of fresh documents: their texts, and a way to get the editable body of any of them.
+
+        Body lengths are log-normal (``median_words``, ``sigma``) clipped to ``min_words..max_target``; the last
+        sentence may overshoot the target by up to SENT_MAX - 1 words. benchmarks/long_corpus.py asks for
+        longer bodies; the defaults are this corpus's own.
+        """
+        targets = np.clip(np.rint(rng.lognormal(math.log(median_words), sigma, ndocs)), min_words, max_target)
         targets = targets.astype(np.int64)
         # A body needs at most ceil(target / SENT_MIN) sentences, so this many always suffices.
         max_sent = int((targets // SENT_MIN + 1).sum())
@@ -367,7 +373,15 @@ class _TextModel:
             n_edit = 1
         n_sub, n_del, n_ins = (int(x) for x in rng.multinomial(n_edit, EDIT_MIX))
         n_del = min(n_del, n - SENT_MIN)
+        body = self.edit_body(b, rng, moves, n_sub, n_del, n_ins)
+        return self._fit(_Doc(body, header, footer), rng)
 
+    def edit_body(self, b: _Body, rng: np.random.Generator, moves: int, n_sub: int, n_del: int,
+                  n_ins: int) -> _Body:
+        """``b`` with ``moves`` sentences moved, then ``n_sub`` words substituted, ``n_del`` deleted and ``n_ins``
+        inserted at random positions (fresh Zipf draws); sentences left without words disappear."""
+        n = int(b.words.size)
+        nsent = b.sent_len.size
         words, comma = b.words, b.comma
         sent_len, sent_end, sent_para = b.sent_len, b.sent_end, b.sent_para
         sid = np.repeat(np.arange(nsent), sent_len)
@@ -401,8 +415,7 @@ class _TextModel:
             sid = np.insert(sid, pos, owner)
         sent_len = np.bincount(sid, minlength=nsent)
         alive = sent_len > 0
-        body = _Body(words, comma, sent_len[alive], sent_end[alive], sent_para[alive])
-        return self._fit(_Doc(body, header, footer), rng)
+        return _Body(words, comma, sent_len[alive], sent_end[alive], sent_para[alive])
 
     def _fit(self, doc: _Doc, rng: np.random.Generator) -> _Doc:
         """Trim or pad ``doc`` into MIN_WORDS..MAX_WORDS (insertions and boilerplate can push it out)."""

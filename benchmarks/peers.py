@@ -1,7 +1,15 @@
 """Benchmark section ``peers``: the near-duplicate removal of corpus builders' own tools beside ours, on one planted
-corpus, against one exact ground truth (issue 40, point 3).
+corpus, against one exact ground truth (issue 40, point 3; long documents: issue 48, point 3).
 
     flock /tmp/bench.lock python -m benchmarks.peers --docs 1000000 --install-peers
+    flock /tmp/bench.lock python -m benchmarks.peers --corpus long --docs 100000 --install-peers
+
+``--corpus short`` (the default) is ``benchmarks/corpus.py``'s corpus of ~900-byte documents in
+``benchmarks/work/c<docs>``, scored against the exact all-pairs join (``benchmarks/exact_pairs.py``). ``--corpus long``
+is ``benchmarks/long_corpus.py``'s web pages of 5-50 KB (median ~14 KB, boilerplate shared across sites) in
+``benchmarks/work/long-c<docs>``, scored against its planted pairs at J >= 0.8: the exact join of 100,000 long
+documents needs more memory than this machine has, and on this generator the exact pairs at 0.8 are the planted ones
+(measured and argued in ``benchmarks/long_corpus.py``; ``--gold exact`` asks for the join anyway).
 
 Who runs, each as a separate process tree, as its own users run it:
 
@@ -21,6 +29,22 @@ Who runs, each as a separate process tree, as its own users run it:
     config, 240 permutations, word 5-grams, false positives checked) on the corpus as a local JSON file, threshold
     0.8, 2 processes, the hub switched off (``HF_DATASETS_OFFLINE``). When it cannot run (not installed, or it needs
     the network) the results file says why instead of a number.
+``rensa``
+    rensa 0.5.0 as its README's "Keep unique documents" runs it: ``RMinHashDeduplicator(threshold=0.8, num_perm=128,
+    use_lsh=True)`` (its default bands and seed 42) fed batches of 1,000 ``(id, RMinHash)`` pairs through
+    ``add_pairs``, which keeps a document unless an LSH candidate among the kept ones reaches 0.8 in estimated
+    Jaccard; the RMinHash objects come from ``RMinHash.from_token_sets(..., num_perm=128, seed=42)`` (its README's
+    other example), so that ``get_duplicates`` can name the kept documents each removed one matched (the clusters
+    the scoring needs; ``matches_of_removed`` in its stage times). One process.
+``datasketch``
+    datasketch 2.0.0 as its docs show MinHash LSH: ``MinHash(num_perm=128).update_batch`` of the shingles' UTF-8
+    bytes per document, ``MinHashLSH(threshold=0.8, num_perm=128)`` (it chooses 9 bands x 13 rows) filled through
+    ``insertion_session()``; then every document is queried, the answers join documents into groups, and each group
+    keeps its first document. No verification (its docs return the candidates as the answer). One process.
+
+    Both read the JSONL line by line, lower-case each text, cut it into words on non-word characters (text-dedup's
+    tokenisation; their READMEs' toy examples use ``str.split()``, which leaves punctuation on words) and hash word
+    5-grams (``--peer-ngram``), and write the kept records gzipped in input order, as ``dedupe`` does.
 ``ours``
     ``neardup-solr index --fields lsh`` into a local Solr this script starts (``LocalSolr``; its start is not
     timed), ``report --threshold 0.8 --method lsh`` and ``groups --keep``: timed one by one and together; and
@@ -35,15 +59,19 @@ Peers live in virtualenvs of their own under ``benchmarks/work/peer-venvs/`` (ne
         benchmarks/work/peer-venvs/datatrove/bin/pip install 'datatrove[io,processing]==0.10.1' spacy
     python3.12 -m venv benchmarks/work/peer-venvs/text-dedup && \\
         benchmarks/work/peer-venvs/text-dedup/bin/pip install 'text-dedup==0.4.1'
+    python3.11 -m venv benchmarks/work/peer-venvs/rensa && benchmarks/work/peer-venvs/rensa/bin/pip install rensa==0.5.0
+    python3.11 -m venv benchmarks/work/peer-venvs/datasketch && \\
+        benchmarks/work/peer-venvs/datasketch/bin/pip install datasketch==2.0.0
 
 (text-dedup 0.4.1 requires Python >= 3.12.)
 
 Measured for each: wall time, peak memory of the whole process tree (RSS of the process and all its descendants
 summed, sampled every 0.2 s; our Solr JVM is not a descendant of the CLI and is sampled beside it), the removal set
-and the clusters, scored against the exact pairs at J >= 0.8 (``benchmarks/exact_pairs.py``) by
+and the clusters, scored against the gold pairs at J >= 0.8 (exact, or planted for ``--corpus long``) by
 :func:`score_removals` and :func:`score_cluster_pairs` (their docstrings define the measures, the same for every
-tool). Results: ``benchmarks/results/<date>-peers-<machine>-<docs>.{json,md}`` (``-ngram<N>`` added with
-``--peer-ngram N``, ``-smoke`` with ``--smoke``).
+tool). Throughput: documents and MB (the input JSONL's bytes / 1e6) per wall second of each row. Results:
+``benchmarks/results/<date>-peers-<machine>-<docs>.{json,md}``, ``<date>-peers-long-<machine>-<docs>.{json,md}`` with
+``--corpus long`` (``-ngram<N>`` added with ``--peer-ngram N``, ``-smoke`` with ``--smoke``).
 """
 
 from __future__ import annotations
@@ -74,8 +102,12 @@ ROOT = Path(__file__).resolve().parents[1]
 VENVS = ROOT / "benchmarks" / "work" / "peer-venvs"
 # What each peer's users install, and the Python it needs (text-dedup 0.4.1: >= 3.12). datatrove's JsonlReader asks
 # for its ``io`` extra (orjson) and its English word tokenizer for spaCy (``pip install spacy``, its error says).
+# rensa and datasketch: their current PyPI releases (the package's own bench extra pins neither here: a venv each
+# keeps the peers' versions apart from the ones signing.py compares against).
 PEERS = {"datatrove": {"requirements": ["datatrove[io,processing]==0.10.1", "spacy"], "python": "3.11"},
-         "text-dedup": {"requirements": ["text-dedup==0.4.1"], "python": "3.12"}}
+         "text-dedup": {"requirements": ["text-dedup==0.4.1"], "python": "3.12"},
+         "rensa": {"requirements": ["rensa==0.5.0"], "python": "3.11"},
+         "datasketch": {"requirements": ["datasketch==2.0.0"], "python": "3.11"}}
 DATATROVE_HASHES = 112  # the example's 14 buckets x 8 hashes
 SAMPLE_SECONDS = 0.2
 # A tool still running after this many seconds is killed and recorded as timed out (--tool-timeout).
@@ -488,6 +520,193 @@ def read_text_dedup_output(out_dir: Path, docs_path: Path, venvs: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# rensa and datasketch: in-memory MinHash LSH in one Python process, as their READMEs/docs show it
+# ---------------------------------------------------------------------------------------------------------------
+
+# What both scripts share, written at the top of each: the corpus streamed line by line, each text lower-cased and
+# cut into words on non-word characters (text-dedup's tokenisation; the READMEs' toy examples call str.split(),
+# which would keep punctuation on words and part copies our normaliser and the other peers treat as equal), then
+# word n-grams joined by spaces; the kept records written gzipped in input order, as `dedupe` writes them; the
+# removal set and the clusters written for scoring (``removed.txt``, ``clusters.jsonl``: one JSON list of ids per
+# cluster of two or more).
+_IN_MEMORY_COMMON = '''\
+import gzip, json, re, sys, time
+
+WORD = re.compile(r"\\w+")
+
+
+def ngrams(text, n):
+    words = WORD.findall(text.lower())
+    if len(words) <= n:
+        return [" ".join(words)]
+    return [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+
+
+def records(path):
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                record = json.loads(line)
+                yield record["id"], record["text"], line
+
+
+def components(edges, ids):
+    """Groups of the ids joined by ``edges`` (pairs of positions), each in input order, the first one kept."""
+    parent = list(range(len(ids)))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups = {}
+    for i in range(len(ids)):
+        groups.setdefault(find(i), []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def write_outputs(out_dir, docs_path, ids, removed, clusters):
+    with open(f"{out_dir}/removed.txt", "w", encoding="utf-8") as fh:
+        fh.writelines(ids[i] + "\\n" for i in sorted(removed))
+    with open(f"{out_dir}/clusters.jsonl", "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps([ids[i] for i in g]) + "\\n" for g in clusters)
+    kept = 0
+    with gzip.open(f"{out_dir}/kept.jsonl.gz", "wt", encoding="utf-8") as out:
+        for i, (_, _, line) in enumerate(records(docs_path)):
+            if i not in removed:
+                out.write(line)
+                kept += 1
+    return kept
+'''
+
+# rensa's README ("Keep unique documents"): RMinHashDeduplicator(threshold, num_perm=128, use_lsh=True) and
+# ``keep = dedup.add_pairs((key, tokens) ...)``; it keeps a document unless its LSH candidates among the kept ones
+# reach the threshold in estimated (sketch) Jaccard. Here ``add_pairs`` gets each batch's RMinHash objects, made by
+# ``RMinHash.from_token_sets`` (its README's similarity example) with the deduplicator's own seed 42: the same
+# signatures add_pairs would make from the tokens, kept so that ``get_duplicates`` can name the kept documents a
+# removed one matched (the clusters the scoring needs; one query per removed document).
+RENSA_SCRIPT = _IN_MEMORY_COMMON + '''
+
+if __name__ == "__main__":
+    from rensa import RMinHash, RMinHashDeduplicator
+
+    docs_path, out_dir, ngram, threshold, num_perm = sys.argv[1:6]
+    ngram, threshold, num_perm = int(ngram), float(threshold), int(num_perm)
+    batch_size = 1000
+    seconds = {"tokenise": 0.0, "sign_and_dedup": 0.0, "matches_of_removed": 0.0}
+    dedup = RMinHashDeduplicator(threshold=threshold, num_perm=num_perm, use_lsh=True)
+    ids, position_of, removed, edges = [], {}, set(), []
+
+    def flush(batch):
+        t0 = time.perf_counter()
+        keys = [key for key, _ in batch]
+        minhashes = RMinHash.from_token_sets([tokens for _, tokens in batch], num_perm=num_perm, seed=42)
+        keep = dedup.add_pairs(zip(keys, minhashes))
+        t1 = time.perf_counter()
+        for k, (kept, minhash) in enumerate(zip(keep, minhashes)):
+            if not kept:
+                me = len(ids) - len(batch) + k
+                removed.add(me)
+                edges.extend((me, position_of[m]) for m in dedup.get_duplicates(minhash))
+        seconds["sign_and_dedup"] += t1 - t0
+        seconds["matches_of_removed"] += time.perf_counter() - t1
+
+    batch = []
+    for doc_id, text, _ in records(docs_path):
+        position_of[doc_id] = len(ids)
+        ids.append(doc_id)
+        t0 = time.perf_counter()
+        batch.append((doc_id, ngrams(text, ngram)))
+        seconds["tokenise"] += time.perf_counter() - t0
+        if len(batch) == batch_size:
+            flush(batch)
+            batch = []
+    if batch:
+        flush(batch)
+    t0 = time.perf_counter()
+    kept = write_outputs(out_dir, docs_path, ids, removed, components(edges, ids))
+    seconds["write_outputs"] = time.perf_counter() - t0
+    print("STAGE_SECONDS " + json.dumps({k: round(v, 2) for k, v in seconds.items()}))
+    print(f"KEPT {kept}")
+'''
+
+# datasketch's documented use: a MinHash(num_perm=128) per document updated with its shingles' UTF-8 bytes
+# (update_batch), inserted into MinHashLSH(threshold=0.8, num_perm=128) through insertion_session(); then every
+# document queried, and each group of documents joined by the answers keeps its first member. No verification: its
+# docs return the LSH candidates as the answer.
+DATASKETCH_SCRIPT = _IN_MEMORY_COMMON + '''
+
+if __name__ == "__main__":
+    from datasketch import MinHash, MinHashLSH
+
+    docs_path, out_dir, ngram, threshold, num_perm = sys.argv[1:6]
+    ngram, threshold, num_perm = int(ngram), float(threshold), int(num_perm)
+    t0 = time.perf_counter()
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    ids, minhashes = [], []
+    with lsh.insertion_session() as session:
+        for doc_id, text, _ in records(docs_path):
+            m = MinHash(num_perm=num_perm)
+            m.update_batch([s.encode("utf-8") for s in ngrams(text, ngram)])
+            session.insert(len(ids), m)
+            ids.append(doc_id)
+            minhashes.append(m)
+    t1 = time.perf_counter()
+    edges = [(i, j) for i, m in enumerate(minhashes) for j in lsh.query(m) if j != i]
+    clusters = components(edges, ids)
+    removed = {i for g in clusters for i in g[1:]}
+    t2 = time.perf_counter()
+    kept = write_outputs(out_dir, docs_path, ids, removed, clusters)
+    seconds = {"sign_and_insert": t1 - t0, "query_and_group": t2 - t1, "write_outputs": time.perf_counter() - t2}
+    print("STAGE_SECONDS " + json.dumps({k: round(v, 2) for k, v in seconds.items()}))
+    print(f"BANDS_ROWS {lsh.b} {lsh.r}")
+    print(f"KEPT {kept}")
+'''
+
+IN_MEMORY_PEERS = {"rensa": RENSA_SCRIPT, "datasketch": DATASKETCH_SCRIPT}
+NUM_PERM = 128
+
+
+def read_in_memory_output(run_dir: Path) -> dict:
+    """The removal set, the clusters and the kept count that the rensa and datasketch scripts write."""
+    out_dir = run_dir / "out"
+    removed = [line.strip() for line in open(out_dir / "removed.txt", encoding="utf-8") if line.strip()]
+    clusters = [json.loads(line) for line in open(out_dir / "clusters.jsonl", encoding="utf-8") if line.strip()]
+    out: dict = {"removed_ids": sorted(removed), "clusters": clusters}
+    for line in (run_dir / "run.log").read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("STAGE_SECONDS "):
+            out["stage_seconds"] = json.loads(line.split(" ", 1)[1])
+        elif line.startswith("KEPT "):
+            out["kept"] = int(line.split()[1])
+        elif line.startswith("BANDS_ROWS "):
+            out["bands"], out["rows"] = (int(x) for x in line.split()[1:3])
+    return out
+
+
+def run_in_memory_peer(name: str, docs_path: Path, run_dir: Path, venvs: Path, ngram: int | None = None) -> dict:
+    """rensa or datasketch, one Python process of its own virtualenv, on the JSONL corpus."""
+    version = peer_version(name, venvs)
+    if version is None:
+        return {"status": "not run", "why": f"no {name} virtualenv in {venvs} (run with --install-peers)"}
+    shutil.rmtree(run_dir, ignore_errors=True)
+    (run_dir / "out").mkdir(parents=True)
+    script = run_dir / f"{name}_dedup.py"
+    script.write_text(IN_MEMORY_PEERS[name], encoding="utf-8")
+    measured = run_measured([str(venv_python(name, venvs)), str(script), str(docs_path), str(run_dir / "out"),
+                             str(ngram or 5), str(THRESHOLD), str(NUM_PERM)], log_path=run_dir / "run.log",
+                            cwd=run_dir)
+    out: dict = {"version": version, "n_grams": ngram or 5, "num_perm": NUM_PERM, **measured}
+    if measured["returncode"] != 0:
+        return {**out, "status": "failed", "why": log_tail(run_dir / "run.log")}
+    return {**out, "status": "ok", **read_in_memory_output(run_dir)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # ours
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -609,10 +828,14 @@ ROW_NAMES = {
     "datatrove_default": "datatrove {v}, example pipeline, 14 x 8 buckets (its default), 2 tasks / 2 workers",
     "datatrove_0.8": "datatrove {v}, example pipeline, {b} x {r} buckets (set for 0.8), 2 tasks / 2 workers",
     "text_dedup": "text-dedup {v} MinHash (its README config), threshold 0.8, 2 processes",
+    "rensa": "rensa {v}, RMinHashDeduplicator with LSH (its README), 128 perm, threshold 0.8, word {n}-grams",
+    "datasketch": "datasketch {v}, MinHashLSH {b} x {r} (its threshold 0.8), insertion_session, query each, first of "
+                  "each group kept, word {n}-grams",
     "ours_lsh": "ours: index --fields lsh + report --method lsh + groups --keep",
     "ours_dedupe": "ours: dedupe (index, pairs, groups, kept records gzipped), one command",
     "ours_spark": "ours: spark dedup --groups --keep --records-out (gzipped), local[2]",
 }
+CORPORA = ("short", "long")
 
 
 def ngram_note(peer_ngram: int) -> str:
@@ -624,28 +847,58 @@ def ngram_note(peer_ngram: int) -> str:
             "truth is the Jaccard of word 3-shingles, with our normaliser (theirs tokenise and normalise otherwise).")
 
 
+def throughput(result: dict, docs: int, megabytes: float) -> dict:
+    """The result with documents/s and MB/s (the input JSONL's size, 1e6 bytes) over its wall seconds."""
+    if result.get("status") != "ok" or not result.get("seconds"):
+        return result
+    return {**result, "docs_per_second": round(docs / result["seconds"], 1),
+            "mb_per_second": round(megabytes / result["seconds"], 3)}
+
+
+def corpus_line(report: dict) -> str:
+    truth = (f"{report['truth_pairs']:,} pairs in {report['truth_groups']:,} groups, {report['should_remove']:,} "
+             "documents to remove")
+    size = f"{report['corpus_mb']:,.1f} MB" if "corpus_mb" in report else ""
+    if report.get("corpus_profile") == "long":
+        text = (f"long-document corpus `{report['corpus']}` (benchmarks/long_corpus.py, seed {report['seed']}: web "
+                f"pages of 5-50 KB, median {report.get('text_bytes_median', 0) / 1000:,.1f} KB, {size}, with site "
+                "headers, footers and licence/cookie blocks shared across unrelated pages)")
+    else:
+        text = (f"planted corpus `{report['corpus']}` (benchmarks/corpus.py, seed {report['seed']}"
+                f"{', ' + size if size else ''})")
+    if report.get("gold") == "planted":
+        gold = (f"gold at J >= {THRESHOLD}: the planted pairs at J >= {THRESHOLD} (each with its exact Jaccard; the "
+                "exact all-pairs join returns exactly these on this generator, see the docstring of "
+                f"benchmarks/long_corpus.py): {truth}")
+    else:
+        gold = f"exact truth at J >= {THRESHOLD}: {truth}"
+    return f"{text}; {gold}"
+
+
 def render(report: dict) -> str:
     title = f"# Corpus builders' dedup side by side: {report['docs']:,} documents"
+    if report.get("corpus_profile") == "long":
+        title = f"# Corpus builders' dedup side by side: {report['docs']:,} long documents (web pages of 5-50 KB)"
     if report.get("smoke"):
         title += " (SMOKE RUN: small size, busy machine; not a result)"
     lines = [title, "",
-             f"{report['date']}, {report['machine']}; planted corpus `{report['corpus']}` (benchmarks/corpus.py, "
-             f"seed {report['seed']}); exact truth at J >= {THRESHOLD}: {report['truth_pairs']:,} pairs in "
-             f"{report['truth_groups']:,} groups, {report['should_remove']:,} documents to remove. Load average at "
-             f"the start {report['load_average_start']} (1/5/15 min).", "",
-             "Documents: a removal is correct while its exact group keeps at least one member "
+             f"{report['date']}, {report['machine']}; {corpus_line(report)}. Load average at the start "
+             f"{report['load_average_start']} (1/5/15 min).", "",
+             "Documents: a removal is correct while its gold group keeps at least one member "
              "(precision = correct / removed, recall = correct / should remove). Pairs from clusters: every two "
-             "documents in one cluster count as a claimed pair.", "",
+             "documents in one cluster count as a claimed pair. Throughput: documents and MB of the input JSONL "
+             "per wall second, from the file to the tool's output.", "",
              ngram_note(report.get("peer_ngram", 5)), "",
-             "| tool | wall s | peak MiB (process tree) | kept records written | removed | doc precision | "
-             "doc recall | groups lost | cluster-pair precision | cluster-pair recall |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| tool | wall s | docs/s | MB/s | peak MiB (process tree) | kept records written | removed | "
+             "doc precision | doc recall | groups lost | cluster-pair precision | cluster-pair recall |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     notes = []
     for key, result in report["results"].items():
-        name = ROW_NAMES[key].format(v=result.get("version", ""), b=result.get("buckets"),
-                                     r=result.get("hashes_per_bucket"))
+        name = ROW_NAMES[key].format(v=result.get("version", ""), b=result.get("buckets", result.get("bands")),
+                                     r=result.get("hashes_per_bucket", result.get("rows")),
+                                     n=result.get("n_grams", 5))
         if result.get("status") != "ok":
-            lines.append(f"| {name} | {result.get('status')} | | | | | | | | |")
+            lines.append(f"| {name} | {result.get('status')} | | | | | | | | | | |")
             notes.append(f"- {name}: {result.get('status')}: {str(result.get('why', '')).splitlines()[-1:]}")
             continue
         d, c = result["documents"], result["pairs_from_clusters"]
@@ -660,8 +913,10 @@ def render(report: dict) -> str:
             memory += (f" + Solr JVM {result['peak_server_mib']:,}" if "peak_server_mib" in result
                        else " (Solr given by URL: not measured)")
         kept = f"{result['kept']:,}" if "kept" in result else "(keep list)"
-        lines.append(f"| {name} | {wall} | {memory} | {kept} | {d['removed']:,} | {d['precision']} | {d['recall']} | "
-                     f"{d['groups_lost']:,} | {c['precision']} | {c['recall']} |")
+        rate = f"{result['docs_per_second']:,.0f}" if "docs_per_second" in result else ""
+        mbs = f"{result['mb_per_second']:,.2f}" if "mb_per_second" in result else ""
+        lines.append(f"| {name} | {wall} | {rate} | {mbs} | {memory} | {kept} | {d['removed']:,} | {d['precision']} | "
+                     f"{d['recall']} | {d['groups_lost']:,} | {c['precision']} | {c['recall']} |")
         if "stage_seconds" in result:
             notes.append(f"- {name}: stages {result['stage_seconds']} s.")
         if "pairs_listed" in result:
@@ -673,12 +928,44 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
+def planted_pairs(work: Path, threshold: float = THRESHOLD) -> set[tuple[str, str]]:
+    """The planted pairs at J >= ``threshold`` of a corpus directory's ``truth.tsv`` (ids in corpus order)."""
+    from benchmarks.corpus import iter_truth
+
+    return {(a, b) if a <= b else (b, a) for a, b, j in iter_truth(work) if j >= threshold}
+
+
+def prepare_corpus(profile: str, docs: int, seed: int, work: Path) -> Path:
+    """The corpus of ``profile`` in ``work``, generated unless the one there has the same profile, size and seed."""
+    meta = work / "meta.json"
+    made = json.loads(meta.read_text()) if meta.exists() else {}
+    params = made.get("parameters", {})
+    if (not (work / "docs.jsonl").exists() or made.get("profile", "short") != profile
+            or (params.get("docs"), params.get("seed")) != (docs, seed)):
+        pairs_path(work, THRESHOLD).unlink(missing_ok=True)  # the truth of the corpus it replaces
+        if profile == "long":
+            from benchmarks.long_corpus import generate as generate_long
+
+            generate_long(docs, seed, work)
+        else:
+            generate(docs, seed, work)
+    return work / "docs.jsonl"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--corpus", choices=CORPORA, default="short",
+                    help="short: benchmarks/corpus.py (~900-byte documents); long: benchmarks/long_corpus.py (web "
+                         "pages of 5-50 KB)")
     ap.add_argument("--work", type=Path, default=None, help="corpus directory (default benchmarks/work/c<docs>, "
-                                                           "the one benchmarks/spark.py uses)")
+                                                           "the one benchmarks/spark.py uses; long-c<docs> for "
+                                                           "--corpus long)")
+    ap.add_argument("--gold", choices=("auto", "exact", "planted"), default="auto",
+                    help="the pairs scored against: exact (all pairs J >= 0.8 by benchmarks/exact_pairs.py) or "
+                         "planted (truth.tsv's pairs at J >= 0.8); auto: exact for short, planted for long (the "
+                         "exact join of 100,000 long documents does not fit in memory here)")
     ap.add_argument("--venvs", type=Path, default=VENVS, help="the peers' virtualenvs")
     ap.add_argument("--install-peers", action="store_true", help="create the peers' virtualenvs that are missing")
     ap.add_argument("--only", default=None, help="comma-separated subset of: " + ",".join(ROW_NAMES))
@@ -704,15 +991,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.spark import ground_truth
 
     started_load = load_average_text()
-    work = (args.work or ROOT / "benchmarks" / "work" / f"c{args.docs}").resolve()
-    meta = work / "meta.json"
-    made = json.loads(meta.read_text()).get("parameters", {}) if meta.exists() else {}
-    if not (work / "docs.jsonl").exists() or (made.get("docs"), made.get("seed")) != (args.docs, args.seed):
-        pairs_path(work, THRESHOLD).unlink(missing_ok=True)  # the truth of the corpus it replaces
-        generate(args.docs, args.seed, work)
-    docs_path = work / "docs.jsonl"
-    truth, _ = ground_truth(work)
+    default_work = f"{'long-' if args.corpus == 'long' else ''}c{args.docs}"
+    work = (args.work or ROOT / "benchmarks" / "work" / default_work).resolve()
+    docs_path = prepare_corpus(args.corpus, args.docs, args.seed, work)
+    gold = args.gold if args.gold != "auto" else ("planted" if args.corpus == "long" else "exact")
+    truth = planted_pairs(work) if gold == "planted" else ground_truth(work)[0]
     groups = truth_groups(truth)
+    corpus_meta = json.loads((work / "meta.json").read_text())
+    megabytes = docs_path.stat().st_size / 1e6
     runs = work / "peers"
     if args.install_peers:
         for name in PEERS:
@@ -732,6 +1018,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "text_dedup" in chosen:
         results["text_dedup"] = run_text_dedup(docs_path, runs / "text-dedup", args.workers, args.venvs,
                                                args.peer_ngram)
+    for name in IN_MEMORY_PEERS:
+        if name in chosen:
+            results[name] = run_in_memory_peer(name, docs_path, runs / name, args.venvs, args.peer_ngram)
     if "ours_lsh" in chosen or "ours_dedupe" in chosen:
         solr = None
         url, pid = args.solr_url, None
@@ -754,15 +1043,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     machine = args.machine or f"{psutil.cpu_count()}core-{round(psutil.virtual_memory().total / 2**30)}g"
     report = {"benchmark": "peers", "docs": args.docs, "seed": args.seed, "corpus": str(work.relative_to(ROOT))
-              if work.is_relative_to(ROOT) else str(work), "date": dt.date.today().isoformat(), "machine": machine,
+              if work.is_relative_to(ROOT) else str(work), "corpus_profile": args.corpus, "gold": gold,
+              "corpus_mb": round(megabytes, 1),
+              "date": dt.date.today().isoformat(), "machine": machine,
               "smoke": args.smoke, "threshold": THRESHOLD, "peer_ngram": args.peer_ngram or 5,
               "truth_pairs": len(truth), "truth_groups": len(groups),
               "should_remove": sum(len(g) - 1 for g in groups), "load_average_start": started_load,
               "command": "python -m benchmarks.peers " + " ".join(sys.argv[1:] if argv is None else argv),
-              "results": {k: scored(v, groups, truth) for k, v in results.items()},
+              "results": {k: throughput(scored(v, groups, truth), args.docs, megabytes) for k, v in results.items()},
               "load_average_end": load_average_text()}
+    if args.corpus == "long":
+        report["text_bytes_median"] = corpus_meta["counts"]["text_bytes_median"]
     variant = f"-ngram{args.peer_ngram}" if args.peer_ngram else ""
-    stem = args.out_dir / f"{report['date']}-peers-{machine}-{args.docs}{variant}{'-smoke' if args.smoke else ''}"
+    profile = "long-" if args.corpus == "long" else ""
+    stem = (args.out_dir / f"{report['date']}-peers-{profile}{machine}-{args.docs}{variant}"
+                           f"{'-smoke' if args.smoke else ''}")
     write_result_files(stem, report, render(report))
     print(render(report))
     return 0
