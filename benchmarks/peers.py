@@ -96,6 +96,7 @@ if __package__ in (None, ""):
 from benchmarks.corpus import generate  # noqa: E402
 from benchmarks.exact_pairs import pairs_path  # noqa: E402
 from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
+from neardup_solr.io.kept_records import GZIP_LEVEL  # noqa: E402
 
 THRESHOLD = 0.8
 ROOT = Path(__file__).resolve().parents[1]
@@ -576,13 +577,14 @@ def write_outputs(out_dir, docs_path, ids, removed, clusters):
     with open(f"{out_dir}/clusters.jsonl", "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps([ids[i] for i in g]) + "\\n" for g in clusters)
     kept = 0
-    with gzip.open(f"{out_dir}/kept.jsonl.gz", "wt", encoding="utf-8") as out:
+    # At dedupe's gzip level (neardup_solr.io.kept_records.GZIP_LEVEL, gzip's default): the same write for all.
+    with gzip.open(f"{out_dir}/kept.jsonl.gz", "wt", encoding="utf-8", compresslevel=GZIP_LEVEL) as out:
         for i, (_, _, line) in enumerate(records(docs_path)):
             if i not in removed:
                 out.write(line)
                 kept += 1
     return kept
-'''
+'''.replace("GZIP_LEVEL", str(GZIP_LEVEL))
 
 # rensa's README ("Keep unique documents"): RMinHashDeduplicator(threshold, num_perm=128, use_lsh=True) and
 # ``keep = dedup.add_pairs((key, tokens) ...)``; it keeps a document unless its LSH candidates among the kept ones

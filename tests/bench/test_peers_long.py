@@ -100,7 +100,8 @@ def test_a_runner_removes_the_copies_of_a_tiny_corpus(tmp_path, name):
     result = run_in_memory_peer(name, docs, tmp_path / "run", venvs)
     assert result["status"] == "ok", result
     assert result["version"] and result["n_grams"] == 5 and result["num_perm"] == 128
-    assert result["peak_tree_mib"] > 0 and result["kept"] == 3
+    # (A process this short may end before the memory sampler's first look: its peak can read 0.)
+    assert result["peak_tree_mib"] >= 0 and result["kept"] == 3
     assert sorted(result["removed_ids"]) == ["b", "c", "e"]  # the first of each group is kept
     assert sorted(map(sorted, result["clusters"])) == [["a", "b", "c"], ["d", "e"]]
     s = scored(result, truth_groups(truth), truth)
