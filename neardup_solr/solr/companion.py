@@ -360,7 +360,8 @@ def source_pages_by_key(source: SolrClient, link: SourceLink, filters: Sequence[
             yield docs, part[-1]
 
 
-def fetch_by_key(source: SolrClient, link: SourceLink, keys: Sequence[str], filters: Sequence[Filter] = ()) -> list[dict]:
+def fetch_by_key(source: SolrClient, link: SourceLink, keys: Sequence[str],
+                 filters: Sequence[Filter] = ()) -> list[dict]:
     """The documents with these keys that ``filters`` match, in the order of ``keys`` (a key no longer there is
     left out)."""
     by_key = {str(d[link.key_field]): d for d in _fetch_keys(source, link, keys, filters) if link.key_field in d}
@@ -884,4 +885,5 @@ def companion_problem(client: SolrClient) -> str | None:
 
 __all__ = ["open_collection", "mirror_groups", "COMPANION_SUFFIX", "InstallPlan", "InstallRefused", "SourceLink", "SourceState", "UninstallSummary",
            "companion_name", "companion_of", "install", "plan_install", "read_link", "read_state", "resolve",
-           "source_client", "source_pages", "source_pages_by_key", "fetch_by_key", "source_keys", "text_chars", "uninstall", "KEY_PAGE", "PageSizing"]
+           "source_client", "source_pages", "source_pages_by_key", "fetch_by_key", "source_keys", "text_chars",
+           "uninstall", "KEY_PAGE", "PageSizing"]

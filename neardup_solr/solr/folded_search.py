@@ -226,7 +226,7 @@ def _copies_of(client: SolrClient, base: list, filters: list, hits: list[FoldedH
         return
     data = client.select(base + filter_params(filters + [is_a_copy(KEEP_FIELD), in_groups(GROUP_FIELD, groups)])
                          + copies_params(GROUP_FIELD, len(groups), copies))
-    by_group = {}
+    by_group: dict[int, tuple[list[FoldedHit], int]] = {}
     for group in data["grouped"][GROUP_FIELD].get("groups", []):
         listed = group["doclist"]
         by_group[group["groupValue"]] = ([_hit(d) for d in listed.get("docs", [])], int(listed["numFound"]))

@@ -254,7 +254,8 @@ def test_strict_check_and_add_from_two_processes_with_a_node_cut_admits_one_of_e
     for i in range(30):
         words = rng.sample(vocabulary, 30)  # unrelated across pairs: no two pairs share more than chance words
         pairs.append((" ".join(words), " ".join(words[:-1] + ["changed"])))
-    work = {"a": [[f"a{i}", a] for i, (a, _) in enumerate(pairs)], "b": [[f"b{i}", b] for i, (_, b) in enumerate(pairs)]}
+    work = {"a": [[f"a{i}", a] for i, (a, _) in enumerate(pairs)],
+            "b": [[f"b{i}", b] for i, (_, b) in enumerate(pairs)]}
     added, logs = _race_with_a_node_cut(cloud, work, strict=True)
     for i in range(len(pairs)):
         assert len({f"a{i}", f"b{i}"} & added) == 1, (i, logs)
