@@ -341,11 +341,9 @@ def source_pages_by_key(source: SolrClient, link: SourceLink, filters: Sequence[
     with its last key (where a run resumes: ``after_key``). The keys are read alone with a cursor, ``key_page`` at
     a time; then each page's documents are fetched by their keys (a terms query), in pages that ``sizing`` sizes.
 
-    Why not one cursor over the documents (:func:`source_pages`): a cursor page that returns stored text costs
-    Solr about three times what fetching the same documents by key costs. Measured on the benchmark's user core
-    (documents of ~900 characters, Solr 9, 2 cores): reading 1M documents took 65-77 s of Solr CPU by cursor
-    pages of 9,000, and 22-24 s as keys (pages of 50,000-100,000) then documents by key; at 100k, 6.5 s against
-    1.8 s. A document added between the two reads comes with the next sync; one deleted in between is absent."""
+    Against one cursor over the documents (:func:`source_pages`) it costs Solr a little less (1M documents of ~900
+    characters: 17.0 against 18.7 s of Solr CPU, ``benchmarks/source_reads.py``), and resuming needs only the
+    last key acknowledged (a range filter), not a cursor mark kept alive across runs. A document added between the two reads comes with the next sync; one deleted in between is absent."""
     key_filters = list(filters) + ([key_after(link.key_field, after_key)] if after_key is not None else [])
     params = select_params(key_filters, fields=link.key_field, sort=f"{link.key_field} asc")
     docs_read = chars_read = 0

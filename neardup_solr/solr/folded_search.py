@@ -53,9 +53,11 @@ from neardup_solr.solr.queries import (
     copies_params,
     grouping_params,
     has_group,
+    ids_in,
     in_groups,
     is_a_copy,
     not_a_copy,
+    select_params,
     ungrouped,
     user_text_params,
 )
@@ -197,6 +199,11 @@ def _count_params(start: int, rows: int, exact_count: bool) -> list[tuple[str, o
     return [] if exact_count else [("minExactCount", max(EXACT_COUNT, start + rows))]
 
 
+# The copies of a page's groups listed by id before the words are searched among them; groups with more copies
+# between them are searched with the group filter (exact too, slower on broad words).
+COPIES_LISTED_BY_ID = 2_000
+
+
 def _found(data: dict) -> tuple[int, bool]:
     response = data["response"]
     return int(response["numFound"]), response.get("numFoundExact", True) is not False
@@ -217,14 +224,28 @@ def _fast(client: SolrClient, base: list, filters: list, start: int, rows: int, 
 
 def _copies_of(client: SolrClient, base: list, filters: list, hits: list[FoldedHit], copies: int) -> None:
     """List under each kept hit up to ``copies`` of its group's copies that match the words, best first, and
-    count them all (``copy_count``, exact): one grouped search restricted to the page's groups. It reads a few
-    hundred documents at most, so it costs a fraction of the page's search; the first version searched a window
-    of the best-scoring copies of the whole collection beside the page, which at 1M documents put the fast mode's
-    p99 at 1.2-2.7x a plain search's (benchmarks/results/2026-12-02-folding-2core.md)."""
+    count them all (``copy_count``, exact), in two small requests: the ids of the page's groups' copies (the
+    cached copies filter leads, so only the copies have their group read), then the words searched among those
+    ids alone, grouped by group.
+
+    Why not one request, the words filtered to the page's groups: the group field has no index, so the words'
+    matches (98% of the collection on broad queries) are scored before their group is checked: 60-75 ms a search
+    at 1M documents, 10-15x a plain search's p99 (benchmarks/results/2026-12-02-folding-2core.md, commit 9014a3a).
+    That remains the way for groups with more than :data:`COPIES_LISTED_BY_ID` copies between them."""
     groups = sorted({h.group for h in hits if h.group is not None and h.kept})
     if not groups:
         return
-    data = client.select(base + filter_params(filters + [is_a_copy(KEEP_FIELD), in_groups(GROUP_FIELD, groups)])
+    restrict = in_groups(GROUP_FIELD, groups)
+    # The groups as an uncached filter beside the cached copies filter: Solr walks the copies and reads their
+    # group (as the main query instead, it took 1.5x as long at 300,000 documents).
+    members = client.select(select_params([is_a_copy(KEEP_FIELD), restrict], fields="id",
+                                          rows=COPIES_LISTED_BY_ID))
+    ids = [str(d["id"]) for d in members["response"]["docs"]]
+    if not ids:
+        return
+    if int(members["response"]["numFound"]) <= len(ids):
+        restrict = ids_in(ids, cached=False) or restrict
+    data = client.select(base + filter_params(filters + [is_a_copy(KEEP_FIELD), restrict])
                          + copies_params(GROUP_FIELD, len(groups), copies))
     by_group: dict[int, tuple[list[FoldedHit], int]] = {}
     for group in data["grouped"][GROUP_FIELD].get("groups", []):

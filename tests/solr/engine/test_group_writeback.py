@@ -23,6 +23,7 @@ from neardup_solr.engine.group_writeback import plan_groups, write_groups
 from neardup_solr.io import restaurants
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
 from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr import folded_search as folded_search_module
 from neardup_solr.solr.folded_search import fold_mode, folded_search
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.client import SolrClient
@@ -550,6 +551,20 @@ def test_the_fast_and_exact_folds_agree_where_every_kept_document_matches(guides
     # Pages: the fast mode pages natively, and its pages put together are its whole list.
     pages = [folded_search(guides, everything, rows=25, start=n, fold="fast").hits for n in range(0, 100, 25)]
     assert [h.id for page in pages for h in page] == [h.id for h in fast.hits[:100]]
+
+
+@pytest.mark.solr
+def test_copies_of_groups_too_large_to_list_by_id_are_the_same(guides, records, monkeypatch):
+    """Past COPIES_LISTED_BY_ID copies in the page's groups, the copies are searched with the group filter
+    instead of by id: the same copies, the same exact counts."""
+    dedupe_collection(guides, THRESHOLD, to_solr=True)
+    everything = " ".join(sorted({w for t in records.values() for w in t.split()}))
+    by_id = folded_search(guides, everything, rows=100, copies=20, fold="fast")
+    monkeypatch.setattr(folded_search_module, "COPIES_LISTED_BY_ID", 1)
+    by_group = folded_search(guides, everything, rows=100, copies=20, fold="fast")
+    listed = {h.id: (sorted(c.id for c in h.copies), h.copy_count) for h in by_id.hits}
+    assert sum(count for _, count in listed.values()) >= 2  # the page holds groups with more than one copy
+    assert {h.id: (sorted(c.id for c in h.copies), h.copy_count) for h in by_group.hits} == listed
 
 
 @pytest.mark.solr
