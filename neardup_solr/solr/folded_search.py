@@ -230,7 +230,7 @@ def _copies_of(client: SolrClient, base: list, filters: list, hits: list[FoldedH
 
     Why not one request, the words filtered to the page's groups: the group field has no index, so the words'
     matches (98% of the collection on broad queries) are scored before their group is checked: 60-75 ms a search
-    at 1M documents, 10-15x a plain search's p99 (benchmarks/results/2026-12-02-folding-2core.md, commit 9014a3a).
+    at 1M documents, 10-15x a plain search's p99 (benchmarks/results/2026-12-02-folding-2core-one-grouped-request.md).
     That remains the way for groups with more than :data:`COPIES_LISTED_BY_ID` copies between them."""
     groups = sorted({h.group for h in hits if h.group is not None and h.kept})
     if not groups:
