@@ -417,6 +417,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"        and {more}{'' if found.copy_counts_exact else ' or more'} more copies")
     if found.fold and any(h.copy_count for h in found.hits):
         print("(near duplicates are folded under their kept document: --fold off lists every match)")
+    elif found.fold and args.copies == 0 and found.hits:
+        print("(near duplicates are folded: --copies N lists up to N under each hit, --fold off every match)")
     return 0
 
 
@@ -447,7 +449,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "carry; exact: Solr's collapse, whatever it costs; off: every match")
     p.add_argument("--rows", type=int, default=10)
     p.add_argument("--start", type=int, default=0)
-    p.add_argument("--copies", type=int, default=10, help="folded copies listed under each hit")
+    p.add_argument("--copies", type=int, default=0,
+                   help="folded copies listed under each hit (none by default: listing them costs two more requests)")
     p.add_argument("--dataset", type=label("--dataset"), default=None)
     p.add_argument("--exact-count", action="store_true",
                    help="count every hit (without it, Solr stops counting after 1,000 and the count says 'at least')")

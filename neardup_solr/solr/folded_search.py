@@ -11,9 +11,12 @@ Three ways to search (``fold``):
     The representative of every group was chosen ahead of time (``nd_keep`` = 1), so one hit per group is a
     filter: every document that is not a folded copy (``-nd_keep:0``: the kept ones, the documents on their own,
     and those indexed since the groups were written, which have no group yet and are never hidden). Solr caches
-    the filter, pages natively and ends the search early (``minExactCount``), as a plain search does. The copies
-    listed under each hit come from a second, small search once the page is known: the folded copies of the
-    page's groups that match the words, best first, and how many there are (``copy_count``, exact). What it
+    the filter, pages natively and ends the search early (``minExactCount``), as a plain search does: one request.
+    The copies are not listed by default, as a web search says "similar results omitted" and lists them when
+    asked; ``copies=N`` lists up to N under each hit, found by two more requests once the page is known (the
+    folded copies of the page's groups that match the words, best first, and how many there are,
+    ``copy_count``, exact). They cost more than the page at 1M documents (the group field has no index, so
+    finding a group's members walks every copy: benchmarks/results/2026-12-02-folding-2core.md). What it
     gives up against ``exact``
     (measured in benchmarks/folding.py): a group whose kept document does not match the words, but a copy does,
     is not shown. With a ``dataset`` the kept document may sit in another data set, so a search of one data set
@@ -263,7 +266,7 @@ def folded_search(
     fold: bool | str | None = True,
     rows: int = 10,
     start: int = 0,
-    copies: int = 10,
+    copies: int = 0,
     fields: Sequence[str] = SEARCH_FIELDS,
     dataset: str | None = None,
     settings: IndexSettings | None = None,
@@ -271,12 +274,14 @@ def folded_search(
 ) -> FoldedResults:
     """Search the collection for ``text`` (a user's words), best first; folded (``fold`` True or ``"fast"``, or
     ``"exact"``: the module docstring tells them apart) each group of near duplicates once, headed by its kept
-    document, with up to ``copies`` of its other members matching the text listed under it. ``fields``: where to
+    document, with up to ``copies`` of its other members matching the text listed under it (none by default: one
+    request, a plain search's cost; ``copy_count`` is then 0 and ``copy_counts_exact`` False). ``fields``: where to
     look (``field`` or ``field^boost``); ``dataset``: only its documents. ``settings``: the collection's (read from
     it when not given), for normalising the text as its words are. ``exact_count``: count every hit (``found``)
     instead of stopping after :data:`EXACT_COUNT`.
 
-    >>> [(h.id, [c.id for c in h.copies]) for h in folded_search(SolrClient(), "art's deli ventura").hits][:1]
+    >>> found = folded_search(SolrClient(), "art's deli ventura", copies=10)
+    >>> [(h.id, [c.id for c in h.copies]) for h in found.hits][:1]
     [('3', ['536'])]
     """
     text = check_text(text, "text")

@@ -49,7 +49,8 @@ def search(
                                           "Solr's collapse; false: every match"),
     rows: int = Query(10, ge=0, le=1_000),
     start: int = Query(0, ge=0, le=100_000),
-    copies: int = Query(10, ge=0, le=100, description="folded copies listed under each hit (fold=true)"),
+    copies: int = Query(0, ge=0, le=100, description="folded copies listed under each hit (fold=true; none by "
+                                                     "default: listing them costs two more requests)"),
     dataset: str | None = None,
     fields: str | None = Query(None, description="where to look: content_words (default), content_grams, ..."),
     exact_count: bool = Query(False, description="count every hit (found) instead of stopping early"),

@@ -167,7 +167,7 @@ def test_folded_search_shows_each_group_once_with_its_kept_document(guides, reco
     for number, ids in groups.items():
         kept = next(i for i in ids if held[i][1] == 1)
         started = time.perf_counter()
-        found = folded_search(guides, records[kept], rows=100, fold=fold)
+        found = folded_search(guides, records[kept], rows=100, fold=fold, copies=10)
         assert found.mode == fold and found.found_exact and found.copy_counts_exact
         seconds[f"folded ({fold})"].append(time.perf_counter() - started)
         shown = [h.group for h in found.hits]
@@ -187,6 +187,8 @@ def test_folded_search_shows_each_group_once_with_its_kept_document(guides, reco
     numbers = [h.group for h in broad.hits]
     assert len(numbers) == len(set(numbers)) == len(members) == broad.found
     assert {h.id for h in broad.hits} == {i for i, (_, k) in held.items() if k == 1}
+    # By default the copies are not listed (one request): none under any hit, and the counts say so.
+    assert not broad.copy_counts_exact and all(h.copies == [] and h.copy_count == 0 for h in broad.hits)
     assert result.groups is not None
 
 
@@ -307,7 +309,7 @@ def test_check_and_add_gives_new_documents_their_group(guides, records):
     held = _held(guides)
     assert held["3000"][1] == 1 and held["3000"][0] not in {g for g, _ in before.values()}
     assert held["3001"] == (before["3"][0], 0)
-    found = folded_search(guides, copy, rows=20)
+    found = folded_search(guides, copy, rows=20, copies=10)
     head = next(h for h in found.hits if h.group == before["3"][0])
     assert head.id == "3" and "3001" in {c.id for c in head.copies}
     assert "3001" not in {h.id for h in found.hits}
@@ -342,7 +344,7 @@ def test_http_search_folds_near_duplicates(guides, records, tmp_path, capsys):
     kept = ids[0]
     app = create_app(ServiceConfig(solr_url=guides.url, jobs_dir=tmp_path / "jobs"))
     with TestClient(app) as http:
-        folded = http.get("/v1/search", params={"q": records[kept], "fold": "true", "rows": 50})
+        folded = http.get("/v1/search", params={"q": records[kept], "fold": "true", "rows": 50, "copies": 10})
         assert folded.status_code == 200, folded.text
         body = folded.json()
         groups = [h["group"] for h in body["hits"]]
@@ -354,6 +356,12 @@ def test_http_search_folds_near_duplicates(guides, records, tmp_path, capsys):
         assert set(ids) <= {h["id"] for h in flat["hits"]} and flat["fold"] is False
         # The service and Python give the same answers, in every mode.
         for fold in ("true", "fast", "exact", "false"):
+            for copies in (0, 10):
+                served = http.get("/v1/search", params={"q": records[kept], "fold": fold, "rows": 20,
+                                                        "copies": copies}).json()
+                direct = folded_search(guides, records[kept], rows=20, fold=fold_mode(fold), copies=copies).as_dict()
+                direct["query"] = served["query"]
+                assert served == direct, (fold, copies)
             served = http.get("/v1/search", params={"q": records[kept], "fold": fold, "rows": 20}).json()
             direct = folded_search(guides, records[kept], rows=20, fold=fold_mode(fold)).as_dict()
             direct["query"] = served["query"]
@@ -369,9 +377,11 @@ def test_http_search_folds_near_duplicates(guides, records, tmp_path, capsys):
     # The command line too, and its text output names the same hits in the same order.
     for fold in ("fast", "exact", "off"):
         capsys.readouterr()
-        assert main(["search", records[kept], "--fold", fold, "--rows", "20", "--json", "--solr-url", guides.url]) == 0
+        assert main(["search", records[kept], "--fold", fold, "--rows", "20", "--copies", "10", "--json",
+                     "--solr-url", guides.url]) == 0
         printed = json.loads(capsys.readouterr().out)
-        assert printed == folded_search(guides, records[kept], rows=20, fold=fold_mode(fold)).as_dict(), fold
+        assert printed == folded_search(guides, records[kept], rows=20, fold=fold_mode(fold),
+                                        copies=10).as_dict(), fold
     assert main(["search", records[kept], "--solr-url", guides.url]) == 0
     text = capsys.readouterr().out
     listed = re.findall(r"^ +\d+\. (\S+) ", text, flags=re.M)

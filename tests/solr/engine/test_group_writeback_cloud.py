@@ -76,7 +76,7 @@ def test_folded_search_on_the_cluster_shows_each_group_once_with_its_kept_docume
     for number, ids in groups.items():
         kept = next(i for i in ids if held[i][1] == 1)
         started = time.perf_counter()
-        found = folded_search(cluster, records[kept], rows=100, fold=fold)
+        found = folded_search(cluster, records[kept], rows=100, fold=fold, copies=10)
         seconds[f"folded ({fold})"].append(time.perf_counter() - started)
         shown = [h.group for h in found.hits]
         assert len(shown) == len(set(shown)), (kept, shown)
