@@ -528,7 +528,7 @@ def test_groups_go_into_the_companion_and_follow_what_sync_and_backfill_sign(use
     assert now["zpair1"][1] == 1 and now["zpair2"] == (now["zpair1"][0], 0)
     assert all(now[i] == written[i] for i in written)
 
-    found = folded_search(companion, texts[kept], rows=5)
+    found = folded_search(companion, texts[kept], rows=5, copies=10)
     head = next(h for h in found.hits if h.group == written[kept][0])
     assert head.id == kept and "zcopy" in {c.id for c in head.copies}
     # The kept document deleted by the pipeline: the companion follows and another member heads the group.
