@@ -48,7 +48,7 @@ from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -594,8 +594,7 @@ class _Stream:
         else:
             parent = cl.docs[0]
         target = 1.0 if rng.random() < P_EXACT else float(rng.uniform(TARGET_J_LOW, 1.0))
-        doc = self.model.copy(parent, rng, target)
-        text = self.model.render_doc(doc)
+        doc, text, words = self._derive(parent, rng, target)
         cl.positions.append(i)
         cl.docs.append(doc)
         cl.texts.append(text)
@@ -604,7 +603,13 @@ class _Stream:
             self.truth.add(tuple(cl.positions), tuple(cl.texts))
             del self.clusters[cid]
         self.copies += 1
-        return text, doc.num_words()
+        return text, words
+
+    def _derive(self, parent, rng: np.random.Generator, target: float) -> tuple[Any, str, int]:
+        """A copy of ``parent`` edited to about Jaccard ``target``: the copy (a source for later copies), its text
+        and its word count. Subclasses with other documents (long_corpus's web pages) replace only this."""
+        doc = self.model.copy(parent, rng, target)
+        return doc, self.model.render_doc(doc), doc.num_words()
 
     def _original(self, i: int) -> tuple[str, int]:
         if self._k == len(self._chunk_texts):
@@ -616,10 +621,12 @@ class _Stream:
         self.originals += 1
         text = self._chunk_texts[k]
         if self._chunk_u[k] < self.p_source:
-            self._start_cluster(i, text, lambda: self._chunk_body(k))
+            self._start_cluster(i, text, lambda: _Doc(self._chunk_body(k)))
         return text, int(self._chunk_words[k])
 
-    def _start_cluster(self, i: int, text: str, body) -> None:
+    def _start_cluster(self, i: int, text: str, source: Callable[[], Any]) -> None:
+        """Maybe make document ``i`` the source of a cluster; ``source`` gives what its copies are derived from
+        (made only when a cluster starts)."""
         rng = self.sched_rng
         members = int(rng.choice(CLUSTER_MEMBERS, p=self.member_p))
         # Near the end only clusters whose copies still fit are started, so the corpus has exactly n documents.
@@ -627,7 +634,7 @@ class _Stream:
             return
         cid = self.next_cluster
         self.next_cluster += 1
-        self.clusters[cid] = _Cluster(i, _Doc(body()), text, members - 1)
+        self.clusters[cid] = _Cluster(i, source(), text, members - 1)
         gaps = np.exp(rng.random(members - 1) * math.log(self.max_gap)).astype(np.int64)
         for j, gap in enumerate(np.sort(gaps).tolist()):
             heapq.heappush(self.heap, (i + max(1, gap), cid * 8 + j, cid))

@@ -78,9 +78,7 @@ Gold at 100,000 documents: the planted pairs, not the exact join
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -94,7 +92,7 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import (  # noqa: E402
     CLUSTER_MEMBER_P, CLUSTER_MEMBERS, EDIT_MIX, P_EXACT, P_FROM_COPY, P_PARAGRAPH, SENT_MAX, SENT_MIN, TARGET_J_LOW,
-    ZIPF_S, _Body, _capital, _Cluster, _jaccard_stats, _Stream, _TextModel, _TruthCollector, doc_id, iter_documents,
+    ZIPF_S, _Body, _capital, _jaccard_stats, _Stream, _TextModel, _TruthCollector, doc_id, iter_documents,
     iter_truth,
 )
 
@@ -441,27 +439,11 @@ class _LongStream(_Stream):
         if "shared" in page.blocks:
             self.shared_pages[page.shared] = self.shared_pages.get(page.shared, 0) + 1
 
-    def _copy(self, i: int) -> tuple[str, int]:
-        _, _, cid = heapq.heappop(self.heap)
-        cl = self.clusters[cid]
-        rng = self.edit_rng
-        if len(cl.docs) > 1 and rng.random() < P_FROM_COPY:
-            parent = cl.docs[int(rng.integers(1, len(cl.docs)))]
-        else:
-            parent = cl.docs[0]
-        target = 1.0 if rng.random() < P_EXACT else float(rng.uniform(TARGET_J_LOW, 1.0))
+    def _derive(self, parent: _Page, rng: np.random.Generator, target: float) -> tuple[_Page, str, int]:
         page = self.long.copy(parent, rng, target)
         text = self.long.render(page)
-        cl.positions.append(i)
-        cl.docs.append(page)
-        cl.texts.append(text)
-        cl.copies_left -= 1
-        if cl.copies_left == 0:
-            self.truth.add(tuple(cl.positions), tuple(cl.texts))
-            del self.clusters[cid]
-        self.copies += 1
         self._account(page, text)
-        return text, len(text.split())
+        return page, text, len(text.split())
 
     def _original(self, i: int) -> tuple[str, int]:
         if self._k == len(self._chunk_texts):
@@ -482,23 +464,11 @@ class _LongStream(_Stream):
             body_text = None
         text = self.long.render(page, body_text)
         if self._chunk_u[k] < self.p_source:
-            self._start_cluster(i, text, page if page.body is not None else replace(page, body=self._chunk_body(k)))
+            # The cluster's source is the whole page (not a body wrapped in a _Doc), its body cut out if need be.
+            self._start_cluster(i, text, lambda: page if page.body is not None
+                                else replace(page, body=self._chunk_body(k)))
         self._account(page, text)
         return text, len(text.split())
-
-    def _start_cluster(self, i: int, text: str, page: _Page) -> None:
-        # corpus._Stream's, holding the whole page (not a body wrapped in a _Doc) as the cluster's source.
-        rng = self.sched_rng
-        members = int(rng.choice(CLUSTER_MEMBERS, p=self.member_p))
-        if len(self.heap) + members - 1 > self.n - i - 1:
-            return
-        cid = self.next_cluster
-        self.next_cluster += 1
-        self.clusters[cid] = _Cluster(i, page, text, members - 1)
-        gaps = np.exp(rng.random(members - 1) * math.log(self.max_gap)).astype(np.int64)
-        for j, gap in enumerate(np.sort(gaps).tolist()):
-            heapq.heappush(self.heap, (i + max(1, gap), cid * 8 + j, cid))
-        self.cluster_sizes[members] += 1
 
 
 def _top_counts(counts: dict[int, int], total: int, k: int = 5) -> list[dict]:
