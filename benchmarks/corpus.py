@@ -611,14 +611,21 @@ class _Stream:
         doc = self.model.copy(parent, rng, target)
         return doc, self.model.render_doc(doc), doc.num_words()
 
-    def _original(self, i: int) -> tuple[str, int]:
+    def _next_original(self, chunk_docs: int = CHUNK_DOCS, **shape) -> int:
+        """The position, in the current chunk of originals, of the next one (a chunk of ``chunk_docs`` drawn when
+        one is used up; ``shape``: their lengths, for :meth:`_TextModel.originals`)."""
         if self._k == len(self._chunk_texts):
-            self._chunk_texts, self._chunk_words, self._chunk_body = self.model.originals(self.text_rng, CHUNK_DOCS)
-            self._chunk_u = self.sched_rng.random(CHUNK_DOCS).tolist()
+            self._chunk_texts, self._chunk_words, self._chunk_body = self.model.originals(self.text_rng, chunk_docs,
+                                                                                          **shape)
+            self._chunk_u = self.sched_rng.random(chunk_docs).tolist()
             self._k = 0
         k = self._k
         self._k += 1
         self.originals += 1
+        return k
+
+    def _original(self, i: int) -> tuple[str, int]:
+        k = self._next_original()
         text = self._chunk_texts[k]
         if self._chunk_u[k] < self.p_source:
             self._start_cluster(i, text, lambda: _Doc(self._chunk_body(k)))
@@ -656,29 +663,24 @@ def _jaccard_stats(values: np.ndarray) -> dict:
     }
 
 
-def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int | None = None,
-             progress: bool = False) -> dict:
-    """Write ``docs.jsonl``, ``truth.tsv`` and ``meta.json`` for an ``n``-document corpus into ``out_dir``.
-
-    ``dup_share`` is the expected share of documents that are copies (planted near-duplicates).
-    ``workers``: processes that shingle cluster members for the truth (default: 1 from 50,000 documents on,
-    otherwise 0 = inline). Returns the metadata written to ``meta.json`` plus ``elapsed_s`` and ``bytes``.
-    """
+def check_corpus_size(n: int, dup_share: float) -> None:
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     if not 0.0 <= dup_share < 1.0:
         raise ValueError(f"dup_share must be in [0, 1), got {dup_share}")
-    started = time.perf_counter()
-    out = Path(out_dir)
+
+
+def write_documents_and_truth(out: Path, n: int, truth: "_TruthCollector", make_stream: Callable[[], Any],
+                              progress: bool, started: float) -> tuple[Any, list[tuple[int, int, float]]]:
+    """Write the stream's ``docs.jsonl`` and the truth's ``truth.tsv`` into ``out`` (each through a temporary
+    file, so a stopped run leaves no half corpus posing as whole); the stream and the truth's pairs."""
     out.mkdir(parents=True, exist_ok=True)
     # Exact-pair files of an earlier corpus in this directory would silently pose as ground truth for this one.
     for stale in out.glob("exact_*.tsv"):
         stale.unlink()
-
-    truth = _TruthCollector(workers if workers is not None else (1 if n >= 50_000 else 0))
     docs_tmp, truth_tmp = out / "docs.jsonl.tmp", out / "truth.tsv.tmp"
     try:
-        stream = _Stream(n, seed, dup_share, truth)
+        stream = make_stream()
         with open(docs_tmp, "w", encoding="ascii", buffering=1 << 20) as fh:
             stream.write(fh, progress, started)
         pairs = truth.finish()
@@ -690,6 +692,23 @@ def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int
         fh.writelines(f"{doc_id(a, n)}\t{doc_id(b, n)}\t{j:.6f}\n" for a, b, j in pairs)
     docs_tmp.replace(out / "docs.jsonl")
     truth_tmp.replace(out / "truth.tsv")
+    return stream, pairs
+
+
+def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int | None = None,
+             progress: bool = False) -> dict:
+    """Write ``docs.jsonl``, ``truth.tsv`` and ``meta.json`` for an ``n``-document corpus into ``out_dir``.
+
+    ``dup_share`` is the expected share of documents that are copies (planted near-duplicates).
+    ``workers``: processes that shingle cluster members for the truth (default: 1 from 50,000 documents on,
+    otherwise 0 = inline). Returns the metadata written to ``meta.json`` plus ``elapsed_s`` and ``bytes``.
+    """
+    check_corpus_size(n, dup_share)
+    started = time.perf_counter()
+    out = Path(out_dir)
+    truth = _TruthCollector(workers if workers is not None else (1 if n >= 50_000 else 0))
+    stream, pairs = write_documents_and_truth(out, n, truth, lambda: _Stream(n, seed, dup_share, truth), progress,
+                                              started)
 
     meta = {
         "format_version": FORMAT_VERSION,
@@ -711,6 +730,15 @@ def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int
             "shingles": "Shingler(ngram=3, unit='word', seed=42).shingle_hashes",
         },
         "counts": {
+            **stream_counts(stream, n, pairs),
+        },
+    }
+    return write_meta(out, meta, pairs, started)
+
+
+def stream_counts(stream: "_Stream", n: int, pairs: list) -> dict:
+    """What every corpus's meta.json counts: documents, originals, copies, clusters, truth pairs, words."""
+    return {
             "docs": n,
             "originals": stream.originals,
             "copies": stream.copies,
@@ -721,10 +749,14 @@ def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int
             "words_min": stream.words_min,
             "words_max": stream.words_max,
             "words_mean": round(stream.words_total / n, 2),
-        },
-        "truth_jaccard": _jaccard_stats(np.array([j for _, _, j in pairs], dtype=np.float64)),
-        "files": {"docs": "docs.jsonl", "truth": "truth.tsv"},
     }
+
+
+def write_meta(out: Path, meta: dict, pairs: list, started: float) -> dict:
+    """``meta`` with the truth's Jaccard figures and the files, written to ``meta.json``; returned with the time
+    taken and the size of ``docs.jsonl``."""
+    meta = {**meta, "truth_jaccard": _jaccard_stats(np.array([j for _, _, j in pairs], dtype=np.float64)),
+            "files": {"docs": "docs.jsonl", "truth": "truth.tsv"}}
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="ascii")
     return {**meta, "elapsed_s": round(time.perf_counter() - started, 3),
             "bytes": (out / "docs.jsonl").stat().st_size}
@@ -760,17 +792,22 @@ def iter_truth(path) -> Iterator[tuple[str, str, float]]:
             yield a, b, float(j)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def corpus_arguments(doc: str, truth_worker_from: int) -> argparse.ArgumentParser:
+    """The command line of a corpus generator (this one, long_corpus's)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, required=True, help="number of documents")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--dup-share", type=float, default=0.1, help="expected share of documents that are copies")
     ap.add_argument("--workers", type=int, default=None,
-                    help="processes computing the truth Jaccard (default: 1 from 50,000 docs, else inline)")
+                    help=f"processes computing the truth Jaccard (default: 1 from {truth_worker_from:,} docs, "
+                         "else inline)")
     ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = corpus_arguments(__doc__, 50_000).parse_args(argv)
     res = generate(args.docs, args.seed, args.out, args.dup_share, workers=args.workers, progress=not args.quiet)
     c = res["counts"]
     print(f"{c['docs']:,} docs ({c['copies']:,} copies in {c['clusters']:,} clusters), "

@@ -77,7 +77,6 @@ Gold at 100,000 documents: the planted pairs, not the exact join
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -92,8 +91,8 @@ if __package__ in (None, ""):
 
 from benchmarks.corpus import (  # noqa: E402
     CLUSTER_MEMBER_P, CLUSTER_MEMBERS, EDIT_MIX, P_EXACT, P_FROM_COPY, P_PARAGRAPH, SENT_MAX, SENT_MIN, TARGET_J_LOW,
-    ZIPF_S, _Body, _capital, _jaccard_stats, _Stream, _TextModel, _TruthCollector, doc_id, iter_documents,
-    iter_truth,
+    ZIPF_S, _Body, _capital, _Stream, _TextModel, _TruthCollector, doc_id, iter_documents,
+    check_corpus_size, corpus_arguments, iter_truth, stream_counts, write_documents_and_truth, write_meta,
 )
 
 __all__ = ["generate", "iter_documents", "iter_truth", "LongTextModel", "PROFILE"]
@@ -446,15 +445,8 @@ class _LongStream(_Stream):
         return page, text, len(text.split())
 
     def _original(self, i: int) -> tuple[str, int]:
-        if self._k == len(self._chunk_texts):
-            self._chunk_texts, self._chunk_words, self._chunk_body = self.model.originals(
-                self.text_rng, CHUNK_DOCS, median_words=BODY_MEDIAN_WORDS, sigma=BODY_SIGMA,
-                min_words=BODY_MIN_TARGET, max_target=BODY_MAX_TARGET - SENT_MAX)
-            self._chunk_u = self.sched_rng.random(CHUNK_DOCS).tolist()
-            self._k = 0
-        k = self._k
-        self._k += 1
-        self.originals += 1
+        k = self._next_original(CHUNK_DOCS, median_words=BODY_MEDIAN_WORDS, sigma=BODY_SIGMA, min_words=BODY_MIN_TARGET,
+                                max_target=BODY_MAX_TARGET - SENT_MAX)
         body_text = self._chunk_texts[k]
         # The editable body is cut out of the chunk only when needed: to fit the page, or to keep it as a source.
         page = self.long.new_page(self.page_rng, None)
@@ -484,32 +476,12 @@ def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int
     members for the truth (default: 1 from TRUTH_WORKER_FROM_DOCS documents on, otherwise 0 = inline). Returns the
     metadata written to ``meta.json`` plus ``elapsed_s`` and ``bytes``.
     """
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    if not 0.0 <= dup_share < 1.0:
-        raise ValueError(f"dup_share must be in [0, 1), got {dup_share}")
+    check_corpus_size(n, dup_share)
     started = time.perf_counter()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    # Exact-pair files of an earlier corpus in this directory would silently pose as ground truth for this one.
-    for stale in out.glob("exact_*.tsv"):
-        stale.unlink()
-
     truth = _LongTruth(workers if workers is not None else (1 if n >= TRUTH_WORKER_FROM_DOCS else 0))
-    docs_tmp, truth_tmp = out / "docs.jsonl.tmp", out / "truth.tsv.tmp"
-    try:
-        stream = _LongStream(n, seed, dup_share, truth)
-        with open(docs_tmp, "w", encoding="ascii", buffering=1 << 20) as fh:
-            stream.write(fh, progress, started)
-        pairs = truth.finish()
-    finally:
-        truth.close()
-    with open(truth_tmp, "w", encoding="ascii") as fh:
-        fh.write("# id_a\tid_b\tjaccard  (exact Jaccard of Shingler(ngram=3).shingle_hashes sets; every pair "
-                 "inside a planted cluster)\n")
-        fh.writelines(f"{doc_id(a, n)}\t{doc_id(b, n)}\t{j:.6f}\n" for a, b, j in pairs)
-    docs_tmp.replace(out / "docs.jsonl")
-    truth_tmp.replace(out / "truth.tsv")
+    stream, pairs = write_documents_and_truth(out, n, truth, lambda: _LongStream(n, seed, dup_share, truth),
+                                              progress, started)
 
     sizes = np.array(stream.byte_sizes, dtype=np.int64)
     meta = {
@@ -542,16 +514,7 @@ def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int
             "shingles": "Shingler(ngram=3, unit='word', seed=42).shingle_hashes",
         },
         "counts": {
-            "docs": n,
-            "originals": stream.originals,
-            "copies": stream.copies,
-            "clusters": sum(stream.cluster_sizes.values()),
-            "clusters_by_members": {str(m): c for m, c in stream.cluster_sizes.items()},
-            "truth_pairs": len(pairs),
-            "words_total": stream.words_total,
-            "words_min": stream.words_min,
-            "words_max": stream.words_max,
-            "words_mean": round(stream.words_total / n, 2),
+            **stream_counts(stream, n, pairs),
             "text_bytes_total": int(sizes.sum()),
             "text_bytes_min": int(sizes.min()),
             "text_bytes_median": int(np.median(sizes)),
@@ -563,26 +526,12 @@ def generate(n: int, seed: int, out_dir, dup_share: float = 0.1, *, workers: int
             "shared_blocks_used": len(stream.shared_pages),
             "commonest_shared_blocks": _top_counts(stream.shared_pages, n),
         },
-        "truth_jaccard": _jaccard_stats(np.array([j for _, _, j in pairs], dtype=np.float64)),
-        "files": {"docs": "docs.jsonl", "truth": "truth.tsv"},
     }
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="ascii")
-    return {**meta, "elapsed_s": round(time.perf_counter() - started, 3),
-            "bytes": (out / "docs.jsonl").stat().st_size}
+    return write_meta(out, meta, pairs, started)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--docs", type=int, required=True, help="number of documents")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", required=True, help="output directory")
-    ap.add_argument("--dup-share", type=float, default=0.1, help="expected share of documents that are copies")
-    ap.add_argument("--workers", type=int, default=None,
-                    help=f"processes computing the truth Jaccard (default: 1 from {TRUTH_WORKER_FROM_DOCS:,} docs, "
-                         "else inline)")
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
+    args = corpus_arguments(__doc__, TRUTH_WORKER_FROM_DOCS).parse_args(argv)
     res = generate(args.docs, args.seed, args.out, args.dup_share, workers=args.workers, progress=not args.quiet)
     c = res["counts"]
     print(f"{c['docs']:,} long docs ({c['copies']:,} copies in {c['clusters']:,} clusters), "
