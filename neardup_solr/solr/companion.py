@@ -343,7 +343,8 @@ def source_pages_by_key(source: SolrClient, link: SourceLink, filters: Sequence[
 
     Against one cursor over the documents (:func:`source_pages`) it costs Solr a little less (1M documents of ~900
     characters: 17.0 against 18.7 s of Solr CPU, ``benchmarks/source_reads.py``), and resuming needs only the
-    last key acknowledged (a range filter), not a cursor mark kept alive across runs. A document added between the two reads comes with the next sync; one deleted in between is absent."""
+    last key acknowledged (a range filter), not a cursor mark kept alive across runs. A document added between
+    the two reads comes with the next sync; one deleted in between is absent."""
     key_filters = list(filters) + ([key_after(link.key_field, after_key)] if after_key is not None else [])
     params = select_params(key_filters, fields=link.key_field, sort=f"{link.key_field} asc")
     docs_read = chars_read = 0

@@ -240,7 +240,7 @@ def _copies_of(client: SolrClient, base: list, filters: list, hits: list[FoldedH
         return
     restrict = in_groups(GROUP_FIELD, groups)
     # The groups as an uncached filter beside the cached copies filter: Solr walks the copies and reads their
-    # group (as the main query instead, it took 1.5x as long at 300,000 documents).
+    # group (as the main query instead, it took 1.25-1.5x as long at 300,000 documents).
     members = client.select(select_params([is_a_copy(KEEP_FIELD), restrict], fields="id",
                                           rows=COPIES_LISTED_BY_ID))
     ids = [str(d["id"]) for d in members["response"]["docs"]]
