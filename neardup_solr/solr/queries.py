@@ -113,12 +113,13 @@ def boosted_terms(tokens: Sequence[tuple[str, float]]) -> str:
     return " ".join(quoted_term(t) if b == 1.0 else f"{quoted_term(t)}^{b:.9g}" for t, b in tokens)
 
 
-def terms_query(field: str, tokens: Sequence[str], param: str = "nd.terms") -> Filter:
+def terms_query(field: str, tokens: Sequence[str], param: str = "nd.terms", *, cached: bool = True) -> Filter:
     """Documents holding any of ``tokens`` in ``field``: a constant-score terms query, the tokens passed
     comma-separated in the parameter ``param``: the terms parser splits on commas, and the tokens it is given
     hold none (band keys, shingle hashes, MinHash positions, and normalised words, whose punctuation the
     normaliser blanks)."""
-    return Filter(f"{{!terms f={field} v=${param}}}", ((param, ",".join(tokens)),))
+    options = "" if cached else " cache=false"
+    return Filter(f"{{!terms f={field}{options} v=${param}}}", ((param, ",".join(tokens)),))
 
 
 def score_at_least(bound: float, query_param: str = "q", *, post_filter: bool = False) -> Filter:
@@ -220,8 +221,7 @@ def in_groups(group_field: str, groups: Sequence[int]) -> Filter:
     first, a scan of every document's group (~65 ms a request at 1M documents), and no two pages ask for the same
     groups. Uncached, Solr checks the group of only what the other clauses let through; it is cheap beside a
     cached filter that leads (:func:`is_a_copy`), not beside a query that matches most of the collection."""
-    numbers = ",".join(str(int(g)) for g in groups)
-    return Filter(f"{{!terms f={group_field} cache=false v=$nd.groups}}", (("nd.groups", numbers),))
+    return terms_query(group_field, [str(int(g)) for g in groups], param="nd.groups", cached=False)
 
 
 def not_a_copy(keep_field: str) -> Filter:
@@ -242,22 +242,20 @@ def ids_in(doc_ids: Sequence[str], *, cached: bool = True) -> Filter | None:
     """The documents with these ids (a terms query whose list travels as a parameter), or None when every
     separator occurs in some id (then ask for them one by one, with :func:`not_id`'s term parser). ``cached``
     False for a list no other request will ask for again: Solr then leaves it out of its filter cache."""
-    found = keys_in("id", doc_ids)
-    if found is None or cached:
-        return found
-    return Filter(found.query.replace("{!terms ", "{!terms cache=false ", 1), found.params)
+    return keys_in("id", doc_ids, cached=cached)
 
 
-def keys_in(field: str, keys: Sequence[str]) -> Filter | None:
+def keys_in(field: str, keys: Sequence[str], *, cached: bool = True) -> Filter | None:
     """The documents whose ``field`` holds one of ``keys`` (:func:`ids_in` on any field; the field's name travels
     as a parameter too), or None when every separator occurs in some key."""
     separator = next((s for s in ID_SEPARATORS if not any(s in k for k in keys)), None)
     if separator is None:
         return None
+    options = "" if cached else " cache=false"
     if field == "id":
-        return Filter("{!terms f=id separator=$nd.sep v=$nd.ids}",
+        return Filter(f"{{!terms f=id{options} separator=$nd.sep v=$nd.ids}}",
                       (("nd.sep", separator), ("nd.ids", separator.join(keys))))
-    return Filter("{!terms f=$nd.keyf separator=$nd.sep v=$nd.ids}",
+    return Filter(f"{{!terms f=$nd.keyf{options} separator=$nd.sep v=$nd.ids}}",
                   (("nd.keyf", field), ("nd.sep", separator), ("nd.ids", separator.join(keys))))
 
 
