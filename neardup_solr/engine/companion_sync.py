@@ -70,7 +70,7 @@ log = logging.getLogger(__name__)
 _GET_CHUNK = 500
 T = TypeVar("T")
 # Adds in flight at once during a backfill (index's default workers), and how often (in documents) its resumable
-# position is saved: a resumed run signs at most about this many again.
+# position is saved and the companion hard-committed: a resumed run signs at most about this many again.
 _WRITERS = 2
 _STATE_EVERY_DOCS = 20_000
 # backfill's read pages (documents fetched by key, see source_pages_by_key): the first of this many documents
@@ -225,6 +225,11 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
         if acknowledged["docs"] - acknowledged["saved_at"] >= _STATE_EVERY_DOCS:
             state.backfill_after_key = last_key
             comp.save_state(state)
+            # A hard commit without a new searcher with each saved position, as index makes one every 20,000
+            # documents. Without it Solr held the whole backfill in its indexing buffer and update log until
+            # the end, and spent more on the same adds: 100k documents took 45.9 s and 54.5 s of Solr CPU, with
+            # it 38.6 s and 45.5 s (2026-12-06, same machine and run).
+            companion.commit(open_searcher=False)
             acknowledged["saved_at"] = acknowledged["docs"]
 
     try:

@@ -17,7 +17,7 @@ MODES = {"plain, every hit counted", "plain", DEFAULT, LISTED, EXACT}
 
 def test_tiny_run_measures_every_mode_on_the_three_query_sets(tmp_path):
     report, json_path = run_benchmark("folding.py", "folding", "--docs", "3000", "--queries", "8", "--warmup", "3",
-                                      "--heap", "1g", tmp_path=tmp_path)
+                                      "--rounds", "2", "--heap", "1g", tmp_path=tmp_path)
     (result,) = report["results"]
     assert result["docs"] == 3000 and result["writeback"]["updated"] == 3000
     assert set(result["search"]) == {"broad", "medium", "narrow"}
@@ -25,6 +25,14 @@ def test_tiny_run_measures_every_mode_on_the_three_query_sets(tmp_path):
         assert set(figures["modes"]) == MODES
         assert figures["queries"] > 0, name
         assert all(m["n"] == figures["queries"] and m["p50_ms"] <= m["p99_ms"] for m in figures["modes"].values())
+        # Two rounds of plain and the default fold (the other modes one): p50/p99 of each query's median, beside
+        # every time and each round's p99.
+        assert figures["rounds"] == 2
+        for mode, m in figures["modes"].items():
+            rounds = 2 if mode in ("plain", DEFAULT) else 1
+            assert m["every_time"]["n"] == rounds * figures["queries"] and len(m["round_p99_ms"]) == rounds, mode
+            assert m["p99_ms"] <= m["every_time"]["max_ms"], mode
+        assert len(figures["fast_p99_over_plain_p99_per_round"]) == 2
         # Every hit counted means exact counts; the exact fold's count is exact too (collapse sees every match).
         assert figures["modes"]["plain, every hit counted"]["found_exact_share"] == 1.0
         assert figures["modes"][EXACT]["found_exact_share"] == 1.0
