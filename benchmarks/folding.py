@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -375,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--machine", default=f"{os.cpu_count()}core")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more")
     sizes = [int(x) for x in args.docs.split(",") if x.strip()]
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-folding-"))
     work.mkdir(parents=True, exist_ok=True)
