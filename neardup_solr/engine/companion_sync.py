@@ -69,9 +69,12 @@ log = logging.getLogger(__name__)
 
 _GET_CHUNK = 500
 T = TypeVar("T")
-# Adds in flight at once during a backfill (index's default workers), and how often (in documents) its resumable
-# position is saved and the companion hard-committed: a resumed run signs at most about this many again.
-_WRITERS = 2
+# Adds in flight at once during a backfill, and how often (in documents) its resumable position is saved and the
+# companion hard-committed: a resumed run signs at most about this many again. Three adds, one more than index's
+# workers: while Solr also serves backfill's reads, two left its CPU idle between adds (100k documents side by
+# side on one Solr, 2026-12-06: 37.7 s with two, 32.4-33.6 s with three, index 31.9-32.3 s; index itself gained
+# nothing from a third, docs/benchmarks.md).
+_WRITERS = 3
 _STATE_EVERY_DOCS = 20_000
 # backfill's read pages (documents fetched by key, see source_pages_by_key): the first of this many documents
 # whatever the add batch, then as many as hold about 8M characters of text, up to _MAX_READ_PAGE (PageSizing). The
