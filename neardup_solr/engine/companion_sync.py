@@ -236,7 +236,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
             acknowledged["saved_at"] = acknowledged["docs"]
 
     try:
-        # Two adds in flight, as index's workers send them, while the next page is read and signed. The key
+        # _WRITERS adds in flight while the next page is read and signed. The key
         # saved for a resume is the last of a page whose every predecessor Solr has acknowledged (adds are
         # settled in order), so a resumed run never skips a page; it may sign a few pages again, harmlessly.
         with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
