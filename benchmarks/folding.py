@@ -197,6 +197,12 @@ def _per_query_medians(rounds: Sequence[Sequence[float]]) -> list[float]:
     return [float(np.median(times)) for times in zip(*rounds)]
 
 
+def _p99_ratio(over: dict, under: dict) -> float | None:
+    """``over``'s p99 divided by ``under``'s (percentile dicts), to two places; None where ``under`` has none."""
+    under_p99 = under.get("p99_ms") or 0.0
+    return round((over.get("p99_ms") or 0.0) / under_p99, 2) if under_p99 else None
+
+
 def search_figures(client: SolrClient, docs: Sequence[tuple[str, str]], args: argparse.Namespace) -> dict:
     """Each set timed in every mode, then ``args.rounds - 1`` times more in the plain and the default folded mode
     (:data:`REPEATED_MODES`), their order swapped from round to round (so that neither always runs first after a
@@ -237,20 +243,14 @@ def search_figures(client: SolrClient, docs: Sequence[tuple[str, str]], args: ar
             per_mode[mode] = {**percentiles(_per_query_medians(times[mode])), **stats[mode],
                               "every_time": percentiles(every),
                               "round_p99_ms": [percentiles(r)["p99_ms"] for r in times[mode]]}
-        plain_p99 = per_mode["plain"].get("p99_ms") or 0.0
-        fast_p99 = per_mode[FAST_DEFAULT].get("p99_ms") or 0.0
-        listed_p99 = per_mode[FAST_LISTED].get("p99_ms") or 0.0
-        plain_every = per_mode["plain"]["every_time"].get("p99_ms") or 0.0
-        fast_every = per_mode[FAST_DEFAULT]["every_time"].get("p99_ms") or 0.0
+        plain, fast = per_mode["plain"], per_mode[FAST_DEFAULT]
         figures[name] = {"queries": len(queries), "rounds": args.rounds, "examples": queries[:3], "modes": per_mode,
-                         "fast_p99_over_plain_p99": round(fast_p99 / plain_p99, 2) if plain_p99 else None,
-                         "fast_copies_listed_p99_over_plain_p99": round(listed_p99 / plain_p99, 2)
-                         if plain_p99 else None,
-                         "fast_p99_over_plain_p99_every_time": round(fast_every / plain_every, 2)
-                         if plain_every else None,
+                         "fast_p99_over_plain_p99": _p99_ratio(fast, plain),
+                         "fast_copies_listed_p99_over_plain_p99": _p99_ratio(per_mode[FAST_LISTED], plain),
+                         "fast_p99_over_plain_p99_every_time": _p99_ratio(fast["every_time"], plain["every_time"]),
                          "fast_p99_over_plain_p99_per_round": [
-                             round(f / p, 2) if p else None
-                             for f, p in zip(per_mode[FAST_DEFAULT]["round_p99_ms"], per_mode["plain"]["round_p99_ms"])],
+                             _p99_ratio({"p99_ms": f}, {"p99_ms": p})
+                             for f, p in zip(fast["round_p99_ms"], plain["round_p99_ms"])],
                          "fast_against_exact": fast_against_exact(pages[FAST_DEFAULT], pages[EXACT])}
     return figures
 
