@@ -273,6 +273,15 @@ def log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
 
 
+def last_json_line(path: Path) -> dict:
+    """The summary a command printed with --json: the last line of its log that is a JSON object (a warning
+    logged after it may follow)."""
+    for line in reversed(path.read_text(encoding="utf-8", errors="replace").splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError(f"{path} holds no JSON summary")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Peer virtualenvs
 # ---------------------------------------------------------------------------------------------------------------
@@ -748,7 +757,8 @@ def run_ours_solr(docs_path: Path, run_dir: Path, solr_url: str, solr_pid: int |
     cli = neardup_cli()
     beside = [solr_pid] if solr_pid else []
     steps = {
-        "index": [cli, "index", str(docs_path), "--fields", "lsh", "--clear-all", "-q", "--solr-url", solr_url],
+        "index": [cli, "index", str(docs_path), "--fields", "lsh", "--clear-all", "-q", "--json", "--solr-url",
+                  solr_url],
         "report": [cli, "report", "--threshold", str(THRESHOLD), "--method", "lsh", "--out",
                    str(run_dir / "pairs.tsv"), "-q", "--solr-url", solr_url],
         "groups": [cli, "groups", str(run_dir / "pairs.tsv"), "--out", str(run_dir / "groups.jsonl"), "--keep",
@@ -761,6 +771,10 @@ def run_ours_solr(docs_path: Path, run_dir: Path, solr_url: str, solr_pid: int |
         if measured["returncode"] != 0:
             return {**out, "status": "failed", "why": f"{name}: " + log_tail(run_dir / f"{name}.log")}
     s = out["steps"]
+    # index's own split of its time (its --json summary, the last line of its log): issue 48, point 4.
+    index_summary = last_json_line(run_dir / "index.log")
+    out["stage_seconds"] = {"signing": index_summary["signing_seconds"],
+                            "waiting for Solr": index_summary["solr_wait_seconds"]}
     out["seconds_without_index"] = round(s["report"]["seconds"] + s["groups"]["seconds"], 2)
     out["seconds"] = round(out["seconds_without_index"] + s["index"]["seconds"], 2)
     out["peak_tree_mib"] = max(st["peak_tree_mib"] for st in s.values())
@@ -783,12 +797,15 @@ def run_ours_dedupe(docs_path: Path, run_dir: Path, solr_url: str, solr_pid: int
     run_dir.mkdir(parents=True)
     cmd = [neardup_cli(), "dedupe", str(docs_path), "--threshold", str(THRESHOLD), "--out",
            str(run_dir / "kept.jsonl.gz"), "--groups", str(run_dir / "groups.jsonl"), "--pairs",
-           str(run_dir / "pairs.tsv"), "--fields", "lsh", "--clear-all", "-q", "--solr-url", solr_url]
+           str(run_dir / "pairs.tsv"), "--fields", "lsh", "--clear-all", "-q", "--json", "--solr-url", solr_url]
     measured = run_measured(cmd, log_path=run_dir / "run.log", cwd=ROOT, beside=[solr_pid] if solr_pid else [])
     if measured["returncode"] != 0:
         return {**measured, "status": "failed", "why": log_tail(run_dir / "run.log")}
     removed, clusters = read_groups(run_dir / "groups.jsonl")
-    return {**measured, "status": "ok", "kept": count_lines(run_dir / "kept.jsonl.gz"),
+    # Where its time went (issue 48, point 4): the stages of its --json summary, the last line of its log.
+    summary = last_json_line(run_dir / "run.log")
+    return {**measured, "status": "ok", "stage_seconds": summary["stages"],
+            "kept": count_lines(run_dir / "kept.jsonl.gz"),
             "removed_ids": sorted(removed), "clusters": clusters, "found_pairs": read_pairs(run_dir / "pairs.tsv")}
 
 

@@ -114,7 +114,8 @@ _MASKS = [
     (re.compile(r"[\d,]+(?:\.\d+)? docs/s"), "N docs/s"),
     (re.compile(r"[\d,]+(?:\.\d+)? MB/s"), "N MB/s"),
     (re.compile(r"\b\d+(?:\.\d+)? s\b"), "N s"),
-    (re.compile(r'"(seconds|docs_per_second|megabytes_per_second)": [\d.]+'), r'"\1": N'),
+    (re.compile(r'"(seconds|docs_per_second|megabytes_per_second|signing_seconds|solr_wait_seconds)": [\d.]+'),
+     r'"\1": N'),
     (re.compile(r"\bpid \d+"), "pid N"),
     (re.compile(r"written by neardup-solr \S+"), "written by neardup-solr VERSION"),  # a release changes it
 ]

@@ -64,9 +64,11 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
         print(json.dumps({k: getattr(summary, k) for k in (
             "source", "out", "threshold", "records", "kept", "dropped", "rejected", "repeated_ids", "pairs",
             "groups", "foreign_pairs", "resumed", "rejects_path", "pairs_path", "groups_path", "keep_path")}
-                         | {"seconds": round(summary.seconds, 3)}))
+                         | {"seconds": round(summary.seconds, 3), "stages": summary.stages}))
     else:
         print(summary.format())
+        if not args.quiet:
+            print(summary.format_stages(), file=sys.stderr)
     return EXIT_REJECTED if summary.rejected else 0
 
 
@@ -113,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="documents per indexing request (default 500)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="indexing batches in flight to Solr at once (default 2)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no line of stage times")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_solr_options(p)
     p.set_defaults(func=cmd_dedupe, param_flags={

@@ -43,6 +43,7 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
         "blank_lines": summary.blank_lines, "seconds": round(summary.seconds, 3),
         "docs_per_second": round(summary.docs_per_second, 1), "text_bytes": summary.text_bytes,
         "megabytes_per_second": round(summary.megabytes_per_second, 3),
+        "signing_seconds": round(summary.signing_seconds, 3), "solr_wait_seconds": round(summary.solr_wait_seconds, 3),
         "rejects_path": summary.rejects_path if summary.rejected else None,
         "interrupted": summary.interrupted,
         "verification": None,

@@ -60,7 +60,7 @@ from neardup_solr.pairs.groups import (
 from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
 from neardup_solr.signing.settings import META_DATASET, IndexSettings
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.indexer import Indexer, Rejection
+from neardup_solr.solr.indexer import Indexer, IndexSummary, Rejection
 from neardup_solr.solr.maintenance import clear as clear_collection
 from neardup_solr.solr.settings_store import holds_no_documents
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_label, check_str
@@ -78,7 +78,11 @@ CLEAR_CHOICES = ("dataset", "all")
 # Rejections kept on the summary to be named (all of them are in the rejects file and counted).
 REJECTIONS_SHOWN = 100
 # The run's stages, each a share of the progress bar counted in input records.
-STAGES = 4
+STAGE_NAMES = ("indexing", "finding pairs", "grouping", "writing")
+STAGES = len(STAGE_NAMES)
+# The parts of a stage its summary line names (where they were measured: a resumed run may lack them).
+STAGE_PARTS = {"indexing": ("signing", "waiting for Solr"),
+               "finding pairs": ("reading signatures", "candidate pairs", "verifying")}
 RUN_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 
 
@@ -109,6 +113,10 @@ class DedupeSummary:
     groups_path: str | None = None
     keep_path: str | None = None
     rejections: list[Rejection] = field(default_factory=list)
+    # Seconds per stage in run order (STAGE_NAMES), each followed by its parts (STAGE_PARTS: the indexer's signing
+    # and waits for Solr, the LSH engine's signature reading, candidates and verification). A resumed run counts
+    # only what it did itself.
+    stages: dict[str, float] = field(default_factory=dict)
 
     def format(self) -> str:
         """The one-line summary the command line prints."""
@@ -121,6 +129,21 @@ class DedupeSummary:
         return (f"{self.records} records in, kept {self.kept}, {dropped}, {rejected} in {self.seconds:.1f} s "
                 f"({format_rates(self.records, self.text_bytes, self.seconds)}) -> {self.out} ({self.pairs} pairs "
                 f"with jaccard similarity >= {self.threshold:g}, {self.groups} groups)")
+
+    def format_stages(self) -> str:
+        """Where the run's time went, one line: ``time: indexing 41.2 s (signing 30.1 s, waiting for Solr 4.0 s),
+        finding pairs 6.3 s (reading signatures 1.2 s, candidate pairs 0.4 s, verifying 4.5 s), grouping 3.1 s,
+        writing 5.5 s``."""
+        parts = []
+        for name in STAGE_NAMES:
+            if name not in self.stages:
+                continue
+            part = f"{name} {self.stages[name]:.1f} s"
+            inside = STAGE_PARTS.get(name, ())
+            if inside and all(detail in self.stages for detail in inside):
+                part += " (" + ", ".join(f"{detail} {self.stages[detail]:.1f} s" for detail in inside) + ")"
+            parts.append(part)
+        return "time: " + ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -280,16 +303,22 @@ def dedupe_file(
             state.save()
         bar = progress_bar(progress, desc="dedupe 1/4 indexing")
         try:
-            _index(client, path, state, summary, reading, bar, settings=settings, dataset=dataset, clear=clear,
-                   rejects=rejects, batch_size=batch_size, workers=workers)
+            clock = _StageClock(summary.stages)
+            indexed = _index(client, path, state, summary, reading, bar, settings=settings, dataset=dataset,
+                             clear=clear, rejects=rejects, batch_size=batch_size, workers=workers)
+            clock.lap("indexing")
+            if indexed is not None:
+                summary.stages["signing"] = round(indexed.signing_seconds, 3)
+                summary.stages["waiting for Solr"] = round(indexed.solr_wait_seconds, 3)
             records = state.indexed or 0
             # The input's size is known from here on: the bar shows the share of the whole run done (every
             # stage counts the input's records once), no longer a count of records that would pass the total.
             bar.total = STAGES * records
             bar.bar_format = RUN_BAR_FORMAT
             bar.refresh()
-            pairs = _find_pairs(client, state, threshold, dataset, work_dir, bar)
+            pairs = _find_pairs(client, state, threshold, dataset, work_dir, bar, summary.stages)
             bar.update(records)
+            clock.lap("finding pairs")
 
             bar.set_description_str("dedupe 3/4 grouping")
             rejected_lines = _read_rejects(rejects, summary)
@@ -308,12 +337,14 @@ def dedupe_file(
                                  representative=representative,
                                  texts=scan.texts if representative == "longest" else None)
             dropped = {m for g in groups for m in g.members if m != g.representative}
+            clock.lap("grouping")
 
             bar.set_description_str("dedupe 4/4 writing")
             keep = _keeper(rejected_lines, scan.last_line, dropped)
             written = write_kept_records(path, out, keep, fmt=reading.fmt, id_field=reading.id_field,
                                          text_field=reading.text_field, on_decode_error=reading.on_decode_error,
                                          on_progress=bar.update)
+            clock.lap("writing")
         finally:
             bar.close()
         _write_extras(summary, inside, groups, scan.accepted, pairs_out, groups_out, keep_out)
@@ -327,6 +358,8 @@ def dedupe_file(
     summary.pairs = len(inside)
     summary.groups = len(groups)
     summary.seconds = time.monotonic() - started
+    order = [n for name in STAGE_NAMES for n in (name, *STAGE_PARTS.get(name, ()))]
+    summary.stages = {name: summary.stages[name] for name in order if name in summary.stages}
     log.info("%s", summary.format())
     return summary
 
@@ -366,12 +399,26 @@ def _check_distinct_outputs(source: Path, out: Path, others: dict[str, Any]) -> 
         seen[target] = name
 
 
+class _StageClock:
+    """Seconds since the previous lap, stored under each stage's name."""
+
+    def __init__(self, stages: dict[str, float]):
+        self.stages = stages
+        self.since = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.stages[name] = round(now - self.since, 3)
+        self.since = now
+
+
 def _index(client: SolrClient, path: str | Path, state: _RunState, summary: DedupeSummary, reading: _Reading,
            bar: Any, *, settings: IndexSettings | None, dataset: str | None, clear: str | None, rejects: Path,
-           batch_size: int, workers: int) -> None:
+           batch_size: int, workers: int) -> IndexSummary | None:
+    """The indexing stage's summary; None when a resumed run finds every record indexed already."""
     if state.indexed is not None:  # a resumed run whose records are all in the index
         bar.update(state.indexed)
-        return
+        return None
     if clear is not None and not summary.resumed:
         deleted = clear_collection(client, dataset if clear == "dataset" else None, everything=clear == "all")
         log.info("cleared %d documents before indexing", deleted)
@@ -384,6 +431,7 @@ def _index(client: SolrClient, path: str | Path, state: _RunState, summary: Dedu
                                  bar=bar)
     state.indexed = indexed.read + indexed.skipped_by_resume
     state.save()
+    return indexed
 
 
 def _settings_for_dedupe(client: SolrClient) -> IndexSettings | None:
@@ -392,14 +440,21 @@ def _settings_for_dedupe(client: SolrClient) -> IndexSettings | None:
 
 
 def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset: str | None,
-                work_dir: str | Path | None, bar: Any) -> list[tuple[str, str, float]]:
-    """The pairs, found once: a resumed run reads them back from its run directory."""
+                work_dir: str | Path | None, bar: Any, stages: dict[str, float]) -> list[tuple[str, str, float]]:
+    """The pairs, found once: a resumed run reads them back from its run directory. ``stages`` gets the LSH
+    engine's own split of its time: reading the signatures into the signature store, the candidate pairs (and
+    their estimates), and the exact verification (reading the candidates' texts, shingling, Jaccard)."""
     from neardup_solr.engine.find import find_pairs
 
     if not state.pairs_found:
         bar.set_description_str("dedupe 2/4 finding pairs")
         found = find_pairs(client, ThresholdOptions(threshold=threshold, method="lsh", dataset=dataset),
                            work_dir=work_dir)
+        seconds = found.stats.get("seconds", {})
+        if "signatures" in seconds:
+            stages["reading signatures"] = seconds["signatures"]
+            stages["candidate pairs"] = round(seconds.get("candidates", 0.0) + seconds.get("estimate", 0.0), 3)
+            stages["verifying"] = seconds.get("verify", 0.0)
         write_pairs(found.pairs, state.pairs_path)
         state.pairs_found = True
         state.save()

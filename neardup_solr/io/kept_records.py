@@ -9,14 +9,14 @@ The output has the input's format and only its kept records, in input order:
 * **Parquet**: Parquet with the input's schema, the kept rows in input order.
 
 The output is compressed by its name's suffix, the ones the readers accept (``.gz``, ``.bz2``, ``.xz``,
-``.zst``); gzip is written without a file name or time stamp, so equal records give equal bytes. The file is
+``.zst``); gzip is written without a file name or time stamp, so equal records give equal bytes, and on every core
+(:mod:`~neardup_solr.io.parallel_gzip`: one gzip member, the size of a sequential level-6 stream). The file is
 written as ``<out>.tmp`` and renamed when complete (:func:`~neardup_solr.io.outputs.replacing`).
 """
 
 from __future__ import annotations
 
 import bz2
-import gzip
 import lzma
 import sys
 from contextlib import contextmanager
@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 from neardup_solr.errors import InputFormatError, InvalidParameterError
 from neardup_solr.io.inputs import COMPRESSION_SUFFIXES
 from neardup_solr.io.outputs import OutputLock, check_output_path, is_stdout, replacing
+from neardup_solr.io.parallel_gzip import ParallelGzipWriter
 from neardup_solr.io.readers import (
     PARQUET_BATCH_ROWS,
     Record,
@@ -80,7 +81,7 @@ def compressing(fh: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
         return
     sink: Any
     if compression == "gzip":
-        sink = gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=GZIP_LEVEL)
+        sink = ParallelGzipWriter(fh, level=GZIP_LEVEL)
     elif compression == "bzip2":
         sink = bz2.BZ2File(fh, "wb")
     elif compression == "xz":

@@ -103,8 +103,11 @@ class DocumentBuilder:
         out = BuiltBatch()
         settings = self.settings
         text_shingles = "shingles" in settings.fields and settings.shingle_tokens == "text"
-        # (index in items, normalised text, its words, its shingle strings when indexed as text)
-        kept: list[tuple[int, str, list[str], list[str] | None]] = []
+        # The list of words only where a field is made of them: the lean fields (``lsh``, ``minhash``) need just
+        # their number and the first, and splitting a web page into words was a fifth of its signing (issue 48).
+        listed_words = text_shingles or "words" in settings.fields or "grams" in settings.fields
+        # (index in items, normalised text, its words where listed, its shingle strings when indexed as text)
+        kept: list[tuple[int, str, list[str] | None, list[str] | None]] = []
         normalize, shingles_of = self.shingler.normalizer.normalize, self.shingler.shingles_of
         for index, (doc_id, text, *_) in enumerate(items):
             problem = record_problem(doc_id, text)
@@ -116,8 +119,9 @@ class DocumentBuilder:
                 out.rejected.append((index, NO_WORDS_LEFT))
                 continue
             self.unspaced.check(normalized)
-            words = split_normalized(normalized)
-            kept.append((index, normalized, words, shingles_of(normalized, words) if text_shingles else None))
+            words = split_normalized(normalized) if listed_words else None
+            kept.append((index, normalized, words,
+                         shingles_of(normalized, words) if text_shingles and words is not None else None))
         if not kept:
             return out
         # From the texts, not from the normalised ones: the kernel normalises them itself, and normalising twice is
@@ -133,6 +137,7 @@ class DocumentBuilder:
                 assert distinct is not None
                 shingle_value, count = joined[row], int(distinct[row])
             else:
+                assert words is not None
                 p = ProcessedText(normalized, words, shingles, distinct_in_order(hashes[offsets[row]:offsets[row + 1]]))
                 shingle_value, count = self.shingle_tokens(p), len(shingles)
             doc_id, text, *rest = items[index]
@@ -159,25 +164,34 @@ class DocumentBuilder:
         return self._document(doc_id, text, processed.normalized, processed.words, count, shingle_value, signature,
                               {f: values[0] for f, values in tokens.items()}, dataset, None)
 
-    def _document(self, doc_id: str, text: str, normalized: str, words: list[str], num_shingles: int,
+    def _document(self, doc_id: str, text: str, normalized: str, words: list[str] | None, num_shingles: int,
                   shingle_value: str | list[str], signature: np.ndarray, signature_tokens_row: dict,
                   dataset: str | None, fields: dict | None) -> dict:
-        """One Solr document: the stored fields, then the token fields the settings name."""
+        """One Solr document: the stored fields, then the token fields the settings name. ``words``: None where
+        the settings index no field of words (the count and the first word are read off the normalised text, whose
+        words are separated by single spaces)."""
         settings = self.settings
+        if words is None:
+            num_words = normalized.count(" ") + 1 if normalized else 0
+            first = normalized.partition(" ")[0] if normalized else None
+        else:
+            num_words, first = len(words), (words[0] if words else None)
         doc = {
             "id": doc_id,
             "content": text,
             "md5_hash": md5_hex(normalized),
-            "num_words": len(words),
-            "first_word": text_token(words[0]) if words else "",
+            "num_words": num_words,
+            "first_word": text_token(first) if first is not None else "",
             "num_shingles": num_shingles,
             "minhash_sig": encode_signature(signature),
         }
         if "shingles" in settings.fields:
             doc[settings.token_field("shingles")] = shingle_value
         if "words" in settings.fields:
+            assert words is not None
             doc["content_words"] = text_tokens(dict.fromkeys(words))
         if "grams" in settings.fields:
+            assert words is not None
             doc["content_grams"] = word_gram_tokens(dict.fromkeys(words))
         doc.update(signature_tokens_row)
         if dataset is not None:

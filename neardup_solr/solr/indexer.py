@@ -96,6 +96,11 @@ class IndexSummary:
     seconds: float = 0.0
     # UTF-8 bytes of the texts read this run (not those a resume skipped): the MB/s beside the docs/s.
     text_bytes: int = 0
+    # Where the run's seconds went (the rest is reading and parsing the input): building the documents (normalising,
+    # shingling, MinHash, LSH keys; on this thread) and waiting for Solr (adds not yet acknowledged while the next
+    # batch could not be sent, the hard commits, the final commit and check).
+    signing_seconds: float = 0.0
+    solr_wait_seconds: float = 0.0
     rejects_path: str | None = None
     checkpoint_path: str | None = None
     interrupted: str | None = None
@@ -395,7 +400,9 @@ class Indexer:
 
         def commit_durably() -> None:
             line = int(progress["acknowledged_line"])
+            waited = time.monotonic()
             self.client.commit(open_searcher=False)
+            summary.solr_wait_seconds += time.monotonic() - waited
             if checkpoint is not None:
                 checkpoint.save(line)
             progress["since_commit"] = 0
@@ -404,7 +411,9 @@ class Indexer:
         def drain(block_until: int) -> None:
             while len(in_flight) > block_until:
                 future, line, ndocs = in_flight.popleft()
+                waited = time.monotonic()
                 indexed, refused = future.result()
+                summary.solr_wait_seconds += time.monotonic() - waited
                 summary.indexed += len(indexed)
                 for doc_id, doc_line in indexed:
                     acknowledged.add(doc_id, doc_line)
@@ -424,7 +433,9 @@ class Indexer:
                 return
             records = list(batch.values())
             batch = {}
+            signing = time.monotonic()
             built = builder.build([(r.id, r.text, r.fields) for r in records], dataset=self.dataset)
+            summary.signing_seconds += time.monotonic() - signing
             if self.ttl is not None:
                 for doc in built.documents:
                     doc["ttl"] = self.ttl  # the update chain computes expire_at from it
@@ -466,8 +477,10 @@ class Indexer:
                     batch_has_repeat = False
             submit(force_serial=batch_has_repeat)
             drain(0)
+            waited = time.monotonic()
             self.client.commit()
             summary.verification = compare(acknowledged, self.client)
+            summary.solr_wait_seconds += time.monotonic() - waited
             if summary.verification.ok:
                 if checkpoint is not None:
                     checkpoint.clear()

@@ -46,6 +46,14 @@ def test_the_command_writes_what_the_python_call_and_the_recipe_write(corpus, so
                           pairs_out=tmp_path / "python" / files[1], groups_out=tmp_path / "python" / files[2],
                           keep_out=tmp_path / "python" / files[3])
     assert (summary.kept, summary.dropped) == (kept, dropped)
+    assert list(summary.stages) == ["indexing", "signing", "waiting for Solr", "finding pairs", "reading signatures",
+                                    "candidate pairs", "verifying", "grouping", "writing"]
+    # The parts of a stage fit inside it, and the stages inside the whole run.
+    assert summary.stages["signing"] + summary.stages["waiting for Solr"] <= summary.stages["indexing"]
+    assert (summary.stages["reading signatures"] + summary.stages["candidate pairs"] + summary.stages["verifying"]
+            <= summary.stages["finding pairs"])
+    assert sum(summary.stages[k] for k in ("indexing", "finding pairs", "grouping", "writing")) <= summary.seconds
+    assert summary.stages["signing"] > 0 and summary.stages["finding pairs"] > 0
     for name in files:
         assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "python" / name).read_bytes(), name
     reference = run_commands(corpus, tmp_path / "recipe", solr_url, 0.8)
@@ -71,6 +79,8 @@ def test_rejected_records_are_named_and_the_exit_code_says_so(solr_url, tmp_path
     summary = json.loads(out)
     assert (summary["records"], summary["kept"], summary["dropped"], summary["rejected"]) == (4, 1, 1, 2)
     assert summary["rejects_path"] == str(tmp_path / "out.jsonl.rejects.jsonl")
+    assert set(summary["stages"]) == {"indexing", "signing", "waiting for Solr", "finding pairs", "reading signatures",
+                                      "candidate pairs", "verifying", "grouping", "writing"}
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == (
         '{"id": "a", "text": "The harbour road closes for the winter storms again this year"}\n')
 
@@ -123,3 +133,9 @@ def test_one_progress_bar_over_the_whole_run(solr_url, tmp_path, capsys):
     assert list(dict.fromkeys(stages)) == ["dedupe 1/4 indexing", "dedupe 2/4 finding pairs", "dedupe 3/4 grouping",
                                            "dedupe 4/4 writing"]
     assert "dedupe 4/4 writing: 100%" in err
+    # The time line: every stage named once, in order, the indexing stage split into signing and Solr's share.
+    times = [line for line in err.splitlines() if line.startswith("time: ")]
+    assert len(times) == 1, err
+    assert re.fullmatch(r"time: indexing [\d.]+ s \(signing [\d.]+ s, waiting for Solr [\d.]+ s\), finding pairs "
+                        r"[\d.]+ s \(reading signatures [\d.]+ s, candidate pairs [\d.]+ s, verifying [\d.]+ s\), "
+                        r"grouping [\d.]+ s, writing [\d.]+ s", times[0]), times[0]
