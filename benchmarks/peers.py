@@ -1001,6 +1001,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tool-timeout", type=float, default=TOOL_TIMEOUT["seconds"],
                     help="seconds after which a tool is killed and recorded as timed out (default 4 h)")
     ap.add_argument("--smoke", action="store_true", help="label the results a smoke run (small size, not a result)")
+    ap.add_argument("--suffix", default="", help="appended to the results' file name (a run of part of the tools)")
     args = ap.parse_args(argv)
     TOOL_TIMEOUT["seconds"] = args.tool_timeout
     chosen = [k for k in ROW_NAMES if args.only is None or k in args.only.split(",")]
@@ -1021,6 +1022,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = work / "peers"
     if args.install_peers:
         for name in PEERS:
+            if not any(key.replace("_", "-").startswith(name) for key in chosen):
+                continue  # not run this time (--only)
             if peer_version(name, args.venvs) is None:
                 why = install_peer(name, args.venvs)
                 if why:
@@ -1076,7 +1079,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     variant = f"-ngram{args.peer_ngram}" if args.peer_ngram else ""
     profile = "long-" if args.corpus == "long" else ""
     stem = (args.out_dir / f"{report['date']}-peers-{profile}{machine}-{args.docs}{variant}"
-                           f"{'-smoke' if args.smoke else ''}")
+                           f"{'-smoke' if args.smoke else ''}{args.suffix}")
     write_result_files(stem, report, render(report))
     print(render(report))
     return 0
