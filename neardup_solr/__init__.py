@@ -23,6 +23,7 @@ from neardup_solr.errors import (
     IndexIncomplete,
     IndexingInterrupted,
     InputFormatError,
+    InstallRefused,
     InvalidParameterError,
     InvalidRecordError,
     InvalidTextError,
@@ -61,7 +62,7 @@ from neardup_solr.neardup_index import NearDupIndex
 from neardup_solr.solr.searcher import COLLECTION_THRESHOLD, WRITEUP_RANKING, NearDuplicate, Searcher, StoredDocument
 from neardup_solr.solr.settings import SOLR_VERSION
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.companion import InstallRefused, install, open_collection, uninstall
+from neardup_solr.solr.companion import install, open_collection, uninstall
 from neardup_solr.solr.backends.base import Backend, StartResult
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.text import MinHash, Shingler, Signature, estimate_jaccard, jaccard, normalize

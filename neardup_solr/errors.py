@@ -177,6 +177,11 @@ class ForeignCollectionError(NeardupError):
     """The core or collection was not made for neardup-solr; nothing destructive is done to it."""
 
 
+class InstallRefused(ForeignCollectionError):
+    """``install``, ``uninstall``, ``backfill`` or ``sync`` will not act on this collection; the message says why
+    and what to do. Nothing was changed."""
+
+
 class SolrAuthError(NeardupError, PermissionError):
     """Solr refused the credentials (HTTP 401/403)."""
 

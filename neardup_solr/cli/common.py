@@ -136,7 +136,7 @@ def open_client(args: argparse.Namespace, *, resolve: bool = True) -> "SolrClien
     client = _open_client(args)
     if not resolve:
         return client
-    from neardup_solr.solr.companion import resolve as resolve_companion
+    from neardup_solr.solr.companion_link import resolve as resolve_companion
 
     return resolve_companion(client)
 

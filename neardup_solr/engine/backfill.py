@@ -15,12 +15,19 @@ import logging
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from neardup_solr.engine.group_writeback import group_signed_documents
+from neardup_solr.engine.backfill_summary import BackfillSummary, Verification
+from neardup_solr.engine.companion_sync import backfill_companion
+from neardup_solr.engine.group_upkeep import GroupUpkeep
 from neardup_solr.io.progress import progress_bar
-from neardup_solr.errors import ForeignCollectionError, IndexIncomplete, SolrRequestError, SolrServerError
+from neardup_solr.errors import (
+    ForeignCollectionError,
+    IndexIncomplete,
+    InstallRefused,
+    SolrRequestError,
+    SolrServerError,
+)
 from neardup_solr.solr.atomic import (
     SEEN,
     SIGNING_FIELDS,
@@ -36,9 +43,8 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.signing.tokens import md5_hex
-from neardup_solr.solr.group_fields import groups_in_use
 from neardup_solr.solr.settings_store import read_index_settings
-from neardup_solr.solr.companion import InstallRefused, has_our_schema, read_link, resolve
+from neardup_solr.solr.companion_link import has_our_schema, read_link, resolve
 from neardup_solr.solr.schema_install import legacy_install_fields, require_atomic_updates
 from neardup_solr.validation import check_int
 
@@ -49,70 +55,6 @@ log = logging.getLogger(__name__)
 _NOT_WRITTEN = frozenset({"id", "content", "dataset", "fields_json", "content_fwords"})
 # Update requests in flight at once (index's default workers).
 _WRITERS = 2
-
-
-@dataclass
-class Verification:
-    """The final check: documents still without our fields after the last pass (the first few named)."""
-
-    unsigned: int
-    examples: list[str]
-    solr_refused: list[tuple[str, str]] = field(default_factory=list)
-
-    def format(self) -> str:
-        if not self.unsigned:
-            return "every document is signed"
-        if self.solr_refused:
-            shown = "; ".join(f"{i!r}: {why}" for i, why in self.solr_refused[:3])
-            return (f"{self.unsigned} document(s) are still unsigned, {len(self.solr_refused)} of them refused by "
-                    f"Solr ({shown}): fix those documents in your collection, then run backfill (or sync) again")
-        return (f"{self.unsigned} document(s) are still unsigned (changed by another writer on every pass?), e.g. "
-                f"{', '.join(map(repr, self.examples))}: run backfill (or sync) again")
-
-
-@dataclass
-class BackfillSummary:
-    """What a backfill (or one sync pass) did: documents ``signed``, ``refused`` (a text with nothing to sign, an
-    id we cannot use: marked as seen, never signed; the first reasons in ``refusals``), ``passes`` over the
-    collection, ``conflicts`` (documents another writer changed while we signed them, signed again on a later
-    pass), and the final ``verification``."""
-
-    signed: int = 0
-    refused: int = 0
-    passes: int = 0
-    conflicts: int = 0
-    seconds: float = 0.0
-    refusals: list[tuple[str, str]] = field(default_factory=list)
-    # Documents whose update Solr refused (HTTP 400: the document no longer fits the schema, say), with Solr's
-    # reason; they stay unsigned, the rest of their batch is written.
-    solr_refused: dict[str, str] = field(default_factory=dict)
-    verification: Verification | None = None
-    interrupted: str | None = None
-    # Documents given their near-duplicate group after they were signed (once the collection's groups are written).
-    grouped: int = 0
-    # (id, text) of the documents signed since they were last grouped; None while the groups are not written.
-    signed_texts: list[tuple[str, str]] | None = field(default=None, repr=False)
-
-    @property
-    def docs_per_second(self) -> float:
-        return self.signed / self.seconds if self.seconds > 0 else 0.0
-
-    def format(self) -> str:
-        text = (f"signed {self.signed} document(s) in {self.seconds:.1f} s ({self.docs_per_second:,.0f} docs/s), "
-                f"{self.passes} pass(es)")
-        if self.conflicts:
-            text += f", {self.conflicts} changed by another writer meanwhile and signed on a later pass"
-        if self.refused:
-            shown = "; ".join(f"{i!r}: {why}" for i, why in self.refusals[:3])
-            text += f", {self.refused} with nothing to sign ({shown})"
-        if self.solr_refused:
-            shown = "; ".join(f"{i!r}: {why}" for i, why in list(self.solr_refused.items())[:3])
-            text += f", {len(self.solr_refused)} refused by Solr ({shown})"
-        if self.grouped:
-            text += f", {self.grouped} given their near-duplicate group"
-        if self.verification is not None:
-            text += f"; {self.verification.format()}"
-        return text
 
 
 def settings_of(client: SolrClient) -> IndexSettings:
@@ -131,9 +73,11 @@ def written_fields(built: dict) -> dict:
     return {name: value for name, value in built.items() if name not in _NOT_WRITTEN}
 
 
-def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillSummary) -> list[dict]:
+def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillSummary,
+              upkeep: GroupUpkeep | None = None) -> list[dict]:
     """The atomic updates that sign ``docs`` (id, content, _version_ as read). A document that cannot be signed
-    is marked as seen (its digest, no signature), so later passes do not read it again until its text changes."""
+    is marked as seen (its digest, no signature), so later passes do not read it again until its text changes.
+    ``upkeep`` notes what is signed, to be grouped after the pass's commit."""
     items = [(d["id"], d.get("content") if isinstance(d.get("content"), str) else "") for d in docs]
     built = builder.build(items)
     version = {d["id"]: version_of(d) for d in docs}
@@ -148,41 +92,25 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
         marker = {"md5_hash": md5_hex(normalize(text or "")), "num_words": 0, "num_shingles": 0}
         updates.append(set_update(str(doc_id), version[doc_id], marker))
     summary.signed += len(built.documents)
-    if summary.signed_texts is not None:
+    if upkeep is not None:
         texts = dict(items)
-        summary.signed_texts.extend((str(doc["id"]), texts[doc["id"]]) for doc in built.documents)
+        upkeep.signed((str(doc["id"]), texts[doc["id"]]) for doc in built.documents)
     return updates
-
-
-def track_groups(client: SolrClient, summary: BackfillSummary) -> None:
-    """Have ``summary`` keep what is signed, to be grouped (:func:`group_signed`), when the collection's groups are
-    written."""
-    summary.signed_texts = [] if groups_in_use(client) else None
-
-
-def group_signed(client: SolrClient, settings: IndexSettings, summary: BackfillSummary) -> None:
-    """Give what the passes signed (committed) its near-duplicate group, as ``check_and_add`` gives one to what it
-    adds (:func:`~neardup_solr.engine.group_writeback.group_signed_documents`)."""
-    if not summary.signed_texts:
-        return
-    refused = set(summary.solr_refused)
-    summary.grouped += group_signed_documents(client, settings,
-                                              [(i, t) for i, t in summary.signed_texts if i not in refused])
-    summary.signed_texts.clear()
 
 
 def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence[Filter], summary: BackfillSummary, *,
                  batch_size: int = 500, on_page: Callable[[int], None] | None = None,
-                 select: Callable[[list[dict]], list[dict]] | None = None) -> int:
+                 select: Callable[[list[dict]], list[dict]] | None = None, upkeep: GroupUpkeep | None = None) -> int:
     """One pass: read what ``filters`` match, sign it, write our fields; returns how many updates were sent.
-    ``select`` keeps only some of a page's documents (sync: those whose text changed)."""
+    ``select`` keeps only some of a page's documents (sync: those whose text changed); ``upkeep`` notes what is
+    signed, for its groups."""
     sent = 0
     in_flight: deque[Future] = deque()
     # Solr applies one batch while the next page is read and signed: the two overlap, as index's workers do.
     with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
         for page in read_pages(client, filters, SIGNING_FIELDS, page_size=batch_size):
             chosen = select(page) if select is not None else page
-            updates = sign_page(builder, chosen, summary) if chosen else []
+            updates = sign_page(builder, chosen, summary, upkeep) if chosen else []
             if updates:
                 in_flight.append(writers.submit(send_each, client, updates))
                 sent += len(updates)
@@ -264,14 +192,12 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     max_passes = check_int("max_passes", max_passes, minimum=1, maximum=1000)
     target = resolve_own_collection(client)
     if target is not None:
-        from neardup_solr.engine.companion_sync import backfill_companion
-
         return backfill_companion(target, batch_size=batch_size, progress=progress, verify=verify)
     settings = settings_of(client)
     require_atomic_updates(client)
     builder = DocumentBuilder(settings)
     summary = BackfillSummary()
-    track_groups(client, summary)
+    upkeep = GroupUpkeep(client, settings)
     started = time.monotonic()
     total = count_unseen(client)
     bar = progress_bar(progress, desc=f"signing {client.url.rsplit('/', 1)[-1]}", total=total)
@@ -279,8 +205,9 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
         for number in range(max_passes):
             before = summary.signed + summary.refused
             refused_before = set(summary.solr_refused)
-            signing_pass(client, builder, [UNSEEN], summary, batch_size=batch_size, on_page=bar.update)
-            group_signed(client, settings, summary)
+            signing_pass(client, builder, [UNSEEN], summary, batch_size=batch_size, on_page=bar.update,
+                         upkeep=upkeep)
+            summary.grouped += upkeep.group_signed(refused=summary.solr_refused)
             left = count_unseen(client)
             if left == 0 or (number and left <= len(summary.solr_refused) and set(summary.solr_refused) == refused_before):
                 break  # signed, or only what Solr refuses again is left

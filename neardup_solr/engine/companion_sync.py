@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
-from neardup_solr.engine.backfill import BackfillSummary, Verification
-from neardup_solr.engine.group_writeback import group_signed_documents, kept_groups, promote_kept
-from neardup_solr.errors import IndexIncomplete, InvalidParameterError
+from neardup_solr.engine.backfill_summary import BackfillSummary, Verification
+from neardup_solr.engine.group_upkeep import GroupUpkeep
+from neardup_solr.errors import IndexIncomplete, InstallRefused, InvalidParameterError
 from neardup_solr.io.progress import progress_bar
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
@@ -47,20 +47,14 @@ from neardup_solr.solr.atomic import (
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.companion import (
     KEY_PAGE,
-    InstallRefused,
     PageSizing,
-    mirror_groups,
-    SourceLink,
-    SourceState,
-    read_link,
-    read_state,
-    source_client,
     source_count,
     source_keys,
     source_pages,
     source_pages_by_key,
 )
-from neardup_solr.solr.group_fields import chunks, groups_in_use
+from neardup_solr.solr.companion_link import SourceLink, SourceState, read_link, read_state, source_client
+from neardup_solr.solr.group_fields import chunks
 from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, select_params
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.validation import Limit, check_float, check_int
@@ -204,8 +198,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
         state = SourceState(backfill_unfinished=True, backfill_started_version=highest_version(comp.source)
                             if comp.link.has_version else None, synced_version=state.synced_version)
     summary = BackfillSummary(passes=1)
-    track = groups_in_use(companion)
-    signed_texts: list[tuple[str, str]] = []
+    upkeep = GroupUpkeep(companion, comp.settings, mirror=True)
     started = time.monotonic()
     total = source_count(comp.source)
     bar = progress_bar(progress, desc=f"signing {comp.link.collection}", total=total)
@@ -248,8 +241,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
                 for position, batch in enumerate(batches, start=1):
                     items = comp.items(batch)
                     docs = comp.documents(items, summary)
-                    if track:
-                        signed_texts += items
+                    upkeep.signed(items)
                     while len(in_flight) >= _WRITERS:
                         settle(in_flight.popleft())
                     # Only a page's last batch carries its key: adds settle in order, so by then the page is in.
@@ -265,9 +257,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
         state.synced_version = state.backfill_started_version
     comp.save_state(state)
     companion.commit()
-    if signed_texts:
-        summary.grouped = group_signed_documents(companion, comp.settings, signed_texts)
-        mirror_groups(companion, [key for key, _ in signed_texts])
+    summary.grouped = upkeep.group_signed()
     summary.seconds = round(time.monotonic() - started, 3)
     if verify:
         summary.verification = _verify(comp, state.backfill_started_version)
@@ -352,7 +342,8 @@ class CompanionSyncer:
         version = highest_version(self.comp.source) if self.comp.link.has_version else None
         summary = CompanionSyncSummary(started_at=now)
         work = BackfillSummary()
-        written_texts = self._sign_changes(self._change_filters(), summary, work)
+        upkeep = GroupUpkeep(self.client, self.comp.settings, mirror=True)
+        self._sign_changes(self._change_filters(), summary, work, upkeep)
         if reconcile:
             if summary.added or summary.edited:
                 self.client.commit()  # the reconcile's counts must see what this pass just signed
@@ -363,9 +354,7 @@ class CompanionSyncer:
                 self._state.synced_version = version
                 self.comp.save_state(self._state)
             self.client.commit()
-            if written_texts and groups_in_use(self.client):
-                summary.grouped = group_signed_documents(self.client, self.comp.settings, written_texts)
-                mirror_groups(self.client, [key for key, _ in written_texts])
+            summary.grouped = upkeep.group_signed()
         self._since_version, self._since_date = version, now
         summary.refused = work.refused
         summary.seconds = round(time.monotonic() - started, 3)
@@ -382,9 +371,8 @@ class CompanionSyncer:
             return [updated_since(self._since_version, self.version_margin_s)]
         return []
 
-    def _sign_changes(self, filters: list[Filter], summary: CompanionSyncSummary,
-                      work: BackfillSummary) -> list[tuple[str, str]]:
-        written: list[tuple[str, str]] = []
+    def _sign_changes(self, filters: list[Filter], summary: CompanionSyncSummary, work: BackfillSummary,
+                      upkeep: GroupUpkeep) -> None:
         # A pass after a quiet spell reads a page or two, by one cursor; a full scan reads pages as large as
         # backfill's, keys first, as backfill does (a cursor over the texts costs Solr three times as much).
         sizing = PageSizing(first=self.batch_size, least=self.batch_size, most=max(self.batch_size, _MAX_READ_PAGE))
@@ -401,8 +389,7 @@ class CompanionSyncer:
                 summary.added += sum(1 for key, _ in changed if key not in stored)
                 summary.edited += sum(1 for key, _ in changed if key in stored)
                 self.client.add(self.comp.documents(changed, work))
-                written += changed
-        return written
+                upkeep.signed(changed)
 
     def reconcile(self, *, full: bool = False) -> int:
         """Delete from the companion what the user deleted; returns how many. The companion's ids are read first:
@@ -425,12 +412,10 @@ class CompanionSyncer:
         gone = sorted(held)
         if not gone:
             return 0
-        kept = kept_groups(self.client, gone)
-        for chunk in chunks(gone, _GET_CHUNK):
-            self.client.delete_ids(chunk)
-        self.client.commit()
-        if kept:
-            mirror_groups(self.client, promote_kept(self.client, kept))
+        with GroupUpkeep(self.client, mirror=True).deleting(gone):
+            for chunk in chunks(gone, _GET_CHUNK):
+                self.client.delete_ids(chunk)
+            self.client.commit()
         log.info("%s: %d document(s) deleted from %s, deleted here too", self.client.url, len(gone),
                  self.comp.link.collection)
         return len(gone)

@@ -24,7 +24,8 @@ Resumable and verified
 What is eventually consistent
     A search during the run sees some groups written and some not. Documents indexed later by ``index`` carry no
     group until the next run (a folded search shows each of them on its own); documents added through
-    :func:`~neardup_solr.engine.online.check_and_add` get their group as they are added.
+    :func:`~neardup_solr.engine.online.check_and_add`, ``backfill`` and ``sync`` get their group as they are added,
+    and deletions hand a group's kept flag on (:mod:`neardup_solr.engine.group_upkeep`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from neardup_solr.errors import GroupWritebackIncomplete
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
@@ -45,23 +46,15 @@ from neardup_solr.solr.group_fields import (
     ensure_group_fields,
     forget_group_numbers,
     group_update,
-    groups_in_use,
     groups_of,
-    members_of,
-    new_group_number,
     read_groups,
     send_group_updates,
 )
 from neardup_solr.validation import check_choice, check_int
 
-if TYPE_CHECKING:
-    from neardup_solr.signing.settings import IndexSettings
-    from neardup_solr.solr.searcher import Query, Searcher
-
 log = logging.getLogger(__name__)
 
-__all__ = ["WritebackSummary", "group_of_new_document", "group_signed_documents", "kept_groups",
-           "kept_groups_of_dataset", "nearest_kept_group", "plan_groups", "promote_kept", "write_groups"]
+__all__ = ["WritebackSummary", "plan_groups", "write_groups"]
 
 # Real-time gets and texts are read this many ids at a time.
 _LOOKUP_CHUNK = 500
@@ -223,108 +216,3 @@ def _verify(client: SolrClient, written: list[str], wanted: Mapping[str, tuple[i
         wrong += [i for i in chunk if i in held and held[i] != wanted[i]]
     if wrong:
         raise GroupWritebackIncomplete(wrong)
-
-
-def nearest_kept_group(searcher: "Searcher", query: "Query", doc_id: str,
-                       assigned: Mapping[str, tuple[int, int]] | None = None) -> int | None:
-    """The group of ``query``'s nearest *kept* neighbour at or above the collection's ``lsh_threshold`` (``doc_id``
-    itself left out), or None. ``assigned``: groups given in this run and not yet in the collection, which
-    override what searches see."""
-    from neardup_solr.engine.online import find_similar
-
-    near = find_similar(searcher, query, searcher.settings.lsh_threshold, exclude_id=doc_id)
-    held = groups_of(searcher.client, [m.id for m in near])
-    if assigned:
-        held.update({m.id: assigned[m.id] for m in near if m.id in assigned})
-    for match in near:  # best first
-        group, keep = held.get(match.id, (None, None))
-        if group is not None and keep == 1:
-            return int(group)
-    return None
-
-
-def group_of_new_document(searcher: "Searcher", query: "Query", doc_id: str, checked_at: float) -> dict[str, int]:
-    """The group fields for a document :func:`~neardup_solr.engine.online.check_and_add` is about to add, which
-    had no near duplicate at ``checked_at``: the group of its nearest *kept* neighbour at or above the
-    collection's ``lsh_threshold`` (only possible when ``checked_at`` is higher), or a new group it heads.
-    Nothing (``{}``) while the collection's groups are not written, so the fields cost nothing until then."""
-    from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD
-
-    client = searcher.client
-    if not groups_in_use(client):
-        return {}
-    if checked_at > searcher.settings.lsh_threshold:
-        group = nearest_kept_group(searcher, query, doc_id)
-        if group is not None:
-            return {GROUP_FIELD: group, KEEP_FIELD: 0}
-    return {GROUP_FIELD: new_group_number(client), KEEP_FIELD: 1}
-
-
-def group_signed_documents(client: SolrClient, settings: "IndexSettings", signed: Sequence[tuple[str, str]]) -> int:
-    """Give the documents ``backfill`` or ``sync`` just signed (``(id, text)``, committed) their group by the rule
-    of :func:`group_of_new_document`: the group of the nearest kept neighbour at or above the collection's
-    ``lsh_threshold``, else a new group they head. A document that holds a group already (its text was edited in
-    place) keeps it until the next write-back. Documents are taken in id order, so the first of two new near
-    duplicates heads the group and the second joins it. Nothing while the collection's groups were never
-    written. Returns how many documents were given a group."""
-    from neardup_solr.errors import InvalidTextError
-    from neardup_solr.solr.searcher import Searcher
-
-    if not signed or not groups_in_use(client):
-        return 0
-    searcher = Searcher(client, settings)
-    held: dict[str, tuple[int | None, int | None]] = {}
-    for chunk in chunks([doc_id for doc_id, _ in signed], _LOOKUP_CHUNK):
-        held.update(groups_of(client, chunk))
-    assigned: dict[str, tuple[int, int]] = {}
-    for doc_id, text in sorted(signed, key=lambda item: id_key(item[0])):
-        if doc_id not in held or held[doc_id][0] is not None or doc_id in assigned:
-            continue  # deleted meanwhile, or grouped already
-        try:
-            query = searcher.prepare(text, doc_id)
-        except InvalidTextError:
-            continue
-        group = nearest_kept_group(searcher, query, doc_id, assigned)
-        assigned[doc_id] = (group, 0) if group is not None else (new_group_number(client), 1)
-    gone: list[str] = []
-    for batch in chunks(list(assigned.items()), _LOOKUP_CHUNK):
-        gone += send_group_updates(client, [group_update(doc_id, group, keep) for doc_id, (group, keep) in batch])
-    if assigned:
-        client.commit()
-        log.info("gave %d newly signed document(s) their near-duplicate group", len(assigned) - len(gone))
-    return len(assigned) - len(gone)
-
-
-def kept_groups(client: SolrClient, ids: list[str]) -> list[int]:
-    """The groups whose kept document is among ``ids`` (read before they are deleted); none while the
-    collection's groups are not written."""
-    if not ids or not groups_in_use(client):
-        return []
-    found: set[int] = set()
-    for chunk in chunks(ids, _LOOKUP_CHUNK):
-        found.update(int(g) for g, keep in groups_of(client, chunk).values() if g is not None and keep == 1)
-    return sorted(found)
-
-
-def kept_groups_of_dataset(client: SolrClient, dataset: str) -> list[int]:
-    """The groups whose kept document is in ``dataset`` (read before the data set is deleted: one cursor over its
-    documents' group fields); none while the collection's groups are not written."""
-    if not groups_in_use(client):
-        return []
-    return sorted({int(group) for _, group, keep in read_groups(client, dataset) if group is not None and keep == 1})
-
-
-def promote_kept(client: SolrClient, groups: list[int]) -> list[str]:
-    """After their kept documents were deleted: make the earliest remaining member of each of ``groups`` (numbers
-    as numbers) its kept document, soft-committed. Earliest whatever rule chose the one deleted: the texts are
-    not read here, and the next write-back applies ``longest`` again. Returns the ids promoted."""
-    promoted: list[tuple[str, int]] = []
-    for group in groups:
-        members = members_of(client, group)
-        if members and not any(keep == 1 for keep in members.values()):
-            promoted.append((min(members, key=id_key), group))
-    for batch in chunks(promoted, _LOOKUP_CHUNK):
-        send_group_updates(client, [group_update(doc_id, group, True) for doc_id, group in batch], soft_commit=True)
-    if promoted:
-        log.info("promoted %d document(s) to kept after their group's kept document was deleted", len(promoted))
-    return [doc_id for doc_id, _ in promoted]

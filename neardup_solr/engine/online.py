@@ -112,16 +112,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import numpy as np
-from rapidfuzz.distance import Levenshtein
 
 from neardup_solr.signing.settings import META_DATASET, RESERVED_IDS, IndexSettings
 from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
 from neardup_solr.errors import InvalidParameterError, NeardupError
 from neardup_solr.solr.maintenance import clear, require_neardup_schema
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
-from neardup_solr.pairs._arrays import sorted_jaccard
+from neardup_solr.engine.similar import Match, describe, find_similar, sort_matches
+from neardup_solr.engine.group_upkeep import GroupUpkeep
 from neardup_solr.solr.searcher import Query, Searcher
-from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.solr.claims import (
     CLAIM_LEASE_SECONDS,
     CLAIM_PREFIX,
@@ -156,32 +155,6 @@ __all__ = [
     "check_and_add", "find_similar", "describe", "delete_documents", "delete_dataset", "is_reserved_id",
     "claim_id", "sort_matches",
 ]
-
-
-@dataclass
-class Match:
-    """One near duplicate: its id, shingle Jaccard with the query (``similarity``), word edit distance, whether
-    the normalised texts are identical (``exact``), its data set and text. ``pending`` marks an owner of an
-    identical text whose add is still under way (seen through its claim only)."""
-
-    id: str
-    similarity: float
-    edit_distance: int
-    exact: bool
-    dataset: str | None = None
-    content: str = ""
-    pending: bool = False
-
-    def as_dict(self, with_content: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "similarity": round(self.similarity, 6),
-                               "edit_distance": self.edit_distance, "exact": self.exact}
-        if self.dataset is not None:
-            out["dataset"] = self.dataset
-        if self.pending:
-            out["pending"] = True
-        if with_content:
-            out["text"] = self.content
-        return out
 
 
 # What CheckResult.status says.
@@ -223,101 +196,6 @@ def _checked_user_id(doc_id: Any, name: str) -> str:
         raise InvalidParameterError(name, "an id of your own", checked,
                                     "ids starting with '__neardup_' are reserved for neardup-solr")
     return checked
-
-
-# ----------------------------------------------------------------------------------------------- lookups
-
-
-def describe(searcher: Searcher, query: Query, found: Iterable[tuple[str, float]]) -> list[Match]:
-    """Matches (edit distance, exactness, data set, text) for ``(id, similarity)`` pairs, best first. The texts
-    are read with one real-time get; ids no longer in the collection are dropped."""
-    found = list(found)
-    if not found:
-        return []
-    docs = {d["id"]: d for d in searcher.client.get_by_ids([i for i, _ in found], "id,content,md5_hash,dataset")}
-    matches = []
-    for doc_id, similarity in found:
-        doc = docs.get(doc_id)
-        if doc is None or doc.get("dataset") == META_DATASET:
-            continue
-        content = doc.get("content", "")
-        exact = doc.get("md5_hash") == query.md5_hash
-        distance = 0 if exact else int(Levenshtein.distance(query.processed.words,
-                                                            searcher.builder.shingler.process(content).words))
-        matches.append(Match(doc_id, 1.0 if exact else float(similarity), distance, exact, doc.get("dataset"),
-                             content))
-    return sort_matches(matches)
-
-
-def sort_matches(matches: list[Match]) -> list[Match]:
-    """Best first: highest similarity, then smallest edit distance, then id (numbers as numbers)."""
-    return sorted(matches, key=lambda m: (-m.similarity, m.edit_distance, id_sort_key(m.id)))
-
-
-def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_id: str | None = None,
-                 dataset: str | None = None) -> list[Match]:
-    """Every indexed document whose shingle Jaccard with ``query`` is >= ``threshold``, best first.
-
-    With shingle tokens in the index this is the threshold search of :mod:`neardup_solr.engine.threshold`: complete,
-    no row cap, no first-word filter. A collection indexed with LSH tokens only is searched through its bands
-    (no first-word filter, no edit-distance cap, no row cap), and every candidate's Jaccard is computed exactly.
-    Documents this process added that Solr's searcher does not show yet are searched too (:mod:`.recent`), by
-    the same rule."""
-    from neardup_solr.engine.threshold import ThresholdFinder
-
-    settings = searcher.settings
-    client = searcher.client
-    recent = recent_adds(client)
-    recent.settle(client)  # before the query: whatever that commit covers, the query then finds
-    if "shingles" in settings.fields and settings.sample_mod == 1:
-        finder = ThresholdFinder(searcher, threshold=threshold)
-        found = finder.similar_to_text(query.text, exclude_id=exclude_id, dataset=dataset)
-        matches = describe(searcher, query, found)
-        pending = recent.candidates(hash_set=query.hash_set)
-    elif "lsh" in settings.fields:
-        # Every band candidate (no first-word filter, no edit-distance cap, no row cap), verified exactly.
-        near = searcher.search(query, mode="lsh", max_edit_distance=None, rows=None, first_word_filter=False,
-                               min_jaccard=threshold)
-        matches = [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
-                   if m.id != exclude_id and (dataset is None or m.dataset == dataset)]
-        pending = recent.candidates(band_tokens=searcher.query_tokens(query, "lsh"))
-    else:
-        raise InvalidParameterError(
-            "threshold", "used on a collection indexed with shingle or LSH tokens", threshold,
-            f"this one holds only {', '.join(settings.fields) or 'no'} tokens; re-index with --fields including "
-            "shingles or lsh")
-    if pending:
-        skip: set[str | None] = {m.id for m in matches}
-        skip.add(exclude_id)
-        matches += _recent_matches(searcher, query, threshold, pending, skip, dataset)
-    return sort_matches(matches)
-
-
-def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending: list[RecentAdd],
-                    skip: set[str | None], dataset: str | None) -> list[Match]:
-    """Recent adds (not yet searchable in Solr) that reach ``threshold``, each confirmed by a real-time get: one
-    deleted or replaced since, here or by another process, is dropped rather than reported."""
-    found: list[Match] = []
-    for entry in pending:
-        if entry.id in skip or (dataset is not None and entry.dataset != dataset):
-            continue
-        if entry.md5_hash == query.md5_hash:
-            found.append(Match(entry.id, 1.0, 0, True, entry.dataset, entry.content))
-            continue
-        similarity = sorted_jaccard(query.hash_set, entry.hash_set)
-        if similarity >= threshold:
-            words = searcher.builder.shingler.process(entry.content).words
-            found.append(Match(entry.id, similarity, int(Levenshtein.distance(query.processed.words, words)), False,
-                               entry.dataset, entry.content))
-    if not found:
-        return []
-    md5_of = {e.id: e.md5_hash for e in pending}
-    present = {d["id"] for d in searcher.client.get_by_ids([m.id for m in found], "id,md5_hash")
-               if d.get("md5_hash") == md5_of[d["id"]]}
-    gone = [m.id for m in found if m.id not in present]
-    if gone:
-        recent_adds(searcher.client).forget(gone)
-    return [m for m in found if m.id in present]
 
 
 # ----------------------------------------------------------------------------------------------- claims
@@ -496,9 +374,7 @@ def _look_up_and_add(searcher: Searcher, query: Query, doc_id: str, text: str, t
                                                band_keys_row=searcher.band_keys_of(query))
     if ttl is not None:
         document["ttl"] = ttl
-    from neardup_solr.engine.group_writeback import group_of_new_document  # it uses find_similar
-
-    document.update(group_of_new_document(searcher, query, doc_id, threshold))
+    document.update(GroupUpkeep(client).fields_for_new_document(searcher, query, doc_id, threshold))
     added = None
     if client.is_single_core():
         added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
@@ -561,14 +437,11 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
     missing = [i for i in wanted if i not in found]
     recent_adds(client).forget(wanted)
     targets = deleted + sorted({claim_id(d["md5_hash"]) for d in found.values() if d.get("md5_hash")})
-    from neardup_solr.engine.group_writeback import kept_groups, promote_kept
-
-    orphaned = kept_groups(client, deleted)  # before the delete: which groups lose their kept document
-    for chunk in _chunks(targets):
-        client.delete_ids(chunk)
-    if targets:
-        client.commit()
-    promote_kept(client, orphaned)
+    with GroupUpkeep(client).deleting(deleted):
+        for chunk in _chunks(targets):
+            client.delete_ids(chunk)
+        if targets:
+            client.commit()
     log.info("deleted %d document(s) from %s (%d not found)", len(deleted), client.url, len(missing))
     return DeleteResult(deleted, missing)
 
@@ -578,11 +451,8 @@ def delete_dataset(client: SolrClient, dataset: Any) -> int:
     over by the next check of the same text). A group whose kept document was in the data set gets its earliest
     remaining member as its kept one, as :func:`delete_documents` does. Refuses a core whose schema is not ours."""
     dataset = check_label("dataset", dataset, reserved=(META_DATASET,), none_ok=False)
-    from neardup_solr.engine.group_writeback import kept_groups_of_dataset, promote_kept
-
     require_neardup_schema(client)
-    orphaned = kept_groups_of_dataset(client, dataset)  # before the delete: which groups lose their kept document
-    count = clear(client, dataset)  # committed
-    promote_kept(client, orphaned)
+    with GroupUpkeep(client).deleting_dataset(dataset):
+        count = clear(client, dataset)  # committed
     return count
 

@@ -16,7 +16,7 @@ What another writer can do to a document, and how a pass finds it:
 - **deleted**: its fields of ours go with it; nothing to do.
 
 Once the collection's groups are written (``groups --to-solr``), what a pass signs gets its near-duplicate group
-as ``check_and_add`` gives one (:func:`~neardup_solr.engine.group_writeback.group_signed_documents`); a document
+as ``check_and_add`` gives one (:class:`~neardup_solr.engine.group_upkeep.GroupUpkeep`); a document
 edited in place keeps the group it holds until the next write-back.
 
 Every write is an atomic update at the version read (:mod:`neardup_solr.solr.atomic`), so sync never overwrites a
@@ -37,12 +37,12 @@ from neardup_solr.errors import InvalidParameterError
 from neardup_solr.engine.backfill import (
     BackfillSummary,
     count_unseen,
-    group_signed,
     resolve_own_collection,
     settings_of,
     signing_pass,
-    track_groups,
 )
+from neardup_solr.engine.companion_sync import CompanionSyncer
+from neardup_solr.engine.group_upkeep import GroupUpkeep
 from neardup_solr.solr.atomic import (
     SEEN,
     UNSEEN,
@@ -119,9 +119,9 @@ class Syncer:
         version = highest_version(self.client)
         summary = SyncSummary(started_at=now)
         work = BackfillSummary()
-        track_groups(self.client, work)
+        upkeep = GroupUpkeep(self.client, self.settings)
         if count_unseen(self.client):
-            signing_pass(self.client, self.builder, [UNSEEN], work, batch_size=self.batch_size)
+            signing_pass(self.client, self.builder, [UNSEEN], work, batch_size=self.batch_size, upkeep=upkeep)
             summary.added = work.signed
         filters = [SEEN]
         if self.full_scan:
@@ -133,14 +133,12 @@ class Syncer:
             filters.append(dated_since(self.changed_field, self._since, _CLOCK_MARGIN_S))
         elif self._since_version is not None:
             filters.append(updated_since(self._since_version, self.version_margin_s))
-        edited = BackfillSummary(signed_texts=work.signed_texts)
+        edited = BackfillSummary()
         signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
-                     select=self._changed(summary))
+                     select=self._changed(summary), upkeep=upkeep)
         summary.edited = edited.signed
         # New and replaced documents, and edited ones that hold no group, get one; edited ones keep theirs.
-        work.solr_refused.update(edited.solr_refused)
-        group_signed(self.client, self.settings, work)
-        summary.grouped = work.grouped
+        summary.grouped = upkeep.group_signed(refused={**work.solr_refused, **edited.solr_refused})
         summary.refused = work.refused + edited.refused
         summary.solr_refused = len(work.solr_refused) + len(edited.solr_refused)
         self._since, self._since_version = now, version
@@ -229,8 +227,6 @@ def open_syncer(client: SolrClient, *, changed_field: str | None = None, full_sc
     that other clients post to. Both have ``run_once()`` and ``follow()``."""
     target = resolve_own_collection(client)
     if target is not None:
-        from neardup_solr.engine.companion_sync import CompanionSyncer
-
         return CompanionSyncer(target, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size,
                                reconcile_interval=reconcile_interval)
     return Syncer(client, changed_field=changed_field, full_scan=full_scan, batch_size=batch_size)

@@ -43,7 +43,7 @@ from neardup_solr.service.models import (  # the request models, importable from
 from neardup_solr.service.problems import PROBLEM, install_error_handlers, problem
 from neardup_solr.service.routers import ROUTERS
 from neardup_solr.solr.client import RetryPolicy, SolrClient
-from neardup_solr.solr.companion import resolve_quietly
+from neardup_solr.solr.companion_link import resolve_quietly
 
 __all__ = ["create_app", "problem", "Guard", "PROBLEM", "TOKEN_COOKIE", "OPEN_PATHS", "MAX_RECORDS", "DocumentIn",
            "LookupRequest", "LookupOptions", "TextLookup", "CheckRequest", "MatchRequest", "BulkDelete",

@@ -51,7 +51,7 @@ def require_neardup_schema(client: SolrClient, *, installed_ok: bool = False) ->
             "--solr-url at a collection made from the neardup configset ('neardup-solr solr start', or "
             "'neardup-solr solr create-collection NAME')")
     if not installed_ok:
-        from neardup_solr.solr.companion import read_link
+        from neardup_solr.solr.companion_link import read_link
 
         link = read_link(client)
         if link is not None:

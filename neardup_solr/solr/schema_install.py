@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from neardup_solr.solr.atomic import clear_our_fields
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.companion import InstallRefused, schema_change
+from neardup_solr.errors import InstallRefused
+from neardup_solr.solr.companion_link import schema_change
 from neardup_solr.solr.group_fields import COUNTER_FIELD, FIELD_DEFINITION, GROUP_FIELDS, INSTALLED_INT_TYPE
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID
 from neardup_solr.solr.queries import dataset_query

@@ -67,7 +67,7 @@ def _no_neardup_fields(client: SolrClient) -> None:
     from neardup_solr.errors import ForeignCollectionError
 
     if "minhash_sig" not in client.schema_fields():
-        from neardup_solr.solr.companion import companion_problem
+        from neardup_solr.solr.companion_link import companion_problem
 
         installed = companion_problem(client)
         if installed:
@@ -176,7 +176,7 @@ def _refuse_a_companion(client: SolrClient) -> None:
     """A companion mirrors a collection of the user's: what is written into it by anything but backfill and sync
     would be deleted again by sync's next reconciling pass, so it is refused."""
     from neardup_solr.errors import ForeignCollectionError
-    from neardup_solr.solr.companion import read_link
+    from neardup_solr.solr.companion_link import read_link
 
     link = read_link(client)
     if link is not None:
