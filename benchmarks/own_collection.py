@@ -41,7 +41,8 @@ For each N (the load average is recorded at the start and end of the run and of 
 12. ``uninstall`` (drops the companion).
 
 Writes ``benchmarks/results/<date>-own-collection-<machine><suffix>.json`` and ``.md`` (``--out-dir``,
-``--machine``, default this machine's tag such as ``2core-24g``; ``--suffix``, default ``-1m`` for a run up to 1M).
+``--machine``, default this machine's tag such as ``2core-24g``; ``<suffix>``: ``-1m`` for a run up to 1M, then
+``--suffix``).
 ``benchmarks/sync_lag.py`` reuses the work directory (``--work-dir``): the corpus and our core that ``index`` filled.
 """
 
@@ -1045,12 +1046,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--machine", default=None, help="default: this machine's tag (e.g. 2core-24g)")
-    parser.add_argument("--suffix", default=None, help="after the machine in the file names (default: -1m for a "
-                                                       "run up to 1,000,000 documents, else none)")
+    parser.add_argument("--suffix", default="", help="after the machine and the size tag in the file names (the "
+                                                     "size tag: -1m for a run up to 1,000,000 documents, else none)")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.docs.split(",") if x.strip()]
     machine = args.machine or machine_tag()
-    suffix = args.suffix if args.suffix is not None else ("-1m" if max(sizes) >= 1_000_000 else "")
+    # The size tag stays whatever --suffix says: a 1M run with a suffix once overwrote the 100k run of that name.
+    suffix = ("-1m" if max(sizes) >= 1_000_000 else "") + args.suffix
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-own-"))
     work.mkdir(parents=True, exist_ok=True)
     from benchmarks.provenance import git_commit
