@@ -64,8 +64,6 @@ import math
 import time
 from typing import Any, Iterable, Iterator, Sequence
 
-from rapidfuzz.distance import Levenshtein
-
 from neardup_solr.errors import (
     DocumentExistsError,
     InvalidParameterError,
@@ -83,7 +81,7 @@ from neardup_solr.engine.online import (
     remember_add,
     sort_matches,
 )
-from neardup_solr.pairs._arrays import sorted_jaccard
+from neardup_solr.engine.similar import lsh_matches, recent_matches
 from neardup_solr.signing.builder import NO_WORDS_LEFT
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
 from neardup_solr.solr.claims import create_only, soft_commit
@@ -359,10 +357,7 @@ class NearDupIndex:
             matches = self._top_k_by_shingles(query, k, threshold)
             pending = recent.candidates(hash_set=query.hash_set)
         elif "lsh" in settings.fields:
-            near = searcher.search(query, mode="lsh", max_edit_distance=None, rows=None, first_word_filter=False,
-                                   min_jaccard=threshold)
-            matches = [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
-                       if self.dataset is None or m.dataset == self.dataset]
+            matches = lsh_matches(searcher, query, threshold, self.dataset)
             pending = recent.candidates(band_tokens=searcher.query_tokens(query, "lsh"))
         else:
             raise InvalidParameterError(
@@ -370,7 +365,7 @@ class NearDupIndex:
                 f"this one holds only {', '.join(settings.fields) or 'no'} tokens; re-index with --fields including "
                 "shingles or lsh")
         if pending:
-            matches += self._pending_matches(query, threshold, pending, {m.id for m in matches})
+            matches += recent_matches(searcher, query, threshold, pending, {m.id for m in matches}, self.dataset)
         return sort_matches(matches)[:k]
 
     def _top_k_by_shingles(self, query: Query, k: int, threshold: float | None) -> list[Match]:
@@ -390,29 +385,6 @@ class NearDupIndex:
                 best = sort_matches(best + [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset,
                                                   m.content)])[:k]
         return best
-
-    def _pending_matches(self, query: Query, threshold: float | None, pending: list[RecentAdd],
-                         skip: set[str]) -> list[Match]:
-        """This process's adds that Solr's searcher does not show yet, as matches (the same exact Jaccard), each
-        confirmed by a real-time get: one deleted or replaced since, here or elsewhere, is left out."""
-        found: list[Match] = []
-        for entry in pending:
-            if entry.id in skip or (self.dataset is not None and entry.dataset != self.dataset):
-                continue
-            if entry.md5_hash == query.md5_hash:
-                found.append(Match(entry.id, 1.0, 0, True, entry.dataset, entry.content))
-                continue
-            similarity = sorted_jaccard(query.hash_set, entry.hash_set)
-            if threshold is None or similarity >= threshold:
-                words = self.searcher.builder.shingler.process(entry.content).words
-                found.append(Match(entry.id, similarity, int(Levenshtein.distance(query.processed.words, words)),
-                                   False, entry.dataset, entry.content))
-        if not found:
-            return []
-        md5_of = {e.id: e.md5_hash for e in pending}
-        present = {d["id"] for d in self.client.get_by_ids([m.id for m in found], "id,md5_hash")
-                   if d.get("md5_hash") == md5_of[d["id"]]}
-        return [m for m in found if m.id in present]
 
     def check_and_add(self, key: str, text: str | None = None, threshold: float | None = None, *,
                       tokens: Sequence[str] | None = None, strict: bool | None = None) -> CheckResult:

@@ -316,9 +316,10 @@ def dedupe_file(
             bar.total = STAGES * records
             bar.bar_format = RUN_BAR_FORMAT
             bar.refresh()
-            pairs = _find_pairs(client, state, threshold, dataset, work_dir, bar, summary.stages)
+            pairs, engine_seconds = _find_pairs(client, state, threshold, dataset, work_dir, bar)
             bar.update(records)
             clock.lap("finding pairs")
+            summary.stages.update(engine_seconds)
 
             bar.set_description_str("dedupe 3/4 grouping")
             rejected_lines = _read_rejects(rejects, summary)
@@ -358,8 +359,6 @@ def dedupe_file(
     summary.pairs = len(inside)
     summary.groups = len(groups)
     summary.seconds = time.monotonic() - started
-    order = [n for name in STAGE_NAMES for n in (name, *STAGE_PARTS.get(name, ()))]
-    summary.stages = {name: summary.stages[name] for name in order if name in summary.stages}
     log.info("%s", summary.format())
     return summary
 
@@ -440,12 +439,14 @@ def _settings_for_dedupe(client: SolrClient) -> IndexSettings | None:
 
 
 def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset: str | None,
-                work_dir: str | Path | None, bar: Any, stages: dict[str, float]) -> list[tuple[str, str, float]]:
-    """The pairs, found once: a resumed run reads them back from its run directory. ``stages`` gets the LSH
-    engine's own split of its time: reading the signatures into the signature store, the candidate pairs (and
-    their estimates), and the exact verification (reading the candidates' texts, shingling, Jaccard)."""
+                work_dir: str | Path | None, bar: Any) -> tuple[list[tuple[str, str, float]], dict[str, float]]:
+    """The pairs, found once: a resumed run reads them back from its run directory. With them, the LSH engine's
+    own split of its time (STAGE_PARTS of "finding pairs"; none for a resumed run): reading the signatures into the
+    signature store, the candidate pairs (and their estimates), and the exact verification (reading the
+    candidates' texts, shingling, Jaccard)."""
     from neardup_solr.engine.find import find_pairs
 
+    stages: dict[str, float] = {}
     if not state.pairs_found:
         bar.set_description_str("dedupe 2/4 finding pairs")
         found = find_pairs(client, ThresholdOptions(threshold=threshold, method="lsh", dataset=dataset),
@@ -459,8 +460,9 @@ def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset:
         state.pairs_found = True
         state.save()
     # Read back from the file, so that a resumed run and a clean one group the same (6-decimal) similarities.
-    return [(a, b, float(s or 0.0)) for a, b, s in read_distance_pairs(open_text_lines(state.pairs_path),
-                                                                      source=str(state.pairs_path))]
+    pairs = [(a, b, float(s or 0.0)) for a, b, s in read_distance_pairs(open_text_lines(state.pairs_path),
+                                                                       source=str(state.pairs_path))]
+    return pairs, stages
 
 
 def _read_rejects(rejects: Path, summary: DedupeSummary) -> set[int]:

@@ -20,7 +20,7 @@ from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.solr.recent import RecentAdd, recent_adds
 from neardup_solr.solr.searcher import Query, Searcher
 
-__all__ = ["Match", "describe", "find_similar", "sort_matches"]
+__all__ = ["Match", "describe", "find_similar", "lsh_matches", "recent_matches", "sort_matches"]
 
 
 @dataclass
@@ -97,11 +97,7 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
         matches = describe(searcher, query, found)
         pending = recent.candidates(hash_set=query.hash_set)
     elif "lsh" in settings.fields:
-        # Every band candidate (no first-word filter, no edit-distance cap, no row cap), verified exactly.
-        near = searcher.search(query, mode="lsh", max_edit_distance=None, rows=None, first_word_filter=False,
-                               min_jaccard=threshold)
-        matches = [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
-                   if m.id != exclude_id and (dataset is None or m.dataset == dataset)]
+        matches = [m for m in lsh_matches(searcher, query, threshold, dataset) if m.id != exclude_id]
         pending = recent.candidates(band_tokens=searcher.query_tokens(query, "lsh"))
     else:
         raise InvalidParameterError(
@@ -111,14 +107,24 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
     if pending:
         skip: set[str | None] = {m.id for m in matches}
         skip.add(exclude_id)
-        matches += _recent_matches(searcher, query, threshold, pending, skip, dataset)
+        matches += recent_matches(searcher, query, threshold, pending, skip, dataset)
     return sort_matches(matches)
 
 
-def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending: list[RecentAdd],
-                    skip: set[str | None], dataset: str | None) -> list[Match]:
-    """Recent adds (not yet searchable in Solr) that reach ``threshold``, each confirmed by a real-time get: one
-    deleted or replaced since, here or by another process, is dropped rather than reported."""
+def lsh_matches(searcher: Searcher, query: Query, threshold: float | None, dataset: str | None) -> list[Match]:
+    """Every document sharing an LSH band with ``query`` (of ``dataset``), verified by its exact Jaccard and kept
+    from ``threshold`` on (None: all): no first-word filter, no edit-distance cap, no row cap."""
+    near = searcher.search(query, mode="lsh", max_edit_distance=None, rows=None, first_word_filter=False,
+                           min_jaccard=threshold)
+    return [Match(m.id, m.jaccard, m.edit_distance, m.exact, m.dataset, m.content) for m in near
+            if dataset is None or m.dataset == dataset]
+
+
+def recent_matches(searcher: Searcher, query: Query, threshold: float | None, pending: list[RecentAdd],
+                   skip: set[str | None] | set[str], dataset: str | None) -> list[Match]:
+    """Recent adds (not yet searchable in Solr) that reach ``threshold`` (None: all), those in ``skip`` left out,
+    each confirmed by a real-time get: one deleted or replaced since, here or by another process, is dropped rather
+    than reported, and forgotten."""
     found: list[Match] = []
     for entry in pending:
         if entry.id in skip or (dataset is not None and entry.dataset != dataset):
@@ -127,7 +133,7 @@ def _recent_matches(searcher: Searcher, query: Query, threshold: float, pending:
             found.append(Match(entry.id, 1.0, 0, True, entry.dataset, entry.content))
             continue
         similarity = sorted_jaccard(query.hash_set, entry.hash_set)
-        if similarity >= threshold:
+        if threshold is None or similarity >= threshold:
             words = searcher.builder.shingler.process(entry.content).words
             found.append(Match(entry.id, similarity, int(Levenshtein.distance(query.processed.words, words)), False,
                                entry.dataset, entry.content))
