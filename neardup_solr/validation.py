@@ -95,6 +95,7 @@ LIMITS: dict[str, Limit] = {
     "commit_every": Limit("int", 1, 10**9),
     "commit_seconds": Limit("float", 0.0, DAY, open_min=True, unit="seconds"),
     "workers": Limit("int", 1, 64),
+    "sign_processes": Limit("int", 1, 64),
     # The client.
     "timeout": Limit("float", 0.0, DAY, open_min=True, unit="seconds per request"),
     "max_wait": Limit("float", 0.0, DAY, unit="seconds"),

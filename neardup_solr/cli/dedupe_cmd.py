@@ -43,7 +43,8 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
             text_field=args.text_column, on_decode_error=args.on_decode_error, representative=args.representative,
             dataset=args.dataset, clear=clear, settings=index_settings_from_args(args), pairs_out=args.pairs,
             groups_out=args.groups, keep_out=args.keep, rejects_path=args.rejects, resume=args.resume,
-            progress=not args.quiet, batch_size=args.batch_size, workers=args.workers)
+            progress=not args.quiet, batch_size=args.batch_size, workers=args.workers,
+            sign_processes=args.sign_processes)
     except IndexingInterrupted as exc:
         print(exc.summary.format(), file=sys.stderr)
         return EXIT_UNAVAILABLE
@@ -64,7 +65,8 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
         print(json.dumps({k: getattr(summary, k) for k in (
             "source", "out", "threshold", "records", "kept", "dropped", "rejected", "repeated_ids", "pairs",
             "groups", "foreign_pairs", "resumed", "rejects_path", "pairs_path", "groups_path", "keep_path")}
-                         | {"seconds": round(summary.seconds, 3), "stages": summary.stages}))
+                         | {"seconds": round(summary.seconds, 3), "stages": summary.stages,
+                            "sign_processes": summary.sign_processes}))
     else:
         print(summary.format())
         if not args.quiet:
@@ -115,6 +117,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="documents per indexing request (default 500)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="indexing batches in flight to Solr at once (default 2)")
+    p.add_argument("--sign-processes", type=number("--sign-processes", "sign_processes"), default=None,
+                   help="processes signing the records (default: one per core, at most 8; 1 signs on the "
+                        "calling thread); the documents are the same whatever the number")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no line of stage times")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_solr_options(p)

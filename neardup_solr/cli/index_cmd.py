@@ -43,7 +43,8 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
         "blank_lines": summary.blank_lines, "seconds": round(summary.seconds, 3),
         "docs_per_second": round(summary.docs_per_second, 1), "text_bytes": summary.text_bytes,
         "megabytes_per_second": round(summary.megabytes_per_second, 3),
-        "signing_seconds": round(summary.signing_seconds, 3), "solr_wait_seconds": round(summary.solr_wait_seconds, 3),
+        "signing_seconds": round(summary.signing_seconds, 3), "sign_processes": summary.sign_processes,
+        "solr_wait_seconds": round(summary.solr_wait_seconds, 3),
         "rejects_path": summary.rejects_path if summary.rejected else None,
         "interrupted": summary.interrupted,
         "verification": None,
@@ -75,7 +76,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     index_settings = _with_normalizer(index_settings_from_args(args), args)
     client = open_client(args)
     indexer = Indexer(client, index_settings, batch_size=args.batch_size, commit_every=args.commit_every,
-                      workers=args.workers, progress=not args.quiet, dataset=args.dataset, ttl=args.ttl)
+                      workers=args.workers, progress=not args.quiet, dataset=args.dataset, ttl=args.ttl,
+                      sign_processes=args.sign_processes)
     if args.clear or args.clear_all:
         deleted = clear(client, None if args.clear_all else args.dataset, everything=args.clear_all)
         what = ("the whole collection" if args.clear_all else f"data set {args.dataset!r}" if args.dataset
@@ -172,6 +174,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hard-commit (and move the checkpoint) every N documents, or every minute (default 20000)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="batches in flight to Solr at once (default 2)")
+    p.add_argument("--sign-processes", type=number("--sign-processes", "sign_processes"), default=None,
+                   help="processes signing the records (default: one per core, at most 8; 1 signs on the "
+                        "calling thread); the documents are the same whatever the number")
     add_index_settings_options(p)
     p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,
                    help="text normaliser of a new collection (default 3: NFKC, case folding, in-word format "

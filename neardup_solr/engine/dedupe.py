@@ -115,8 +115,10 @@ class DedupeSummary:
     rejections: list[Rejection] = field(default_factory=list)
     # Seconds per stage in run order (STAGE_NAMES), each followed by its parts (STAGE_PARTS: the indexer's signing
     # and waits for Solr, the LSH engine's signature reading, candidates and verification). A resumed run counts
-    # only what it did itself.
+    # only what it did itself. Signing is summed over the ``sign_processes`` that signed, so with several it can
+    # exceed the indexing stage that holds it.
     stages: dict[str, float] = field(default_factory=dict)
+    sign_processes: int = 1
 
     def format(self) -> str:
         """The one-line summary the command line prints."""
@@ -141,9 +143,13 @@ class DedupeSummary:
             part = f"{name} {self.stages[name]:.1f} s"
             inside = STAGE_PARTS.get(name, ())
             if inside and all(detail in self.stages for detail in inside):
-                part += " (" + ", ".join(f"{detail} {self.stages[detail]:.1f} s" for detail in inside) + ")"
+                part += " (" + ", ".join(f"{detail} {self.stages[detail]:.1f} s{self._over(detail)}"
+                                         for detail in inside) + ")"
             parts.append(part)
         return "time: " + ", ".join(parts)
+
+    def _over(self, detail: str) -> str:
+        return f" over {self.sign_processes} processes" if detail == "signing" and self.sign_processes > 1 else ""
 
 
 @dataclass(frozen=True)
@@ -237,6 +243,7 @@ def dedupe_file(
     batch_size: int = 500,
     workers: int = 2,
     work_dir: str | Path | None = None,
+    sign_processes: int | None = None,
 ) -> DedupeSummary:
     """Write to ``out`` the records of ``path`` that remain when every group of near duplicates (Jaccard >=
     ``threshold``) is cut down to its representative (see the module's steps).
@@ -252,7 +259,8 @@ def dedupe_file(
     ``representative``: ``earliest`` (smallest id) or ``longest`` (longest text) is kept of each group.
     ``pairs_out``, ``groups_out`` and ``keep_out`` also write the pairs, the groups and the keep list, in the
     formats of ``report``, ``groups --out`` and ``groups --keep --with-singletons``. Rejected records go to
-    ``rejects_path`` (default ``<out>.rejects.jsonl``, only written when there are some).
+    ``rejects_path`` (default ``<out>.rejects.jsonl``, only written when there are some). ``sign_processes``
+    sign the records (None: one per core; 1: on the calling thread; see :class:`~neardup_solr.solr.indexer.Indexer`).
 
     ``resume=True`` continues a run that stopped, from ``<out>.dedupe-run/``. Raises
     :class:`~neardup_solr.errors.IndexingInterrupted` when Solr stays away while indexing (and other
@@ -281,6 +289,7 @@ def dedupe_file(
     progress = check_bool("progress", progress)
     check_int("batch_size", batch_size, "batch_size")
     check_int("workers", workers, "workers")
+    check_int("sign_processes", sign_processes, "sign_processes", none_ok=True)
     # Everything that can be refused is refused before Solr is asked anything.
     fmt = check_files(path, out, fmt, pairs_out=pairs_out, groups_out=groups_out, keep_out=keep_out,
                       rejects_path=rejects_path)
@@ -305,10 +314,12 @@ def dedupe_file(
         try:
             clock = _StageClock(summary.stages)
             indexed = _index(client, path, state, summary, reading, bar, settings=settings, dataset=dataset,
-                             clear=clear, rejects=rejects, batch_size=batch_size, workers=workers)
+                             clear=clear, rejects=rejects, batch_size=batch_size, workers=workers,
+                             sign_processes=sign_processes)
             clock.lap("indexing")
             if indexed is not None:
                 summary.stages["signing"] = round(indexed.signing_seconds, 3)
+                summary.sign_processes = indexed.sign_processes
                 summary.stages["waiting for Solr"] = round(indexed.solr_wait_seconds, 3)
             records = state.indexed or 0
             # The input's size is known from here on: the bar shows the share of the whole run done (every
@@ -413,7 +424,7 @@ class _StageClock:
 
 def _index(client: SolrClient, path: str | Path, state: _RunState, summary: DedupeSummary, reading: _Reading,
            bar: Any, *, settings: IndexSettings | None, dataset: str | None, clear: str | None, rejects: Path,
-           batch_size: int, workers: int) -> IndexSummary | None:
+           batch_size: int, workers: int, sign_processes: int | None) -> IndexSummary | None:
     """The indexing stage's summary; None when a resumed run finds every record indexed already."""
     if state.indexed is not None:  # a resumed run whose records are all in the index
         bar.update(state.indexed)
@@ -423,7 +434,8 @@ def _index(client: SolrClient, path: str | Path, state: _RunState, summary: Dedu
         log.info("cleared %d documents before indexing", deleted)
     if settings is None:
         settings = _settings_for_dedupe(client)
-    indexer = Indexer(client, settings, batch_size=batch_size, workers=workers, dataset=dataset)
+    indexer = Indexer(client, settings, batch_size=batch_size, workers=workers, dataset=dataset,
+                      sign_processes=sign_processes)
     indexed = indexer.index_file(path, reading.fmt, id_field=reading.id_field, text_field=reading.text_field,
                                  on_decode_error=reading.on_decode_error,
                                  rejects_path=rejects, resume=summary.resumed, checkpoint_path=state.checkpoint_path,

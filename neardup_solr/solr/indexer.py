@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
-from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.parallel import BatchSigner, PendingBatch, default_sign_processes
 from neardup_solr.signing.settings import META_DATASET, IndexSettings
 from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
 from neardup_solr.errors import (
@@ -97,9 +97,11 @@ class IndexSummary:
     # UTF-8 bytes of the texts read this run (not those a resume skipped): the MB/s beside the docs/s.
     text_bytes: int = 0
     # Where the run's seconds went (the rest is reading and parsing the input): building the documents (normalising,
-    # shingling, MinHash, LSH keys; on this thread) and waiting for Solr (adds not yet acknowledged while the next
-    # batch could not be sent, the hard commits, the final commit and check).
+    # shingling, MinHash, LSH keys; summed over the signing processes, so with several it can exceed the run's
+    # seconds) and waiting for Solr (adds not yet acknowledged while the next batch could not be sent, the hard
+    # commits, the final commit and check).
     signing_seconds: float = 0.0
+    sign_processes: int = 1
     solr_wait_seconds: float = 0.0
     rejects_path: str | None = None
     checkpoint_path: str | None = None
@@ -235,12 +237,16 @@ class Indexer:
         progress: bool = False,
         dataset: str | None = None,
         ttl: str | None = None,
+        sign_processes: int | None = None,
     ):
         """``settings`` are used for an empty collection and must equal the stored ones otherwise (None: the
         stored ones, else defaults). ``batch_size`` documents go to Solr per request, ``workers`` requests at
         a time; a hard commit (which moves the checkpoint) follows every ``commit_every`` documents or
         ``commit_seconds`` seconds. ``dataset`` labels the records (for joins); ``progress`` shows a bar. ``ttl`` (Solr date math such
-        as ``+30DAYS``) makes the records expire that long after Solr receives them (see :mod:`neardup_solr.solr.ttl`)."""
+        as ``+30DAYS``) makes the records expire that long after Solr receives them (see :mod:`neardup_solr.solr.ttl`).
+        ``sign_processes`` sign the batches (None: one per core, see
+        :func:`~neardup_solr.signing.parallel.default_sign_processes`; 1: on the calling thread); the documents are
+        the same whatever the number."""
         if client is not None and not isinstance(client, SolrClient):
             raise ParameterTypeError("client", "a SolrClient or None", client)
         if settings is not None and not isinstance(settings, IndexSettings):
@@ -253,6 +259,8 @@ class Indexer:
         self.commit_every: int = check_int("commit_every", commit_every, "commit_every")
         self.commit_seconds: float = check_float("commit_seconds", commit_seconds, "commit_seconds")
         self.workers: int = check_int("workers", workers, "workers")
+        self.sign_processes: int = (default_sign_processes() if sign_processes is None
+                                    else check_int("sign_processes", sign_processes, "sign_processes"))
         self.progress = check_bool("progress", progress)
         self.dataset: str | None = check_label("dataset", dataset, reserved=(META_DATASET,))
         self.ttl: str | None = check_ttl(ttl)
@@ -385,7 +393,11 @@ class Indexer:
         settings = ensure_index_settings(self.client, self.requested_settings)
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)
-        builder = DocumentBuilder(settings)
+        signer = BatchSigner(settings, dataset=self.dataset, processes=self.sign_processes)
+        summary.sign_processes = signer.processes
+        # Batches handed to the signing processes, in input order, each with its records and whether it repeats an
+        # id sent earlier; sent to Solr in that order once signed.
+        signing: deque[tuple[PendingBatch, list[Record], bool]] = deque()
         own_bar = bar is None
         if own_bar:
             bar = progress_bar(self.progress, desc=f"indexing {Path(summary.source).name}")
@@ -433,9 +445,13 @@ class Indexer:
                 return
             records = list(batch.values())
             batch = {}
-            signing = time.monotonic()
-            built = builder.build([(r.id, r.text, r.fields) for r in records], dataset=self.dataset)
-            summary.signing_seconds += time.monotonic() - signing
+            signing.append((signer.submit([(r.id, r.text, r.fields) for r in records]), records, force_serial))
+            while len(signing) > signer.ahead:
+                send(*signing.popleft())
+
+        def send(pending: PendingBatch, records: list[Record], force_serial: bool) -> None:
+            built, seconds = pending.result()
+            summary.signing_seconds += seconds
             if self.ttl is not None:
                 for doc in built.documents:
                     doc["ttl"] = self.ttl  # the update chain computes expire_at from it
@@ -476,6 +492,8 @@ class Indexer:
                     submit(force_serial=batch_has_repeat)
                     batch_has_repeat = False
             submit(force_serial=batch_has_repeat)
+            while signing:
+                send(*signing.popleft())
             drain(0)
             waited = time.monotonic()
             self.client.commit()
@@ -493,9 +511,12 @@ class Indexer:
             summary.interrupted = str(exc)
             for future, _, _ in in_flight:
                 future.cancel()
+            for pending, _, _ in signing:
+                pending.cancel()
             log.warning("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            signer.close()
             acknowledged.close()
             if own_bar:
                 bar.close()

@@ -1,0 +1,76 @@
+"""Signing in worker processes gives the documents signing on the calling thread gives, in order, and survives a
+worker that dies."""
+
+import os
+import signal
+
+import pytest
+
+from neardup_solr.signing.builder import DocumentBuilder
+from neardup_solr.signing.parallel import BatchSigner, default_sign_processes
+from neardup_solr.signing.settings import IndexSettings
+
+TEXTS = [
+    "the quick brown fox jumps over the lazy dog near the river bank",
+    "the quick brown fox jumps over the lazy dog near the river",
+    "",  # rejected: no words left
+    "naïve café résumé — über straße ﬁnance",
+    "!!! ???",  # rejected
+    "a much longer page " * 200,
+]
+
+
+def batches(n: int) -> list[list[tuple]]:
+    return [[(f"b{b}-{i}", text, {"title": text[:10]} if i % 2 else None)
+             for i, text in enumerate(TEXTS)] for b in range(n)]
+
+
+@pytest.mark.parametrize("fields", [("lsh",), ("shingles", "lsh", "words"), ("minhash", "grams")])
+def test_processes_build_the_documents_the_calling_thread_builds(fields):
+    settings = IndexSettings(fields=fields)
+    builder = DocumentBuilder(settings)
+    work = batches(4)
+    with BatchSigner(settings, dataset="web", processes=2) as signer:
+        pending = [signer.submit(items) for items in work]
+        results = [p.result()[0] for p in pending]
+    assert signer._pool is None  # closed
+    for items, built in zip(work, results):
+        expected = builder.build(items, dataset="web")
+        assert built.rejected == expected.rejected
+        assert built.documents == expected.documents
+        assert [list(d) for d in built.documents] == [list(d) for d in expected.documents]  # the field order too
+    assert [doc["id"] for doc in results[3].documents] == ["b3-0", "b3-1", "b3-3", "b3-5"]
+
+
+def test_one_process_signs_on_the_calling_thread_and_starts_no_pool():
+    with BatchSigner(IndexSettings(fields=("lsh",)), processes=1) as signer:
+        for items in batches(3):
+            built, seconds = signer.submit(items).result()
+            assert len(built.documents) == 4 and seconds >= 0
+        assert signer._pool is None and signer.ahead == 0
+
+
+def test_the_first_batch_is_signed_here_so_one_batch_starts_no_processes():
+    with BatchSigner(IndexSettings(fields=("lsh",)), processes=2) as signer:
+        signer.submit(batches(1)[0]).result()
+        assert signer._pool is None
+        signer.submit(batches(1)[0]).result()
+        assert signer._pool is not None
+
+
+def test_a_worker_that_dies_leaves_the_rest_signed_on_the_calling_thread(caplog):
+    settings = IndexSettings(fields=("lsh",))
+    expected = DocumentBuilder(settings).build(batches(1)[0])
+    with BatchSigner(settings, processes=2) as signer:
+        signer.submit(batches(1)[0]).result()
+        signer.submit(batches(1)[0]).result()  # the pool is up
+        for pid in list(signer._pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        with caplog.at_level("WARNING", logger="neardup_solr.signing.parallel"):
+            after = [signer.submit(batches(1)[0]).result()[0] for _ in range(3)]
+    assert all(built.documents == expected.documents for built in after)
+    assert "signing the rest on the calling thread" in caplog.text
+
+
+def test_default_is_the_usable_cores_capped():
+    assert 1 <= default_sign_processes() <= min(os.cpu_count() or 1, 8)
