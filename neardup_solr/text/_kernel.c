@@ -318,15 +318,20 @@ static uint32_t *prepared_masks(Py_buffer *masks, Py_buffer *out, Py_ssize_t ndo
     return pre_masks;
 }
 
-/* texts, prepare, islands, fast_ascii, word_unit, ngram, seed[, masks, out]: *masks and *out stay NULL when not
- * given. */
-static int parse_job(PyObject *args, Job *job, PyObject **masks, PyObject **out) {
+/* texts, prepare, islands, fast_ascii, word_unit, ngram, seed[, masks, out[, normalised]]: *masks and *out stay
+ * NULL when not given; *normalised is NULL or a list. */
+static int parse_job(PyObject *args, Job *job, PyObject **masks, PyObject **out, PyObject **normalised) {
     PyObject *texts, *islands;
     unsigned long seed;
-    *masks = *out = NULL;
-    if (!PyArg_ParseTuple(args, "OOOpiik|OO", &texts, &job->prepare, &islands, &job->fast_ascii, &job->word_unit,
-                          &job->ngram, &seed, masks, out))
+    *masks = *out = *normalised = NULL;
+    if (!PyArg_ParseTuple(args, "OOOpiik|OOO", &texts, &job->prepare, &islands, &job->fast_ascii, &job->word_unit,
+                          &job->ngram, &seed, masks, out, normalised))
         return -1;
+    if (*normalised == Py_None) *normalised = NULL;
+    if (*normalised != NULL && !PyList_Check(*normalised)) {
+        PyErr_SetString(PyExc_TypeError, "normalised must be a list (or None)");
+        return -1;
+    }
     if ((*masks == NULL) != (*out == NULL)) {
         PyErr_SetString(PyExc_TypeError, "masks and out come together");
         return -1;
@@ -346,11 +351,13 @@ static int parse_job(PyObject *args, Job *job, PyObject **masks, PyObject **out)
     return job->texts == NULL ? -1 : 0;
 }
 
-/* With masks and out (a writable uint32 buffer, len(texts) x len(masks)) it signs as well, in the same pass. */
+/* With masks and out (a writable uint32 buffer, len(texts) x len(masks)) it signs as well, in the same pass; with a
+ * list as normalised, each text's normalised form (Normalizer.normalize's str) is appended to it: the indexer
+ * needs it for the MD5 and the word count, and normalising again in Python was a third of signing a web page. */
 static PyObject *kernel_hashes(PyObject *self, PyObject *args) {
     Job job;
-    PyObject *masks_obj, *out_obj;
-    if (parse_job(args, &job, &masks_obj, &out_obj) < 0) return NULL;
+    PyObject *masks_obj, *out_obj, *normalised;
+    if (parse_job(args, &job, &masks_obj, &out_obj, &normalised) < 0) return NULL;
     PyObject *result = NULL;
     Py_buffer masks = {0}, out = {0};
     uint32_t *pre_masks = NULL;
@@ -387,6 +394,12 @@ static PyObject *kernel_hashes(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < ndocs; i++) {
         Py_ssize_t len = normalised_text(&work, &job, i);
         if (len < 0) goto done;
+        if (normalised != NULL) {
+            PyObject *text = PyUnicode_DecodeUTF8(len ? (const char *)work.normalised.data : "", len, "strict");
+            int failed = text == NULL || PyList_Append(normalised, text) < 0;
+            Py_XDECREF(text);
+            if (failed) goto done;
+        }
         Py_ssize_t count = shingle_hashes(&work, len, job.word_unit, job.ngram, job.seed);
         if (count < 0 || reserve(&all, sizeof(uint32_t) * (total + (size_t)count)) < 0) goto done;
         if (count) memcpy((uint32_t *)all.data + total, work.hashes.data, sizeof(uint32_t) * (size_t)count);

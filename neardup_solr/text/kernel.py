@@ -69,14 +69,16 @@ def hashes(texts: Sequence[str], shingler: ShinglerArguments) -> tuple[np.ndarra
     return np.frombuffer(raw, dtype=np.uint32), np.frombuffer(raw_offsets, dtype=np.int64)
 
 
-def hashes_and_signatures(texts: Sequence[str], shingler: ShinglerArguments,
-                          masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def hashes_and_signatures(texts: Sequence[str], shingler: ShinglerArguments, masks: np.ndarray, *,
+                          normalised: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``hashes`` and the signatures (len(texts), len(masks)) in one pass; a text without shingles has an empty
-    slice and a row of 0xFFFFFFFF."""
+    slice and a row of 0xFFFFFFFF. ``normalised``: a list that gets each text's normalised form (what
+    ``Normalizer.normalize`` returns), made in the same pass."""
     assert _kernel is not None
     texts = texts if isinstance(texts, (list, tuple)) else list(texts)
     out = np.empty((len(texts), len(masks)), dtype=np.uint32)
-    raw, raw_offsets = _kernel.hashes(texts, *shingler, np.ascontiguousarray(masks, dtype=np.uint32), out)
+    raw, raw_offsets = _kernel.hashes(texts, *shingler, np.ascontiguousarray(masks, dtype=np.uint32), out,
+                                      normalised)
     return np.frombuffer(raw, dtype=np.uint32), np.frombuffer(raw_offsets, dtype=np.int64), out
 
 

@@ -220,3 +220,32 @@ def test_a_batch_builds_the_documents_one_text_at_a_time_would(fields, sample_mo
                                      _numpy(lambda: builder.minhash.signature_from_hashes(processed.shingle_hashes)),
                                      "set")
         assert by_id[doc_id] == one, doc_id
+
+
+@pytest.mark.parametrize("normalizer", NORMALIZERS, ids=repr)
+def test_the_normalised_texts_the_kernel_hands_back_are_the_normalisers(normalizer):
+    rng = random.Random(hash(repr(normalizer)) & 0xFFFF)
+    texts = [t for t in _random_texts(rng, 300) if "\ud800" not in t]  # a lone surrogate cannot be UTF-8
+    shingler = Shingler(ngram=3, unit="word", normalizer=normalizer)
+    normalised: list[str] = []
+    kernel.hashes_and_signatures(texts, shingler.kernel_arguments(), MinHash(num_hashes=8, shingler=shingler).masks,
+                                 normalised=normalised)
+    assert normalised == [normalizer.normalize(t) for t in texts]
+    with pytest.raises(TypeError, match="normalised must be a list"):
+        kernel.hashes_and_signatures(texts, shingler.kernel_arguments(), np.zeros(8, np.uint32), normalised=())
+
+
+def test_the_lean_fields_reject_what_the_other_path_rejects_in_input_order():
+    from neardup_solr.signing.builder import NO_WORDS_LEFT, DocumentBuilder
+    from neardup_solr.signing.settings import IndexSettings
+
+    items = [("a", "!!!"), ("", "no id"), ("c", "the cat sat on the mat"), ("d", " \t "), ("e", None),
+             ("f", "the cat sat on a mat")]
+    lean = DocumentBuilder(IndexSettings(fields=("lsh",))).build(items)
+    full = DocumentBuilder(IndexSettings(fields=("shingles", "lsh", "words"))).build(items)
+    assert lean.rejected == full.rejected
+    assert [index for index, _ in lean.rejected] == [0, 1, 3, 4]
+    assert lean.rejected[0][1] == NO_WORDS_LEFT
+    assert [d["id"] for d in lean.documents] == ["c", "f"]
+    shared = set(lean.documents[0]) & set(full.documents[0])
+    assert {k: lean.documents[0][k] for k in shared} == {k: full.documents[0][k] for k in shared}
