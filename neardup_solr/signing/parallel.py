@@ -8,8 +8,9 @@ would not help. A worker gets the batch's ids and texts and sends back the docum
 (the text itself, which the caller holds): the texts cross the pipe once.
 
 What stays the same: the documents are :meth:`DocumentBuilder.build`'s, field for field, whatever the number of
-processes (``tests/unit/signing/test_parallel.py``). The pool starts with the second batch, so an input of one
-batch (a service request, a test) never pays for starting processes; ``spawn`` starts them, never ``fork``,
+processes (``tests/unit/signing/test_parallel.py``). The pool starts once the batches signed on the calling
+thread have taken :data:`POOL_AFTER_SECONDS`, so a small input (a service request, the restaurant records, a
+test) never pays for starting processes (about 0.4 s each here); ``spawn`` starts them, never ``fork``,
 because the caller has threads (Solr requests in flight, the progress bar) whose locks a forked child would
 inherit held. A worker that dies (killed, out of memory) is logged and its batch, and every one after it, is
 signed on the calling thread: the run goes on, slower.
@@ -35,6 +36,9 @@ __all__ = ["BatchSigner", "PendingBatch", "SignedBatch", "default_sign_processes
 # More processes than this gain nothing measurable for one Solr: beyond it the client's reading and Solr are the
 # limit, and every process holds its own copy of the MinHash masks and the normaliser's tables.
 MAX_DEFAULT_PROCESSES = 8
+
+# Signing time on the calling thread after which the worker processes start: several times their start-up.
+POOL_AFTER_SECONDS = 2.0
 
 SignedBatch = tuple[BuiltBatch, float]  # the documents and rejections, and the seconds the build took
 
@@ -86,20 +90,22 @@ class BatchSigner:
     >>> signer.close()
     """
 
-    def __init__(self, settings: IndexSettings, *, dataset: str | None = None, processes: int | None = None):
+    def __init__(self, settings: IndexSettings, *, dataset: str | None = None, processes: int | None = None,
+                 pool_after_seconds: float = POOL_AFTER_SECONDS):
         self.settings = settings
         self.dataset = dataset
         self.processes = default_sign_processes() if processes is None else processes
+        self.pool_after_seconds = pool_after_seconds
         self._builder = DocumentBuilder(settings)
         self._pool: ProcessPoolExecutor | None = None
-        self._batches_seen = 0
+        self._seconds_here = 0.0
         self._broken = False
 
     def submit(self, items: Sequence[tuple]) -> PendingBatch:
         """The documents of ``items`` ((id, text) or (id, text, fields) tuples), now or later: the pending batch's
         :meth:`~PendingBatch.result` is :meth:`DocumentBuilder.build`'s batch and its build time."""
-        self._batches_seen += 1
-        if self.processes > 1 and not self._broken and self._batches_seen > 1:
+        if (self.processes > 1 and not self._broken
+                and (self._pool is not None or self._seconds_here >= self.pool_after_seconds)):
             return PendingBatch(self, items, remote=self._started_pool().submit(_build_in_worker, items))
         return PendingBatch(self, items, signed=self._build_here(items))
 
@@ -107,6 +113,11 @@ class BatchSigner:
     def ahead(self) -> int:
         """Batches worth submitting before taking the first result back: enough to keep every process busy."""
         return self.processes + 1 if self.processes > 1 else 0
+
+    @property
+    def processes_used(self) -> int:
+        """The processes that signed so far: 1 until the pool started (or once it broke)."""
+        return self.processes if self._pool is not None and not self._broken else 1
 
     def close(self) -> None:
         """Stop the worker processes (pending batches are cancelled)."""
@@ -123,7 +134,9 @@ class BatchSigner:
     def _build_here(self, items: Sequence[tuple]) -> SignedBatch:
         started = time.perf_counter()
         built = self._builder.build(items, dataset=self.dataset)
-        return built, time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        self._seconds_here += seconds
+        return built, seconds
 
     def _started_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:

@@ -394,7 +394,6 @@ class Indexer:
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)
         signer = BatchSigner(settings, dataset=self.dataset, processes=self.sign_processes)
-        summary.sign_processes = signer.processes
         # Batches handed to the signing processes, in input order, each with its records and whether it repeats an
         # id sent earlier; sent to Solr in that order once signed.
         signing: deque[tuple[PendingBatch, list[Record], bool]] = deque()
@@ -516,6 +515,7 @@ class Indexer:
             log.warning("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            summary.sign_processes = signer.processes_used
             signer.close()
             acknowledged.close()
             if own_bar:

@@ -30,8 +30,9 @@ def test_processes_build_the_documents_the_calling_thread_builds(fields):
     settings = IndexSettings(fields=fields)
     builder = DocumentBuilder(settings)
     work = batches(4)
-    with BatchSigner(settings, dataset="web", processes=2) as signer:
+    with BatchSigner(settings, dataset="web", processes=2, pool_after_seconds=0.0) as signer:
         pending = [signer.submit(items) for items in work]
+        assert signer.processes_used == 2
         results = [p.result()[0] for p in pending]
     assert signer._pool is None  # closed
     for items, built in zip(work, results):
@@ -50,19 +51,22 @@ def test_one_process_signs_on_the_calling_thread_and_starts_no_pool():
         assert signer._pool is None and signer.ahead == 0
 
 
-def test_the_first_batch_is_signed_here_so_one_batch_starts_no_processes():
-    with BatchSigner(IndexSettings(fields=("lsh",)), processes=2) as signer:
-        signer.submit(batches(1)[0]).result()
+def test_processes_start_only_once_signing_here_took_long_enough():
+    with BatchSigner(IndexSettings(fields=("lsh",)), processes=2, pool_after_seconds=3600.0) as signer:
+        for items in batches(5):
+            signer.submit(items).result()
+        assert signer._pool is None and signer.processes_used == 1
+    with BatchSigner(IndexSettings(fields=("lsh",)), processes=2, pool_after_seconds=1e-9) as signer:
+        signer.submit(batches(1)[0]).result()  # the first batch always here: nothing was timed yet
         assert signer._pool is None
         signer.submit(batches(1)[0]).result()
-        assert signer._pool is not None
+        assert signer._pool is not None and signer.processes_used == 2
 
 
 def test_a_worker_that_dies_leaves_the_rest_signed_on_the_calling_thread(caplog):
     settings = IndexSettings(fields=("lsh",))
     expected = DocumentBuilder(settings).build(batches(1)[0])
-    with BatchSigner(settings, processes=2) as signer:
-        signer.submit(batches(1)[0]).result()
+    with BatchSigner(settings, processes=2, pool_after_seconds=0.0) as signer:
         signer.submit(batches(1)[0]).result()  # the pool is up
         for pid in list(signer._pool._processes):
             os.kill(pid, signal.SIGKILL)
@@ -70,6 +74,7 @@ def test_a_worker_that_dies_leaves_the_rest_signed_on_the_calling_thread(caplog)
             after = [signer.submit(batches(1)[0]).result()[0] for _ in range(3)]
     assert all(built.documents == expected.documents for built in after)
     assert "signing the rest on the calling thread" in caplog.text
+    assert signer.processes_used == 1
 
 
 def test_default_is_the_usable_cores_capped():
