@@ -91,11 +91,11 @@ class BatchSigner:
     """
 
     def __init__(self, settings: IndexSettings, *, dataset: str | None = None, processes: int | None = None,
-                 pool_after_seconds: float = POOL_AFTER_SECONDS):
+                 pool_after_seconds: float | None = None):
         self.settings = settings
         self.dataset = dataset
         self.processes = default_sign_processes() if processes is None else processes
-        self.pool_after_seconds = pool_after_seconds
+        self.pool_after_seconds = POOL_AFTER_SECONDS if pool_after_seconds is None else pool_after_seconds
         self._builder = DocumentBuilder(settings)
         self._pool: ProcessPoolExecutor | None = None
         self._seconds_here = 0.0
