@@ -14,20 +14,22 @@ import dataclasses
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence, TypeVar
+from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
 # The exit codes are defined beside errors.OUTCOMES (what each error means, shared with the HTTP service);
 # the commands import them from here.
-from neardup_solr.errors import EXIT_USAGE, UsageError
+from neardup_solr.errors import EXIT_USAGE, UsageError, InvalidParameterError, SolrUnavailableError
 from neardup_solr.options import WRITEUP_LOOKUP
 from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
+from neardup_solr.signing.settings import META_DATASET, TOKEN_FIELDS, IndexSettings
+from neardup_solr.solr.companion_link import resolve as resolve_companion
+from neardup_solr.solr.client import RetryPolicy, SolrClient
+from neardup_solr.solr import settings
+from neardup_solr.solr.backends.local import crash_cause
+from neardup_solr.solr.searcher import Searcher
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:
-    from neardup_solr.signing.settings import IndexSettings
-    from neardup_solr.solr.searcher import Searcher
-    from neardup_solr.solr.client import SolrClient
 
 
 # Python parameter (as the library names it in InvalidParameterError) -> the flag that sets it. Parameters
@@ -91,8 +93,6 @@ class Number:
         self.__name__ = "number"  # argparse names the type in some of its own messages
 
     def __call__(self, raw: str) -> Any:
-        from neardup_solr.errors import InvalidParameterError
-
         try:
             return parse_value(self.flag, raw, self.limit)
         except InvalidParameterError as exc:
@@ -106,8 +106,6 @@ def number(flag: str, limit: str | Limit) -> Callable[[str], Any]:
 
 def label(flag: str) -> Callable[[str], str]:
     """The type for a name flag such as --dataset: no control characters, not a reserved name."""
-    from neardup_solr.signing.settings import META_DATASET
-    from neardup_solr.errors import InvalidParameterError
 
     def parse(raw: str) -> str:
         try:
@@ -136,17 +134,11 @@ def open_client(args: argparse.Namespace, *, resolve: bool = True) -> "SolrClien
     client = _open_client(args)
     if not resolve:
         return client
-    from neardup_solr.solr.companion_link import resolve as resolve_companion
 
     return resolve_companion(client)
 
 
 def _open_client(args: argparse.Namespace) -> "SolrClient":
-    from neardup_solr.errors import SolrUnavailableError
-    from neardup_solr.solr.client import RetryPolicy, SolrClient
-
-    from neardup_solr.solr import settings
-
     options = {"timeout": args.timeout, "retry": RetryPolicy(max_wait=args.max_wait),
                "min_replicas": getattr(args, "min_replicas", None) or 1}
     zk_host = getattr(args, "zk_host", None) or os.environ.get("NEARDUP_SOLR_ZK_HOST")
@@ -181,8 +173,6 @@ def add_min_replicas_option(p: argparse.ArgumentParser, what: str) -> None:
 def local_crash_cause(url: str) -> str | None:
     """What the launcher's log says ended the local Solr behind ``url``, if it was ours and said so."""
     from urllib.parse import urlsplit
-
-    from neardup_solr.solr.backends.local import crash_cause
 
     parts = urlsplit(url)
     if parts.hostname not in ("127.0.0.1", "localhost") or not parts.port:
@@ -277,7 +267,6 @@ def without_no_limit(given: dict[str, Any]) -> dict[str, Any]:
 def options_from_flags(build: Callable[[], T], words: dict[str, str] | None = None) -> T:
     """The options object ``build`` makes from the flags; its refusal is said with the flags' names, or in the
     command's own ``words`` for the parameter it names (the rule itself is the options' own)."""
-    from neardup_solr.errors import InvalidParameterError
 
     try:
         return build()
@@ -311,8 +300,6 @@ def add_index_settings_options(p: argparse.ArgumentParser, *, fields_default: st
 
 
 def _fields(raw: str) -> tuple[str, ...]:
-    from neardup_solr.signing.settings import TOKEN_FIELDS
-
     names = tuple(f.strip() for f in raw.split(",") if f.strip())
     unknown = [n for n in names if n not in TOKEN_FIELDS]
     if not names or unknown:
@@ -328,7 +315,6 @@ INDEX_SETTINGS_FLAGS = {"ngram": "--ngram", "unit": "--unit", "num_hashes": "--n
 
 def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None":
     """IndexSettings from the flags that were given (defaults for the others), or None when none was."""
-    from neardup_solr.signing.settings import IndexSettings
 
     if all(getattr(args, dest) is None for dest in INDEX_SETTINGS_FLAGS):
         return None
@@ -341,7 +327,6 @@ def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None"
 
 def open_searcher(args: argparse.Namespace) -> "Searcher":
     """A Searcher on the checked client; refuses --ngram when the index uses another shingle size."""
-    from neardup_solr.solr.searcher import Searcher
 
     searcher = Searcher(open_client(args))
     ngram = getattr(args, "ngram", None)

@@ -17,7 +17,15 @@ from neardup_solr.cli.common import (
     number,
     open_client,
 )
-from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, EXIT_UNAVAILABLE, SolrUnavailableError
+from neardup_solr.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_REJECTED,
+    EXIT_UNAVAILABLE,
+    SolrUnavailableError,
+    IndexIncomplete,
+    IndexingInterrupted,
+)
+from neardup_solr.engine.dedupe import check_files, dedupe_file
 
 # Rejected records named on the terminal before the summary (all of them are in the rejects file).
 REJECTIONS_PRINTED = 20
@@ -25,8 +33,6 @@ REJECTIONS_PRINTED = 20
 
 def cmd_dedupe(args: argparse.Namespace) -> int:
     """Index, find the pairs, group them and write the kept records; exit 1 when records were rejected."""
-    from neardup_solr.engine.dedupe import check_files, dedupe_file
-    from neardup_solr.errors import IndexIncomplete, IndexingInterrupted
 
     if args.clear and args.clear_all:
         raise UsageError("give --clear (this --dataset) or --clear-all (the whole collection), not both")

@@ -7,11 +7,11 @@ import json
 
 from neardup_solr.cli.common import add_solr_options, label, open_client
 from neardup_solr.errors import UsageError
+from neardup_solr.engine.online import delete_dataset, delete_documents
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
     """Delete the given ids (exit 1 when some were not in the collection), or one data set."""
-    from neardup_solr.engine.online import delete_dataset, delete_documents
 
     if bool(args.ids) == (args.dataset is not None):
         raise UsageError("give document ids or --dataset NAME, not both and not neither")

@@ -24,8 +24,9 @@ from neardup_solr.engine.report import report_near_dups
 from neardup_solr.io.restaurants import FODORS_COUNT, gold_pairs_path, prepare_default, read_addresses
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
-from neardup_solr.pairs.similar_pairs import one_to_one, write_pairs
+from neardup_solr.pairs.similar_pairs import one_to_one, write_pairs, id_sort_key
 from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.backends.local import LocalSolr
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,6 @@ def _solr_client(solr_url: str | None, out: TextIO) -> tuple[SolrClient, str | N
     """The demo's client, and the local Solr's default core URL when the demo runs on the local Solr."""
     if solr_url:
         return SolrClient(solr_url), None
-    from neardup_solr.solr.backends.local import LocalSolr
 
     local = LocalSolr(core=DEMO_CORE)
     result = local.start()
@@ -159,8 +159,6 @@ def run_demo(solr_url: str | None = None, workdir: str | Path | None = None, out
 
 
 def _ordered(a: str, b: str) -> tuple[str, str]:
-    from neardup_solr.pairs.similar_pairs import id_sort_key
-
     return (a, b) if id_sort_key(a) <= id_sort_key(b) else (b, a)
 
 

@@ -19,16 +19,29 @@ from neardup_solr.cli.common import (
     add_min_replicas_option,
     open_client,
 )
-from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, EXIT_UNAVAILABLE, UsageError
+from neardup_solr.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_REJECTED,
+    EXIT_UNAVAILABLE,
+    UsageError,
+    IndexIncomplete,
+    IndexingInterrupted,
+    InvalidParameterError,
+)
+from neardup_solr.io.readers import input_format
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.maintenance import clear, merge_advice
+from neardup_solr.io.outputs import check_output_path
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.verify import verify_file
+from neardup_solr.solr.ttl import check_ttl
 
 if TYPE_CHECKING:
-    from neardup_solr.signing.settings import IndexSettings
     from neardup_solr.solr.indexer import IndexSummary
 
 
 def _check_input(path: str, fmt: str | None) -> None:
     """Refuse a missing, binary or mis-formatted input before anything is sent or written."""
-    from neardup_solr.io.readers import input_format
 
     input_format(path, fmt)
 
@@ -58,10 +71,6 @@ def summary_json(summary: IndexSummary, status: str) -> dict[str, Any]:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index one file; exit 1 when records were rejected, 3 when Solr stopped the run, 4 when incomplete."""
-    from neardup_solr.solr.indexer import Indexer
-    from neardup_solr.errors import IndexIncomplete, IndexingInterrupted
-    from neardup_solr.solr.maintenance import clear, merge_advice
-    from neardup_solr.io.outputs import check_output_path
 
     # Everything that can be refused is refused before the first request to Solr.
     if args.clear and args.clear_all:
@@ -114,8 +123,6 @@ def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace)
     """The settings with the normaliser flags that were given (None still means: the collection's own)."""
     import dataclasses
 
-    from neardup_solr.signing.settings import IndexSettings
-
     chosen = {name: value for name, value in (("normalizer_version", args.normalizer_version),
                                               ("fold_diacritics", args.fold_diacritics or None),
                                               ("fold_digits", args.fold_digits or None)) if value is not None}
@@ -126,7 +133,6 @@ def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace)
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Compare a file with the index; exit 4 on any difference."""
-    from neardup_solr.solr.verify import verify_file
 
     _check_input(args.file, args.format)
     result = verify_file(open_client(args), args.file, args.format, id_field=args.id_column,
@@ -137,8 +143,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _ttl_flag(value: str) -> str | None:
     """``--ttl`` checked while the command line is parsed, before any file or Solr is touched."""
-    from neardup_solr.errors import InvalidParameterError
-    from neardup_solr.solr.ttl import check_ttl
 
     try:
         return check_ttl(value, "--ttl")

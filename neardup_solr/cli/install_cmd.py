@@ -20,11 +20,11 @@ from neardup_solr.cli.common import (
     number,
     open_client,
 )
+from neardup_solr.solr.companion import install, uninstall
 
 
 def cmd_install(args: argparse.Namespace) -> int:
     """Create the companion of the collection (or say what would be created)."""
-    from neardup_solr.solr.companion import install
 
     client = open_client(args, resolve=False)
     settings = _with_normalizer(index_settings_from_args(args), args)
@@ -36,7 +36,6 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
     """Drop the companion (or remove an earlier install's fields)."""
-    from neardup_solr.solr.companion import uninstall
 
     summary = uninstall(open_client(args, resolve=False), companion=args.companion, batch_size=args.batch_size)
     print(summary.format())

@@ -6,11 +6,11 @@ import argparse
 import json
 
 from neardup_solr.cli.common import add_solr_options, number, open_client
+from neardup_solr.solr.maintenance import merge_segments
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Merge the segments and say how many there were and are."""
-    from neardup_solr.solr.maintenance import merge_segments
 
     client = open_client(args)
     if not args.json:

@@ -10,6 +10,12 @@ from pathlib import Path
 
 from neardup_solr.cli.common import add_solr_options, number, open_client, refuse_unless
 from neardup_solr.validation import Limit
+from neardup_solr.errors import UsageError
+from neardup_solr.io.outputs import check_output_path
+from neardup_solr.pairs.evaluate import read_pairs
+from neardup_solr.pairs.similar_pairs import write_pairs
+from neardup_solr.io.readers import input_format
+from neardup_solr.solr.maintenance import clear
 
 PROBABILITY = Limit("float", 0.0, 1.0, unit="a match probability")
 CANDIDATE_SIMILARITY = Limit("float", 0.0, 1.0, open_min=True, unit="an IDF-weighted Jaccard similarity")
@@ -20,11 +26,7 @@ QUERIES = Limit("int", 2, 10_000_000, unit="records")
 def cmd_match_records(args: argparse.Namespace) -> int:
     """Train a model on the records (or load one), score the candidate pairs, write the matches."""
     from neardup_solr.engine.records import DEFAULT_CANDIDATE_THRESHOLD, match_records, read_field_records
-    from neardup_solr.errors import UsageError
-    from neardup_solr.io.outputs import check_output_path
-    from neardup_solr.pairs.evaluate import read_pairs
     from neardup_solr.pairs.fellegi_sunter import FellegiSunterModel
-    from neardup_solr.pairs.similar_pairs import write_pairs
 
     refuse_unless(args, args.candidates_from is None, {"candidate_threshold": "--candidate-threshold"},
                   "with --candidates-from, which gives the candidates")
@@ -69,9 +71,6 @@ def cmd_match_records(args: argparse.Namespace) -> int:
 def cmd_index_records(args: argparse.Namespace) -> int:
     """Index field records with their fields and candidate tokens; exit 1 when some were rejected."""
     from neardup_solr.engine.records_online import index_field_records
-    from neardup_solr.io.outputs import check_output_path
-    from neardup_solr.io.readers import input_format
-    from neardup_solr.solr.maintenance import clear
 
     input_format(args.file, args.format)  # a missing or binary input is refused before Solr is touched
     rejects = args.rejects or f"{Path(args.file).name}.rejects.jsonl"
@@ -106,8 +105,6 @@ def cmd_train_records(args: argparse.Namespace) -> int:
 def cmd_match_online(args: argparse.Namespace) -> int:
     """Match each record of a file against the collection with its stored model; write the pairs."""
     from neardup_solr.engine.records_online import match_file_online
-    from neardup_solr.io.outputs import check_output_path
-    from neardup_solr.pairs.similar_pairs import write_pairs
 
     check_output_path(args.out, name="out")
     client = open_client(args)

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from neardup_solr.cli import COMMAND_GROUPS, build_parser
 
 WIDTH = "100"
 
@@ -32,7 +33,6 @@ def _help_of(parser: argparse.ArgumentParser) -> str:
 
 def pages() -> dict[str, str]:
     """File name -> Markdown text of every reference page."""
-    from neardup_solr.cli import COMMAND_GROUPS, build_parser
 
     previous = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = WIDTH  # argparse wraps at the terminal's width: fixed, for pages equal everywhere

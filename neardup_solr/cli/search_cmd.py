@@ -42,6 +42,14 @@ from neardup_solr.options import (
     lookup_from_given,
     report_options_from_given,
 )
+from neardup_solr.engine.find import run_report, find_cross_pairs
+from neardup_solr.io.outputs import check_output_path
+from neardup_solr.engine.weighted_lsh import IdfSnapshot
+from neardup_solr.io.readers import Record, RecordReader, input_format
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.pairs.groups import group_pairs, keep_list, read_distance_pairs, write_groups_jsonl, write_keep_list
+from neardup_solr.io.inputs import open_text_lines
+from neardup_solr.engine.report import iter_documents
 
 if TYPE_CHECKING:
     from neardup_solr.signing.settings import IndexSettings
@@ -149,8 +157,6 @@ THRESHOLD_FLAGS = {"similarity": "--similarity", "method": "--method", "dataset"
 def cmd_report(args: argparse.Namespace) -> int:
     """Every pair of the collection at its similarity threshold (or --threshold); with --writeup-ranking, the
     reference write-up's report, one lookup per document."""
-    from neardup_solr.engine.find import run_report
-    from neardup_solr.io.outputs import check_output_path
 
     writeup = bool(args.writeup_ranking)
     # Options that do not apply are refused, not ignored: a threshold report over the whole collection when
@@ -266,7 +272,6 @@ def _check_idf_options(args: argparse.Namespace) -> None:
 def _load_snapshot(args: argparse.Namespace):
     if args.idf_snapshot is None:
         return None
-    from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
     return IdfSnapshot.load(args.idf_snapshot)
 
@@ -290,11 +295,7 @@ _JOIN_LSH_WORDS = {
 
 def cmd_join(args: argparse.Namespace) -> int:
     """Stream a file against the indexed data set: every cross pair above --threshold."""
-    from neardup_solr.engine.find import find_cross_pairs
     from neardup_solr.engine.lsh_join import LshJoinSummary
-    from neardup_solr.io.outputs import check_output_path
-    from neardup_solr.io.readers import Record, RecordReader, input_format
-    from neardup_solr.solr.searcher import Searcher
 
     # The refusals only the command line words itself, then the options' own checks, said in its words.
     if (args.bloom_fp_rate is not None or args.no_bloom) and (args.method != "lsh" or args.similarity == "idf"):
@@ -333,14 +334,6 @@ def cmd_join(args: argparse.Namespace) -> int:
 
 def cmd_groups(args: argparse.Namespace) -> int:
     """Groups of near duplicates (and a keep list) from a pairs file."""
-    from neardup_solr.pairs.groups import (
-        group_pairs,
-        keep_list,
-        read_distance_pairs,
-        write_groups_jsonl,
-        write_keep_list,
-    )
-    from neardup_solr.io.outputs import check_output_path
 
     if args.out is None and not args.to_solr:
         raise UsageError("give --out (the groups as JSONL), --to-solr (each document's group written into the "
@@ -354,7 +347,6 @@ def cmd_groups(args: argparse.Namespace) -> int:
         check_output_path(args.out)  # before reading the pairs or asking Solr
     if args.keep is not None:
         check_output_path(args.keep, name="keep")
-    from neardup_solr.io.inputs import open_text_lines
 
     lines = open_text_lines(args.pairs)  # compressed or '-' (standard input): read once
     pairs = read_distance_pairs(lines, source="<stdin>" if args.pairs == "-" else args.pairs)
@@ -365,9 +357,6 @@ def cmd_groups(args: argparse.Namespace) -> int:
     texts = None
     all_ids = None
     if (args.representative == "longest" and (args.out or args.keep)) or args.with_singletons:
-        from neardup_solr.engine.report import iter_documents
-        from neardup_solr.solr.searcher import Searcher
-
         docs = list(iter_documents(Searcher(open_client(args))))
         texts = {d.id: d.content for d in docs}
         all_ids = list(texts) if args.with_singletons else None

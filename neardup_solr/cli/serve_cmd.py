@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from neardup_solr.cli.common import add_min_replicas_option, add_solr_options, number
+from neardup_solr.cli.common import add_min_replicas_option, add_solr_options, number, open_client
 from neardup_solr.errors import UsageError
 from neardup_solr.validation import Limit
 
@@ -61,7 +61,6 @@ def _start_sync(args: argparse.Namespace):
     import logging
     import threading
 
-    from neardup_solr.cli.common import open_client
     from neardup_solr.engine.sync import open_syncer
 
     syncer = open_syncer(open_client(args, resolve=False), changed_field=args.changed_field)

@@ -15,11 +15,11 @@ from neardup_solr.cli.common import (
     open_client,
     refuse_unless,
 )
+from neardup_solr.solr.settings_store import read_index_settings, repair_index_settings
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """Show the stored settings, or (--repair) replace an invalid settings document."""
-    from neardup_solr.solr.settings_store import read_index_settings, repair_index_settings
 
     refuse_unless(args, args.repair, INDEX_SETTINGS_FLAGS,
                   "without --repair (they give the settings to store in place of invalid ones)")

@@ -12,6 +12,8 @@ from pathlib import Path
 from neardup_solr.solr import settings
 from neardup_solr.cli.common import number, refuse_unless
 from neardup_solr.errors import UsageError
+from neardup_solr.solr.backends.local import CLOUD_STATE_FILE, registered, LocalSolr
+from neardup_solr.solr.client import load_credentials
 
 _CLOUD_DEFAULTS = {"nodes": 2, "shards": 2, "replicas": 1}
 
@@ -24,7 +26,6 @@ def _data_dir(args) -> Path:
     """The data dir the command means: --data-dir, else the port's default one, else whatever data dir a Solr
     we started on that port registered (so that ``solr stop --port P`` finds a node started with any
     --data-dir)."""
-    from neardup_solr.solr.backends.local import CLOUD_STATE_FILE, registered
 
     if args.data_dir:
         return Path(args.data_dir)
@@ -36,8 +37,6 @@ def _data_dir(args) -> Path:
 
 
 def _is_cloud(args, data_dir: Path) -> bool:
-    from neardup_solr.solr.backends.local import CLOUD_STATE_FILE
-
     return bool(getattr(args, "cloud", False)) or (data_dir / CLOUD_STATE_FILE).exists()
 
 
@@ -73,8 +72,6 @@ def cmd_solr(args: argparse.Namespace) -> int:
     if args.action == "create-collection":
         return _create_collection(args)
     if args.action == "build":
-        from neardup_solr.solr.backends.local import LocalSolr
-
         solr = LocalSolr(port=args.port, data_dir=args.data_dir, heap=args.heap)
         solr.build()
         print(f"Solr {settings.SOLR_VERSION} launcher ready ({solr.launcher_dir})")
@@ -86,8 +83,6 @@ def cmd_solr(args: argparse.Namespace) -> int:
 
 
 def _single(args, data_dir: Path) -> int:
-    from neardup_solr.solr.backends.local import LocalSolr
-
     solr = LocalSolr(port=_port(args), data_dir=data_dir, heap=args.heap)
     if args.action == "start":
         result = solr.start()
@@ -171,7 +166,6 @@ def _cloud(args, data_dir: Path) -> int:
 
 def _create_collection(args) -> int:
     from neardup_solr.solr.cluster import create_collection, node_base_url
-    from neardup_solr.solr.client import load_credentials
 
     if not args.name:
         raise ValueError("create-collection needs the collection's name: neardup-solr solr create-collection NAME")

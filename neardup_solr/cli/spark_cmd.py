@@ -15,6 +15,10 @@ from neardup_solr.pairs.candidates import DEFAULT_MAX_BUCKET
 from neardup_solr.validation import Limit
 from neardup_solr.cli.common import NEVER_SPLIT, split_bucket_arg, add_solr_options, label, number, open_client, options_from_flags
 from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.pairs.lsh import LSHParams
+from neardup_solr.io.outputs import check_output_path, is_stdout
+from neardup_solr.engine.weighted_lsh import IdfSnapshot, snapshot_path
 
 
 def _session(args: argparse.Namespace):
@@ -24,15 +28,11 @@ def _session(args: argparse.Namespace):
 
 
 def _settings(args: argparse.Namespace):
-    from neardup_solr.signing.settings import IndexSettings
-
     given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes}
     return IndexSettings(**{k: v for k, v in given.items() if v is not None})
 
 
 def _lsh(args: argparse.Namespace):
-    from neardup_solr.pairs.lsh import LSHParams
-
     if (args.bands is None) != (args.rows_per_band is None):
         raise UsageError("--bands and --rows-per-band go together (or neither: chosen for --threshold)")
     return LSHParams(args.bands, args.rows_per_band) if args.bands is not None else None
@@ -60,7 +60,6 @@ def _report_rejected(inputs, result) -> int:
 
 def _check_outputs(args: argparse.Namespace, *extra: tuple[str, str | None]) -> None:
     """Inputs exist and outputs are writable, checked before Spark (a JVM start) or Solr is touched."""
-    from neardup_solr.io.outputs import check_output_path
 
     for name in ("file", "left", "right"):
         path = getattr(args, name, None)
@@ -96,15 +95,12 @@ def _snapshot(args: argparse.Namespace):
     """The ``--idf-snapshot`` to sign with, read before Spark starts (a bad file is a one-line error)."""
     if args.idf_snapshot is None:
         return None
-    from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
     return IdfSnapshot.load(args.idf_snapshot)
 
 
 def _save_snapshot(result, out: str) -> None:
     """Write the IDF snapshot a run used beside its pairs (OUT.idf.json), as the Solr-side runs do."""
-    from neardup_solr.io.outputs import is_stdout
-    from neardup_solr.engine.weighted_lsh import snapshot_path
 
     if result.snapshot is not None and not is_stdout(out):
         result.snapshot.save(snapshot_path(out))

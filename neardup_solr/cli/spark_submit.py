@@ -5,13 +5,13 @@ names (``--master spark://``, ``yarn``, ``k8s://``). Its path: ``python -m neard
 from __future__ import annotations
 
 import sys
+from neardup_solr.cli import main as cli
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--path"]:
         print(__file__)
         return 0
-    from neardup_solr.cli import main as cli
 
     return cli(["spark", *argv])
 

@@ -7,11 +7,13 @@ import sys
 
 from neardup_solr.cli.common import number, refuse_unless
 from neardup_solr.errors import UsageError
+from neardup_solr.pairs.evaluate import evaluate_files
+from neardup_solr.pairs.lsh import LSHParams, curve_table, optimal_params, recall_params, plot_s_curve
+from neardup_solr.io.outputs import check_output_path
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Precision, recall and F1 of a pairs file against a gold file."""
-    from neardup_solr.pairs.evaluate import evaluate_files
 
     result = evaluate_files(args.pairs, args.gold)
     print(result.format())
@@ -28,8 +30,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """The LSH bands for a threshold, and their S-curve."""
-    from neardup_solr.pairs.lsh import LSHParams, curve_table, optimal_params, recall_params
-    from neardup_solr.io.outputs import check_output_path
 
     if (args.bands is None) != (args.rows_per_band is None):
         raise UsageError("give --bands and --rows-per-band together (to show that curve), or neither (to choose)")
@@ -61,8 +61,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for s, p in curve_table(params):
         print(f"  {s:9.2f}  {p:.6f}")
     if args.plot:
-        from neardup_solr.pairs.lsh import plot_s_curve
-
         plot_s_curve(params, args.plot, threshold=args.threshold)
         print(f"S-curve written to {args.plot}")
     return 0

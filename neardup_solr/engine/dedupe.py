@@ -64,6 +64,7 @@ from neardup_solr.solr.indexer import Indexer, IndexSummary, Rejection
 from neardup_solr.solr.maintenance import clear as clear_collection
 from neardup_solr.solr.settings_store import holds_no_documents
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_label, check_str
+from neardup_solr.engine.find import find_pairs
 
 log = logging.getLogger(__name__)
 
@@ -456,7 +457,6 @@ def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset:
     own split of its time (STAGE_PARTS of "finding pairs"; none for a resumed run): reading the signatures into the
     signature store, the candidate pairs (and their estimates), and the exact verification (reading the
     candidates' texts, shingling, Jaccard)."""
-    from neardup_solr.engine.find import find_pairs
 
     stages: dict[str, float] = {}
     if not state.pairs_found:

@@ -35,6 +35,9 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.validation import check_label
+from neardup_solr.engine.weighted_lsh import snapshot_path, idf_lsh_pairs, idf_lsh_join
+from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs, join_pairs
+from neardup_solr.engine.report import report_near_dups
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,6 @@ def _write_batch(pairs: list[SimilarPair], out: str | Path | None, snapshot: Any
     write_pairs(pairs, out)
     if snapshot is None or is_stdout(out):
         return None
-    from neardup_solr.engine.weighted_lsh import snapshot_path
 
     path = snapshot_path(out)
     snapshot.save(path)
@@ -92,8 +94,6 @@ def _check_options(options: Any, cls: type) -> None:
 
 
 def _finder(searcher: Searcher, options: ThresholdOptions | JoinOptions):
-    from neardup_solr.engine.threshold import ThresholdFinder
-
     return ThresholdFinder(searcher, threshold=options.threshold, similarity=options.similarity,
                            field_weights=dict(options.field_weights) if options.field_weights else None,
                            idf_tokens=options.tokens)
@@ -126,8 +126,6 @@ def find_pairs(
     searcher = _searcher(client)
     started = time.monotonic()
     if options.method == "lsh" and options.similarity == "idf":
-        from neardup_solr.engine.weighted_lsh import idf_lsh_pairs
-
         weighted = idf_lsh_pairs(_finder(searcher, options), dataset=options.dataset, snapshot=snapshot,
                                  split_bucket=options.split_bucket)
         return PairsResult(weighted.pairs, options, "idf_lsh_pairs", time.monotonic() - started,
@@ -141,7 +139,6 @@ def find_pairs(
         _write_batch(collection.pairs, out)
         return PairsResult(collection.pairs, options, "dedupe_collection", time.monotonic() - started,
                            {**asdict(collection.stats), "refinement": collection.stats.refinement()})
-    from neardup_solr.engine.threshold import threshold_pairs
 
     pairs = threshold_pairs(_finder(searcher, options), workers=options.lookups_in_flight, progress=progress,
                             dataset=options.dataset, out=out, resume=resume)
@@ -174,14 +171,11 @@ def find_cross_pairs(
         _write_batch(pairs, out)
         return PairsResult(pairs, options, "lsh_join", time.monotonic() - started, asdict(summary))
     if options.method == "lsh":
-        from neardup_solr.engine.weighted_lsh import idf_lsh_join
-
         weighted = idf_lsh_join(_finder(searcher, options), records, indexed_dataset=options.indexed_dataset,
                                 one_to_one=options.one_to_one, snapshot=snapshot,
                                 split_bucket=options.split_bucket)
         return PairsResult(weighted.pairs, options, "idf_lsh_join", time.monotonic() - started,
                            asdict(weighted.stats), _write_batch(weighted.pairs, out, weighted.snapshot))
-    from neardup_solr.engine.threshold import join_pairs
 
     pairs = join_pairs(_finder(searcher, options), records, indexed_dataset=options.indexed_dataset,
                        workers=options.lookups_in_flight, progress=progress, one_to_one=options.one_to_one,
@@ -234,7 +228,6 @@ def run_report(
         if value is not None:
             raise InvalidParameterError(name, "None with lookup-report options (a threshold report's)", value,
                                         show_value=False)
-    from neardup_solr.engine.report import report_near_dups
 
     summary, _ = report_near_dups(_searcher(client), out, options=options, progress=progress, on_group=on_group,
                                   resume=resume)

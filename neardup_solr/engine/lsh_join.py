@@ -32,9 +32,9 @@ from neardup_solr.engine.report import ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.solr.queries import documents_of, filter_params, select_params, terms_query
 from neardup_solr.solr.searcher import Searcher, cursor_docs
-from neardup_solr.pairs.similar_pairs import id_sort_key
-from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one as greedy_one_to_one
+from neardup_solr.pairs.similar_pairs import id_sort_key, SimilarPair, one_to_one as greedy_one_to_one
 from neardup_solr.validation import check_bool, check_float, check_int
+from neardup_solr.solr.signatures import signature_pages
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,6 @@ def build_band_bloom(searcher: Searcher, dataset: str | None = None,
     """A Bloom filter of the band keys of every indexed document (of ``dataset``), from their stored
     signatures (the keys in ``content_lsh`` are ``band_keys`` of ``minhash_sig`` with the collection's bands).
     ``fp_rate`` is per streamed record: the chance that a record sharing no band is still let through."""
-    from neardup_solr.solr.signatures import signature_pages
 
     settings = searcher.settings
     params = settings.lsh_params()

@@ -115,7 +115,7 @@ import numpy as np
 
 from neardup_solr.signing.settings import META_DATASET, RESERVED_IDS, IndexSettings
 from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
-from neardup_solr.errors import InvalidParameterError, NeardupError
+from neardup_solr.errors import InvalidParameterError, NeardupError, ParameterTypeError
 from neardup_solr.solr.maintenance import clear, require_neardup_schema
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
 from neardup_solr.engine.similar import Match, describe, find_similar, sort_matches
@@ -283,8 +283,6 @@ def check_and_add(
     (:mod:`neardup_solr.solr.recent`): this process's lookups see it at once, other processes within that time.
     """
     if not isinstance(client, SolrClient):
-        from neardup_solr.errors import ParameterTypeError
-
         raise ParameterTypeError("client", "a SolrClient", client)
     doc_id = _checked_user_id(doc_id, "id")
     text = check_text(text)
@@ -421,8 +419,6 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
     in ``missing``; reserved ids (the settings document, claims) are never deleted here and count as missing.
     Refuses a core whose schema is not ours, before any change."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        from neardup_solr.errors import ParameterTypeError
-
         raise ParameterTypeError("ids", "a list of document ids", ids)
     wanted = list(dict.fromkeys(check_id(i, "ids") for i in ids))
     if not wanted:

@@ -51,6 +51,7 @@ from neardup_solr.engine.records import (
     DEFAULT_MATCH_PROBABILITY,
     DEFAULT_RANDOM_PAIRS,
     random_pair_positions,
+    read_field_records,
 )
 from neardup_solr.errors import (
     DocumentExistsError,
@@ -607,7 +608,6 @@ def match_file_online(client: SolrClient, path: str | Path, *, threshold: float 
                       matcher: SolrRecordMatcher | None = None) -> OnlineMatches:
     """Match every record of a file against the collection, one lookup each (what ``neardup-solr match-online``
     runs): the pairs whose probability reaches ``threshold``."""
-    from neardup_solr.engine.records import read_field_records
 
     started = time.perf_counter()
     matcher = matcher or SolrRecordMatcher(client)

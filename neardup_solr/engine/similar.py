@@ -19,6 +19,7 @@ from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.solr.recent import RecentAdd, recent_adds
 from neardup_solr.solr.searcher import Query, Searcher
+from neardup_solr.engine.threshold import ThresholdFinder
 
 __all__ = ["Match", "describe", "find_similar", "lsh_matches", "recent_matches", "sort_matches"]
 
@@ -85,7 +86,6 @@ def find_similar(searcher: Searcher, query: Query, threshold: float, *, exclude_
     (no first-word filter, no edit-distance cap, no row cap), and every candidate's Jaccard is computed exactly.
     Documents this process added that Solr's searcher does not show yet are searched too (:mod:`.recent`), by
     the same rule."""
-    from neardup_solr.engine.threshold import ThresholdFinder
 
     settings = searcher.settings
     client = searcher.client

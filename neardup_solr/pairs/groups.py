@@ -21,6 +21,7 @@ from typing import Any, Hashable, Iterable, Mapping
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
 from neardup_solr.io.outputs import write_atomically
 from neardup_solr.validation import check_choice, parse_tsv_id, tsv_id
+from neardup_solr.io.inputs import display_name, open_text_lines
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,6 @@ def read_distance_pairs(path: str | Path | list[str], source: str | Path | None 
     ``source`` names them in errors). The distance is None when the file has no third column, so a gold-style
     pair list can be grouped too.
     """
-    from neardup_solr.io.inputs import display_name, open_text_lines
 
     lines = path if isinstance(path, list) else open_text_lines(path)
     name = source if source is not None else "pairs" if isinstance(path, list) else display_name(path)

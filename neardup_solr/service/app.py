@@ -44,6 +44,8 @@ from neardup_solr.service.problems import PROBLEM, install_error_handlers, probl
 from neardup_solr.service.routers import ROUTERS
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.solr.companion_link import resolve_quietly
+from neardup_solr.service.web import install as install_web
+from neardup_solr.version import package_version
 
 __all__ = ["create_app", "problem", "Guard", "PROBLEM", "TOKEN_COOKIE", "OPEN_PATHS", "MAX_RECORDS", "DocumentIn",
            "LookupRequest", "LookupOptions", "TextLookup", "CheckRequest", "MatchRequest", "BulkDelete",
@@ -99,13 +101,9 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     for router in ROUTERS:
         app.include_router(router)
 
-    from neardup_solr.service.web import install as install_web
-
     install_web(app)
     return app
 
 
 def _version() -> str:
-    from neardup_solr.version import package_version
-
     return package_version()

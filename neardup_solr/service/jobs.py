@@ -28,6 +28,12 @@ from neardup_solr.processes import process_alive
 from neardup_solr.io.outputs import PROGRESS_SUFFIX
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.validation import parse_tsv_id
+from neardup_solr.engine.find import run_report
+from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
+from neardup_solr.solr.searcher import Searcher
+from neardup_solr.errors import InvalidRecordError
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.io.readers import RecordReader
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +142,6 @@ def report_options(params: dict[str, Any]) -> ReportOptions:
 def run_report_job(client: SolrClient, directory: Path, params: dict[str, Any]) -> dict[str, Any]:
     """One report into ``directory/pairs.tsv``, through :func:`neardup_solr.engine.find.run_report`, the one
     the command line's ``report`` runs."""
-    from neardup_solr.engine.find import run_report
-    from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
-    from neardup_solr.solr.searcher import Searcher
 
     options = report_options(params)
     result = run_report(Searcher(client), options, directory / PAIRS_FILE,
@@ -186,9 +189,6 @@ def run_index(client: SolrClient, path: Path, fmt: str | None, dataset: str | No
               update: Callable[..., None], chunk: int = 2000) -> dict[str, Any]:
     """Index an uploaded file, a chunk of records at a time so that progress can be shown; every rejected record
     is counted and the first :data:`MAX_REASONS` reasons are kept."""
-    from neardup_solr.errors import InvalidRecordError
-    from neardup_solr.solr.indexer import Indexer
-    from neardup_solr.io.readers import RecordReader
 
     with open(path, "rb") as fh:
         total = sum(1 for _ in fh)

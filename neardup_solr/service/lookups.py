@@ -32,6 +32,7 @@ from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.record_model import stored_revision
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.searcher import Query, Searcher
+from neardup_solr.engine.threshold import ThresholdFinder
 
 
 class SearcherCache:
@@ -120,8 +121,6 @@ def options_in_force(lookup: AnyLookup) -> dict[str, Any]:
 def run(searcher: Searcher, query: Query, lookup: AnyLookup) -> list[Match]:
     """The near duplicates of ``query`` (a stored document's when ``query.id`` is set, which is left out)."""
     if isinstance(lookup, SimilarityLookup):
-        from neardup_solr.engine.threshold import ThresholdFinder
-
         finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
         found = finder.similar_to_text(query.text, exclude_id=query.id)
         return describe(searcher, query, found)

@@ -33,7 +33,7 @@ from neardup_solr.errors import CollectionSetupError, InstallRefused, LauncherEr
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups, send_group_updates
+from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups, send_group_updates, groups_of
 from neardup_solr.solr.companion_link import (
     COMPANION_SUFFIX,
     TEXT_SEPARATOR,
@@ -56,7 +56,8 @@ from neardup_solr.solr.companion_link import (
     sibling_client,
     source_client,
 )
-from neardup_solr.solr.queries import Filter, filter_params, has_key, key_after, keys_in, select_params
+from neardup_solr.solr.queries import Filter, filter_params, has_key, key_after, keys_in, select_params, USER_DOCUMENTS
+from neardup_solr.solr.settings_store import settings_document
 
 log = logging.getLogger(__name__)
 
@@ -377,7 +378,6 @@ def install(client: SolrClient, text_fields: Sequence[str] | str, settings: Inde
         add_fold_fields(client)
     create_companion_collection(client, name, plan)
     target = sibling_client(client, name)
-    from neardup_solr.solr.settings_store import settings_document
 
     target.add([settings_document(plan.settings), link_document(plan.link), SourceState().document()])
     target.commit()
@@ -480,7 +480,6 @@ def uninstall(client: SolrClient, *, companion: str | None = None, batch_size: i
     default). A collection installed the old way (our fields inside the user's documents) has them removed as
     before. ``client`` may be on the user's collection or on the companion."""
     from neardup_solr.solr.schema_install import legacy_install_fields, uninstall_legacy
-    from neardup_solr.solr.queries import USER_DOCUMENTS
 
     link = read_link(client) if has_our_schema(client) else None
     if link is not None:
@@ -631,8 +630,6 @@ def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, ba
         held = {str(d[key]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD))
                 for page in user.cursor_pages(params, KEY_PAGE) for d in page if key in d}
     else:
-        from neardup_solr.solr.group_fields import groups_of
-
         wanted = {doc_id: (g, k) for doc_id, (g, k) in groups_of(companion, list(ids)).items() if g is not None}
         held = {}
         for chunk in chunks(list(wanted), 500):

@@ -18,6 +18,7 @@ from neardup_solr.errors import ForeignCollectionError, NeardupError
 from neardup_solr.solr.recent import recent_adds
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.validation import check_int
+from neardup_solr.solr.companion_link import read_link
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,6 @@ def require_neardup_schema(client: SolrClient, *, installed_ok: bool = False) ->
             "--solr-url at a collection made from the neardup configset ('neardup-solr solr start', or "
             "'neardup-solr solr create-collection NAME')")
     if not installed_ok:
-        from neardup_solr.solr.companion_link import read_link
-
         link = read_link(client)
         if link is not None:
             raise ForeignCollectionError(

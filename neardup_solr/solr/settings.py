@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from neardup_solr.validation import Limit, env_int
 
 SOLR_VERSION = "9.10.1"
 CORE_NAME = "neardup"
@@ -40,7 +41,6 @@ def configset_dir() -> Path:
 
 def local_port() -> int:
     """The local launcher's port: ``NEARDUP_SOLR_PORT`` (checked: an integer between 1 and 65535), else 8983."""
-    from neardup_solr.validation import Limit, env_int
 
     return env_int("NEARDUP_SOLR_PORT", DEFAULT_PORT, Limit("int", 1, 65535))
 

@@ -11,12 +11,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from neardup_solr.errors import ParameterTypeError, SettingsConflictError, StoredSettingsError
+from neardup_solr.errors import ParameterTypeError, SettingsConflictError, StoredSettingsError, ForeignCollectionError
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings, unicode_mismatch
 from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params, select_params
 from neardup_solr.text import LATEST_NORMALIZER_VERSION
 from neardup_solr.validation import check_int
+from neardup_solr.solr.companion_link import companion_problem, read_link
 
 if TYPE_CHECKING:
     from neardup_solr.solr.client import SolrClient
@@ -64,11 +65,8 @@ def _use_text_field(client: SolrClient, text: str | None) -> None:
 def _no_neardup_fields(client: SolrClient) -> None:
     """Raise ForeignCollectionError, naming ``install``, when the schema has none of our fields (Solr would
     otherwise answer the first query with a bare "undefined field")."""
-    from neardup_solr.errors import ForeignCollectionError
 
     if "minhash_sig" not in client.schema_fields():
-        from neardup_solr.solr.companion_link import companion_problem
-
         installed = companion_problem(client)
         if installed:
             raise ForeignCollectionError(installed)
@@ -175,8 +173,6 @@ def ensure_index_settings(client: SolrClient, settings: IndexSettings | None, *,
 def _refuse_a_companion(client: SolrClient) -> None:
     """A companion mirrors a collection of the user's: what is written into it by anything but backfill and sync
     would be deleted again by sync's next reconciling pass, so it is refused."""
-    from neardup_solr.errors import ForeignCollectionError
-    from neardup_solr.solr.companion_link import read_link
 
     link = read_link(client)
     if link is not None:

@@ -22,6 +22,7 @@ from neardup_solr.signing.settings import SETTINGS_DOC_ID
 from neardup_solr.signing.tokens import decode_signatures
 from neardup_solr.solr.queries import documents_of, select_params
 from neardup_solr.text import Shingler
+from neardup_solr.solr.cluster import cluster_status
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,6 @@ def shard_readers(client: SolrClient) -> list[tuple[str, SolrClient]]:
         client.check()
     if not client.is_cloud:
         return []
-    from neardup_solr.solr.cluster import cluster_status
 
     auth = client.session.auth if isinstance(client.session.auth, tuple) else None
     cluster = cluster_status(client.node_url, client.collection, auth=auth)

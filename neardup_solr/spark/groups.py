@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neardup_solr.errors import InvalidParameterError
-from neardup_solr.pairs.groups import REPRESENTATIVES
+from neardup_solr.errors import InvalidParameterError, InvalidRecordError
+from neardup_solr.pairs.groups import REPRESENTATIVES, Group, group_line
 from neardup_solr.spark.ordering import id_order_keys
 from neardup_solr.validation import check_choice
+from neardup_solr.spark.io import _merge_parts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -110,8 +111,6 @@ def executor_groups(pairs: "DataFrame", *, representative: str = "earliest",
     totals = groups.agg(F.count("*").alias("count"), F.sum("size").alias("members"),
                         F.sum("unsized").alias("unsized")).collect()[0]
     if totals["unsized"]:
-        from neardup_solr.errors import InvalidRecordError
-
         lost = sized.filter(F.col("length").isNull()).select("id").first()
         raise InvalidRecordError("no text for this id, so the longest member cannot be chosen",
                                  record_id=lost["id"] if lost else None)
@@ -195,12 +194,8 @@ def write_groups_from_executors(groups: SparkGroups, out: str | Path, staging_di
     (atomically). Returns the number of groups."""
     from pyspark.sql import functions as F
 
-    from neardup_solr.spark.io import _merge_parts
-
     def lines(batches):  # Arrow batches of groups (number, representative, members, lowest similarity)
         import pyarrow as pa
-
-        from neardup_solr.pairs.groups import Group, group_line
 
         for batch in batches:
             rows = batch.to_pydict()

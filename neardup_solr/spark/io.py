@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from neardup_solr.errors import InvalidParameterError, InvalidRecordError
-from neardup_solr.io.readers import FORMATS, RecordReader
+from neardup_solr.io.readers import FORMATS, RecordReader, input_format as file_format, LINE_FORMATS
 from neardup_solr.io.outputs import write_atomically
-from neardup_solr.pairs.similar_pairs import pairs_file_header
+from neardup_solr.pairs.similar_pairs import pairs_file_header, SimilarPair, pair_lines
 from neardup_solr.spark.ordering import id_order_keys
+from neardup_solr.validation import check_choice, tsv_id
+from neardup_solr.spark.line_input import read_on_executors
+from neardup_solr.io.inputs import inspect_input
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -53,7 +56,6 @@ def input_format(path: str | Path, fmt: str | None = None) -> str:
         raise InvalidParameterError("format", f"one of {', '.join(INPUT_FORMATS)}", fmt)
     if Path(path).is_dir():
         return fmt or "parquet"
-    from neardup_solr.io.readers import input_format as file_format
 
     return file_format(path, fmt)
 
@@ -76,7 +78,6 @@ def read_records(
     a line-format file: ``executors`` in parallel byte ranges (:mod:`neardup_solr.spark.line_input`; they must
     see the file), ``driver`` in one pass, ``auto`` the executors with a local master and the driver otherwise.
     A compressed or CSV file is always read on the driver."""
-    from neardup_solr.validation import check_choice
 
     read_on = check_choice("read_on", read_on, READ_ON)
     fmt = input_format(path, fmt)
@@ -87,8 +88,6 @@ def read_records(
     staging = Path(staging_dir)
     staging.mkdir(parents=True, exist_ok=True)
     if reads_on_executors(spark, Path(path), fmt, read_on):
-        from neardup_solr.spark.line_input import read_on_executors
-
         frame, rejected, read = read_on_executors(spark, Path(path), fmt, staging, id_field, text_field,
                                                   on_decode_error)
         return _keep_last_copies(spark, frame, Path(path), rejected, read)
@@ -105,8 +104,6 @@ def reads_on_executors(spark: "SparkSession", path: Path, fmt: str, read_on: str
 
 def _splittable(path: Path, fmt: str) -> bool:
     """A file the executors can read in byte ranges: one record a line, not compressed."""
-    from neardup_solr.io.inputs import inspect_input
-    from neardup_solr.io.readers import LINE_FORMATS
 
     return fmt in LINE_FORMATS and inspect_input(path).compression is None
 
@@ -215,8 +212,6 @@ def write_pairs_from_executors(pairs: "DataFrame", out: str | Path, staging_dir:
     def lines(frames):  # pandas DataFrames of a partition, in order: one TSV line per pair
         import pandas as pd
 
-        from neardup_solr.pairs.similar_pairs import SimilarPair, pair_lines
-
         for frame in frames:
             rows = (SimilarPair(a, b, float(s)) for a, b, s in
                     zip(frame["id"], frame["neighbor_id"], frame["similarity"]))
@@ -241,8 +236,6 @@ def write_keep_list_from_executors(ids: "DataFrame", dropped: "DataFrame", out: 
 
     def lines(frames):
         import pandas as pd
-
-        from neardup_solr.validation import tsv_id
 
         for frame in frames:
             yield pd.DataFrame({"value": [tsv_id(i) for i in frame["id"]]}, dtype=object)

@@ -57,22 +57,33 @@ from neardup_solr.pairs.candidates import (
     check_split_bucket,
     estimate_margin,
     min_matches,
+    bucket_candidates,
 )
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs.lsh import LSHParams
-from neardup_solr.pairs.similar_pairs import id_sort_key
-from neardup_solr.pairs.similar_pairs import SimilarPair
+from neardup_solr.pairs.similar_pairs import id_sort_key, SimilarPair
 from neardup_solr.validation import check_choice
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, weighted_band_params
-from neardup_solr.spark.io import READ_ON
+from neardup_solr.spark.io import (
+    READ_ON,
+    InputRead,
+    drop_earlier_copies,
+    input_format,
+    read_records,
+    reads_on_executors,
+)
 from neardup_solr.spark.ordering import id_before
 from neardup_solr.spark.signing import sign
+from neardup_solr.spark.line_input import sign_on_executors
+from neardup_solr.spark.matching import one_to_one_pairs
+from neardup_solr.spark.weighted import tokenize, frequencies, sign_weighted, weighted_similarity
+from neardup_solr.spark.buckets import bucket_rows
+from neardup_solr.spark.verify import estimated_pairs
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from neardup_solr.spark.io import InputRead
 
 log = logging.getLogger(__name__)
 
@@ -204,8 +215,6 @@ def dedup_file(
     (:func:`~neardup_solr.spark.line_input.sign_on_executors`; plain Jaccard): its texts go from the file to the
     signer without being staged or crossing into Spark, and the returned read's ``records`` is None. Any other
     input is read with ``read_records`` and deduplicated with :func:`dedup`; ``records`` is then its DataFrame."""
-    from neardup_solr.spark.io import InputRead, drop_earlier_copies, input_format, read_records, reads_on_executors
-    from neardup_solr.validation import check_choice
 
     read_on = check_choice("read_on", read_on, READ_ON)
     source_format = input_format(path, fmt)
@@ -220,7 +229,6 @@ def dedup_file(
         return dedup(source.records, threshold, settings=settings, lsh_params=lsh_params,
                      false_negative_weight=false_negative_weight, max_bucket=max_bucket, similarity=similarity,
                      snapshot=snapshot, split_bucket=split_bucket), source
-    from neardup_solr.spark.line_input import sign_on_executors
 
     _check_similarity(similarity, snapshot)
     settings, params, t = _checked(threshold, settings, lsh_params, false_negative_weight, max_bucket)
@@ -320,8 +328,6 @@ def join(
     pairs = _verified(candidates, left_signed, right_signed, t, settings, snapshot, stats)
     pairs = pairs.select(F.col("a").alias("id"), F.col("b").alias("neighbor_id"), "similarity")
     if one_to_one_matching:
-        from neardup_solr.spark.matching import one_to_one_pairs
-
         pairs = one_to_one_pairs(pairs)
     pairs = pairs.cache()
     with _stage(pairs, "verify"):
@@ -414,8 +420,6 @@ def _tokens(records: "DataFrame", settings: IndexSettings,
     """The valid records' ``id, tokens`` (cached) and the rejected ones (``id, problem``), counted."""
     from pyspark.sql import functions as F
 
-    from neardup_solr.spark.weighted import tokenize
-
     t0 = time.perf_counter()
     all_tokens = tokenize(records, settings).cache()
     valid = all_tokens.filter(F.col("problem").isNull()).drop("problem")
@@ -429,7 +433,6 @@ def _tokens(records: "DataFrame", settings: IndexSettings,
 def _frequencies(valid: "DataFrame", settings: IndexSettings, stats: SparkJobStats) -> IdfSnapshot:
     """The snapshot of ``valid``'s own frequencies, signed as the Solr side signs by default (ICWS, the
     settings' length and seed)."""
-    from neardup_solr.spark.weighted import frequencies
 
     t0 = time.perf_counter()
     with _stage(valid, "document frequencies"):
@@ -444,8 +447,6 @@ def _signed_weighted(valid: "DataFrame", snapshot: IdfSnapshot, params: LSHParam
                      stats: SparkJobStats) -> "DataFrame":
     """The valid records signed with the snapshot's weights and signer (cached), counted."""
     from pyspark.sql import functions as F
-
-    from neardup_solr.spark.weighted import sign_weighted
 
     t0 = time.perf_counter()
     signed = sign_weighted(valid, snapshot, params).withColumn("row", F.monotonically_increasing_id()).cache()
@@ -499,8 +500,6 @@ def _judged_band_join(signed: "DataFrame", params: LSHParams, split_bucket: int,
     meet their signatures through a broadcast of their row numbers when they are few enough, so the signed
     records are not shuffled for the few buckets that need them."""
     from pyspark.sql import functions as F
-
-    from neardup_solr.spark.buckets import bucket_rows
 
     t0 = time.perf_counter()
     buckets = bucket_rows(signed, params.bands, stats.documents, split_bucket, slices=slices,
@@ -558,8 +557,6 @@ def _bucket_judge(params: LSHParams, split_bucket: int, keep_matches: int, max_b
     def judge(bucket):  # a pandas DataFrame: band, key, row, id, signature
         import numpy as np
         import pandas as pd
-
-        from neardup_solr.pairs.candidates import bucket_candidates
 
         bucket = bucket.sort_values("id", kind="stable")
         rows = bucket["row"].to_numpy(dtype=np.int64)
@@ -639,8 +636,6 @@ def _estimated(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", t
     need = min_matches(threshold, k, stats.margin)
     both, picked = _candidate_rows(candidates, left, right, set_column, stats, key)
     if verify:
-        from neardup_solr.spark.verify import estimated_pairs
-
         estimated, stage = estimated_pairs(both, need).cache(), "estimate and verify"
     else:
         agreeing = F.aggregate(F.zip_with("sig_a", "sig_b", lambda x, y: (x == y).cast("int")), F.lit(0),
@@ -667,7 +662,6 @@ def _verified(candidates: "DataFrame", left: "DataFrame", right: "DataFrame", th
         estimated = _estimated(candidates, left, right, threshold, settings.num_hashes, "shingles", stats,
                                verify=True, key=key)
         return estimated.filter(F.col("similarity") >= F.lit(threshold))
-    from neardup_solr.spark.weighted import weighted_similarity
 
     estimated = _estimated(candidates, left, right, threshold, snapshot.num_hashes, "tokens", stats, key=key)
     measure = weighted_similarity(F.col("set_a"), F.col("set_b"), snapshot, left.sparkSession)

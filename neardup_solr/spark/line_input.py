@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Iterator
 from neardup_solr.errors import InvalidRecordError
 from neardup_solr.io.readers import Record, RecordReader
 from neardup_solr.spark.signing import document_builder, fixed_rows, for_executors, sign_arrays
+from neardup_solr.spark.buckets import slices_per_band, slice_batch
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -164,8 +165,6 @@ def sign_on_executors(spark: "SparkSession", path: Path, fmt: str, id_field: str
     (:func:`~neardup_solr.spark.buckets.slice_batch`), never into Spark rows of their own."""
     from pyspark.sql import functions as F
 
-    from neardup_solr.spark.buckets import slices_per_band
-
     ranges = plan_ranges(spark, path)
     location = str(path.resolve())
     # The slices' parts from the file's size (the records are not counted yet): 512 bytes a record at least.
@@ -229,8 +228,6 @@ def _read_and_sign_range(reader: RecordReader, builder: "DocumentBuilder", param
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from neardup_solr.spark.buckets import slice_batch
 
     table, summary = parse_range(reader, location, chunk, *byte_range)
     keys, rows = [], []

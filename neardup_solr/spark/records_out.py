@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, BinaryIO, Iterator
 from neardup_solr.io.kept_records import write_bytes_atomically
 from neardup_solr.io.outputs import check_output_path
 from neardup_solr.spark.io import input_format
+from neardup_solr.spark.line_input import plan_ranges, lines_in_range
+from neardup_solr.io.inputs import open_input
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -97,7 +99,6 @@ def _copy_ranges(spark: "SparkSession", path: Path, kept: "DataFrame", parts: Pa
     """Each byte range of ``path`` with kept records copied by one task into ``parts/part-<range>``; ``kept``:
     ``chunk, local`` (the range and the line in it, as :func:`~neardup_solr.spark.line_input.parse_range` numbers
     them). The ranges are the ones the file was read in (:func:`~neardup_solr.spark.line_input.plan_ranges`)."""
-    from neardup_solr.spark.line_input import plan_ranges
 
     ranges = plan_ranges(spark, path)
     location = str(path.resolve())
@@ -106,8 +107,6 @@ def _copy_ranges(spark: "SparkSession", path: Path, kept: "DataFrame", parts: Pa
     def copy(frame):  # pandas: chunk, local of one range's kept records
         import numpy as np
         import pandas as pd
-
-        from neardup_solr.spark.line_input import lines_in_range
 
         chunk = int(frame["chunk"].iloc[0])
         wanted = np.sort(frame["local"].to_numpy(dtype=np.int64))
@@ -151,7 +150,6 @@ def copy_lines(location: str, fmt: str, wanted: Iterator[int], part: str, on_dec
     """Copy from the (possibly compressed) text file ``location`` into ``part`` its header (CSV) and the records
     that end on the line numbers ``wanted`` (ascending, numbered as the reader numbers them); returns how many.
     Reading stops after the last one."""
-    from neardup_solr.io.inputs import open_input
 
     done = 0
     with open_input(location) as opened, open(part + ".tmp", "wb") as fh:

@@ -47,7 +47,7 @@ import numpy as np
 
 from neardup_solr.errors import InvalidParameterError, InvalidTextError
 from neardup_solr.validation import Limit, check_float, check_int
-from neardup_solr.text.minhash import MinHash, Signature
+from neardup_solr.text.minhash import MinHash, Signature, estimate_jaccard
 from neardup_solr.text.murmur import fmix32
 
 __all__ = ["WeightedMinHash", "BoostedMinHash", "WeightedSignature", "estimate_weighted_jaccard",
@@ -392,7 +392,6 @@ def estimate_weighted_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
 
     Raises :class:`~neardup_solr.errors.SignatureMismatchError` for signatures of different schemes, seeds or
     lengths (their positions do not correspond)."""
-    from neardup_solr.text.minhash import estimate_jaccard
 
     return estimate_jaccard(sig_a, sig_b)
 

@@ -14,6 +14,7 @@ from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.solr.ttl import check_ttl
 from neardup_solr.validation import check_id, check_label
+from neardup_solr.solr.indexer import Indexer
 
 router = APIRouter(tags=["documents"])
 
@@ -67,7 +68,6 @@ def delete_document(request: Request, doc_id: str) -> dict[str, Any]:
 def _index_records(client: SolrClient, records: list[DocumentIn]) -> dict[str, Any]:
     """Index a request's records: one status per record, in the request's order. An id given twice keeps its
     last record (as files do); the earlier ones are reported ``replaced``."""
-    from neardup_solr.solr.indexer import Indexer
 
     results: list[dict[str, Any]] = [{"index": i, "id": r.id} for i, r in enumerate(records)]
     last = {}

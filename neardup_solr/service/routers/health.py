@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from neardup_solr.errors import NeardupError
 from neardup_solr.service.problems import problem
 from neardup_solr.solr.settings_store import read_index_settings
+from neardup_solr.solr.maintenance import require_neardup_schema
 
 router = APIRouter(tags=["health"])
 
@@ -22,7 +23,6 @@ def ready(request: Request) -> Response:
     client = request.app.state.client
     try:
         client.check()
-        from neardup_solr.solr.maintenance import require_neardup_schema
 
         require_neardup_schema(client, installed_ok=True)  # a user's own collection after install too
         settings = read_index_settings(client)
