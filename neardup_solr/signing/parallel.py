@@ -12,7 +12,10 @@ processes (``tests/unit/signing/test_parallel.py``). The pool starts once the ba
 thread have taken :data:`POOL_AFTER_SECONDS`, so a small input (a service request, the restaurant records, a
 test) never pays for starting processes (about 0.4 s each here); ``spawn`` starts them, never ``fork``,
 because the caller has threads (Solr requests in flight, the progress bar) whose locks a forked child would
-inherit held. A worker that dies (killed, out of memory) is logged and its batch, and every one after it, is
+inherit held. A spawned child normally runs the caller's main script again (as ``__mp_main__``), which would repeat
+whatever a script without an ``if __name__ == "__main__":`` guard does at its top (clearing a collection,
+indexing a file) in every worker: the workers are started with the main module hidden, so they import only this
+package (``tests/unit/signing/test_parallel.py`` runs such a script). A worker that dies (killed, out of memory) is logged and its batch, and every one after it, is
 signed on the calling thread: the run goes on, slower.
 """
 
@@ -21,8 +24,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+import types
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Sequence
 
@@ -61,6 +68,23 @@ def _start_worker(settings: IndexSettings, dataset: str | None) -> None:
     global _worker_builder, _worker_dataset
     _worker_builder = DocumentBuilder(settings)
     _worker_dataset = dataset
+
+
+def _ready() -> None:
+    """A task that does nothing: submitting one per worker starts them all."""
+
+
+@contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """``__main__`` replaced by an empty module (no file, no spec) while processes are spawned, so that they do not
+    run the caller's script again."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _build_in_worker(items: Sequence[tuple]) -> SignedBatch:
@@ -141,8 +165,13 @@ class BatchSigner:
     def _started_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             log.info("signing in %d processes", self.processes)
-            self._pool = ProcessPoolExecutor(max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start_worker, initargs=(self.settings, self.dataset))
+            pool = ProcessPoolExecutor(max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_start_worker, initargs=(self.settings, self.dataset))
+            # Every worker is started here, under the hidden main module: the executor starts them on demand (one
+            # per submit while none is idle), so as many quick tasks as workers start them all.
+            with _main_module_hidden():
+                wait([pool.submit(_ready) for _ in range(self.processes)])
+            self._pool = pool
         return self._pool
 
     def _after_broken_pool(self, error: BaseException, items: Sequence[tuple]) -> SignedBatch:

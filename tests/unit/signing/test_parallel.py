@@ -3,6 +3,8 @@ worker that dies."""
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -79,3 +81,25 @@ def test_a_worker_that_dies_leaves_the_rest_signed_on_the_calling_thread(caplog)
 
 def test_default_is_the_usable_cores_capped():
     assert 1 <= default_sign_processes() <= min(os.cpu_count() or 1, 8)
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    # Spawned children run the parent's main script again unless it is hidden from them: a script that clears a
+    # collection at its top would clear it once per worker.
+    marker = tmp_path / "runs.txt"
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "from neardup_solr.signing.parallel import BatchSigner\n"
+        "from neardup_solr.signing.settings import IndexSettings\n"
+        f"open({str(marker)!r}, 'a').write('ran\\n')\n"
+        "signer = BatchSigner(IndexSettings(fields=('lsh',)), processes=2, pool_after_seconds=0.0)\n"
+        "docs = [signer.submit([(f'{b}-{i}', f'text number {i} of batch {b}') for i in range(20)]).result()[0]\n"
+        "        for b in range(4)]\n"
+        "assert signer.processes_used == 2, signer.processes_used\n"
+        "signer.close()\n"
+        "print(sum(len(d.documents) for d in docs))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "80"
+    assert marker.read_text() == "ran\n"
+    assert "bootstrapping" not in done.stderr
