@@ -135,8 +135,9 @@ class BatchSigner:
 
     @property
     def ahead(self) -> int:
-        """Batches worth submitting before taking the first result back: enough to keep every process busy."""
-        return self.processes + 1 if self.processes > 1 else 0
+        """Batches worth submitting before taking the first result back: enough to keep every process busy once
+        they run (0 before: a batch signed on the calling thread is sent at once, as without processes)."""
+        return self.processes + 1 if self._pool is not None and not self._broken else 0
 
     @property
     def processes_used(self) -> int:

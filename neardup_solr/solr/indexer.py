@@ -394,9 +394,12 @@ class Indexer:
         if checkpoint is not None:
             start_line = self._verified_start(summary, checkpoint, start_line, skipped)
         signer = BatchSigner(settings, dataset=self.dataset, processes=self.sign_processes)
-        # Batches handed to the signing processes, in input order, each with its records and whether it repeats an
-        # id sent earlier; sent to Solr in that order once signed.
-        signing: deque[tuple[PendingBatch, list[Record], bool]] = deque()
+        # Batches handed to the signing processes, in input order, each with its records, whether it repeats an id
+        # sent earlier, and the unreadable records read while it filled; sent to Solr in that order once signed.
+        signing: deque[tuple[PendingBatch, list[Record], bool, list[InvalidRecordError]]] = deque()
+        # Unreadable records read since the last batch was handed on: written to the rejects with that batch's
+        # own rejections, so that the rejects file keeps the input's order while batches are being signed.
+        unreadable: list[InvalidRecordError] = []
         own_bar = bar is None
         if own_bar:
             bar = progress_bar(self.progress, desc=f"indexing {Path(summary.source).name}")
@@ -444,19 +447,33 @@ class Indexer:
                 return
             records = list(batch.values())
             batch = {}
-            signing.append((signer.submit([(r.id, r.text, r.fields) for r in records]), records, force_serial))
+            signing.append((signer.submit([(r.id, r.text, r.fields) for r in records]), records, force_serial,
+                            unreadable.copy()))
+            unreadable.clear()
             while len(signing) > signer.ahead:
                 send(*signing.popleft())
 
-        def send(pending: PendingBatch, records: list[Record], force_serial: bool) -> None:
+        def write_unreadable(items: list[InvalidRecordError]) -> None:
+            for item in items:
+                rejects.write(source=str(item.source), line=item.line, record_id=item.record_id, reason=item.reason)
+
+        def send(pending: PendingBatch, records: list[Record], force_serial: bool,
+                 unreadable_before: list[InvalidRecordError]) -> None:
             built, seconds = pending.result()
             summary.signing_seconds += seconds
             if self.ttl is not None:
                 for doc in built.documents:
                     doc["ttl"] = self.ttl  # the update chain computes expire_at from it
-            for index, reason in built.rejected:
-                r = records[index]
-                rejects.write(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)
+            refused = [records[index] for index, _ in built.rejected]
+            in_order = sorted([(item.line or 0, 0, n) for n, item in enumerate(unreadable_before)]
+                              + [(r.line or 0, 1, n) for n, r in enumerate(refused)])
+            for _, kind, n in in_order:
+                if kind == 0:
+                    write_unreadable([unreadable_before[n]])
+                else:
+                    r = refused[n]
+                    rejects.write(source=r.source, line=r.line, record_id=r.id, reason=built.rejected[n][1],
+                                  text=r.text)
             by_id = {r.id: r for r in records}
             if force_serial:
                 drain(0)  # an earlier version of a repeated id may still be in flight: keep "last one wins"
@@ -468,8 +485,7 @@ class Indexer:
             for item in items:
                 if isinstance(item, InvalidRecordError):
                     summary.read += 1
-                    rejects.write(source=str(item.source), line=item.line, record_id=item.record_id,
-                                  reason=item.reason)
+                    unreadable.append(item)
                     bar.update(1)
                     continue
                 if item.line <= start_line:
@@ -493,6 +509,8 @@ class Indexer:
             submit(force_serial=batch_has_repeat)
             while signing:
                 send(*signing.popleft())
+            write_unreadable(unreadable)
+            unreadable.clear()
             drain(0)
             waited = time.monotonic()
             self.client.commit()
@@ -510,8 +528,10 @@ class Indexer:
             summary.interrupted = str(exc)
             for future, _, _ in in_flight:
                 future.cancel()
-            for pending, _, _ in signing:
+            for pending, _, _, unreadable_before in signing:
                 pending.cancel()
+                write_unreadable(unreadable_before)
+            write_unreadable(unreadable)
             log.warning("indexing stopped: %s (checkpoint: %s)", exc, checkpoint.path if checkpoint else None)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -31,12 +31,17 @@ def test_documents_are_the_same_whatever_signs_them(solr, tmp_path, monkeypatch,
     monkeypatch.setattr(parallel, "POOL_AFTER_SECONDS", 0.0)  # the pool from the first batch on
     records = _records(1200)
     path = tmp_path / "in.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    lines = [json.dumps(r) + "\n" for r in records]
+    lines.insert(149, json.dumps({"text": "a record without an id"}) + "\n")  # line 150: the reader refuses it
+    path.write_text("".join(lines))
     settings = IndexSettings(fields=("lsh",))
     summary = Indexer(solr, settings, batch_size=100, sign_processes=processes).index_file(
         path, rejects_path=tmp_path / "rejects.jsonl")
     assert summary.sign_processes == processes
-    assert summary.rejected == 1 and summary.rejections[0].line == 18
+    # In input order, although the refusal of line 18 waits for its batch to be signed, and line 150 is refused by
+    # the reader while that batch is still being signed.
+    assert [r.line for r in summary.rejections] == [18, 150]
+    assert [json.loads(line)["line"] for line in (tmp_path / "rejects.jsonl").read_text().splitlines()] == [18, 150]
     assert summary.duplicate_ids == 50 and summary.indexed == 1200 - 1
     assert summary.verification is not None and summary.verification.ok
 
