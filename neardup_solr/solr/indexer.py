@@ -464,16 +464,15 @@ class Indexer:
             if self.ttl is not None:
                 for doc in built.documents:
                     doc["ttl"] = self.ttl  # the update chain computes expire_at from it
-            refused = [records[index] for index, _ in built.rejected]
-            in_order = sorted([(item.line or 0, 0, n) for n, item in enumerate(unreadable_before)]
-                              + [(r.line or 0, 1, n) for n, r in enumerate(refused)])
-            for _, kind, n in in_order:
-                if kind == 0:
-                    write_unreadable([unreadable_before[n]])
+            refusals: list[tuple[int, InvalidRecordError | tuple[Record, str]]] = (
+                [(item.line or 0, item) for item in unreadable_before]
+                + [(records[index].line, (records[index], reason)) for index, reason in built.rejected])
+            for _, refusal in sorted(refusals, key=lambda entry: entry[0]):  # by line: the input's order
+                if isinstance(refusal, InvalidRecordError):
+                    write_unreadable([refusal])
                 else:
-                    r = refused[n]
-                    rejects.write(source=r.source, line=r.line, record_id=r.id, reason=built.rejected[n][1],
-                                  text=r.text)
+                    r, reason = refusal
+                    rejects.write(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)
             by_id = {r.id: r for r in records}
             if force_serial:
                 drain(0)  # an earlier version of a repeated id may still be in flight: keep "last one wins"
