@@ -12,11 +12,11 @@ processes (``tests/unit/signing/test_parallel.py``). The pool starts once the ba
 thread have taken :data:`POOL_AFTER_SECONDS`, so a small input (a service request, the restaurant records, a
 test) never pays for starting processes (about 0.4 s each here); ``spawn`` starts them, never ``fork``,
 because the caller has threads (Solr requests in flight, the progress bar) whose locks a forked child would
-inherit held. A spawned child normally runs the caller's main script again (as ``__mp_main__``), which would repeat
-whatever a script without an ``if __name__ == "__main__":`` guard does at its top (clearing a collection,
+inherit held. A spawned child normally runs the caller's main script again (as ``__mp_main__``), which would
+repeat whatever a script without an ``if __name__ == "__main__":`` guard does at its top (clearing a collection,
 indexing a file) in every worker: the workers are started with the main module hidden, so they import only this
-package (``tests/unit/signing/test_parallel.py`` runs such a script). A worker that dies (killed, out of memory) is logged and its batch, and every one after it, is
-signed on the calling thread: the run goes on, slower.
+package (``tests/unit/signing/test_parallel.py`` runs such a script). A worker that dies (killed, out of memory)
+is logged, and its batch and every one after it are signed on the calling thread: the run goes on, slower.
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ import sys
 import time
 import types
 from concurrent.futures import Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
-from typing import Iterator
 from concurrent.futures.process import BrokenProcessPool
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from neardup_solr.signing.builder import BuiltBatch, DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
