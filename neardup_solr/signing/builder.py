@@ -156,7 +156,7 @@ class DocumentBuilder:
     def _sign_in_kernel(self, items: Sequence[tuple], out: BuiltBatch,
                         kept: list) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The lean fields' signing (no list of words needed): the kernel normalises, hashes and signs each text
-        and hands back its normalised form, which the other path makes in Python first (a third of the signing
+        and hands back its normalised form, which the other path makes in Python first (half of the signing
         time of a web page, issue 48). Fills ``kept`` and ``out.rejected`` as that path does; None when nothing
         is left to sign."""
         candidates = []
