@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import types
@@ -65,6 +66,9 @@ _worker_dataset: str | None = None
 
 def _start_worker(settings: IndexSettings, dataset: str | None) -> None:
     global _worker_builder, _worker_dataset
+    # Ctrl-C reaches the whole process group: the caller stops the run and the pool, and a worker's own traceback
+    # would only bury the caller's message.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_builder = DocumentBuilder(settings)
     _worker_dataset = dataset
 

@@ -103,3 +103,14 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
     assert done.stdout.strip() == "80"
     assert marker.read_text() == "ran\n"
     assert "bootstrapping" not in done.stderr
+
+
+def test_workers_leave_ctrl_c_to_the_caller():
+    settings = IndexSettings(fields=("lsh",))
+    with BatchSigner(settings, processes=2, pool_after_seconds=0.0) as signer:
+        signer.submit(batches(1)[0]).result()
+        for pid in list(signer._pool._processes):
+            os.kill(pid, signal.SIGINT)
+        after = [signer.submit(items).result()[0] for items in batches(4)]
+        assert signer.processes_used == 2  # no worker died of it
+    assert all(len(built.documents) == 4 for built in after)
