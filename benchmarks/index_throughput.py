@@ -12,9 +12,10 @@ last, after the JVM is warm). Measured for each run:
 
 - wall seconds, documents/s, MB/s (the input's text bytes, UTF-8, 1e6 bytes a MB: ``index``'s own figure);
 - the CPU seconds of the command's process (user + system) and of Solr's JVM over the run (``/proc``);
-- ``index``'s own split (its ``--json``): ``signing_seconds`` (normalising, shingling, MinHash and LSH keys, on
-  the reading thread) and ``solr_wait_seconds`` (waiting for Solr's acknowledgements with the adds in flight, the
-  hard commits, the final commit and check); the rest is reading and parsing the input;
+- ``index``'s own split (its ``--json``): ``signing_seconds`` (normalising, shingling, MinHash and LSH keys,
+  summed over the ``sign_processes`` that signed) and ``solr_wait_seconds`` (waiting for Solr's acknowledgements
+  with the adds in flight, the hard commits, the final commit and check); the rest is reading and parsing the
+  input, shown only where one process signed (with several, signing overlaps the rest);
 - ``dedupe``'s stages (its ``--json`` ``stages``: indexing with the same split, then finding pairs with the LSH
   engine's own split: reading the signatures into the signature store, candidate pairs, exact verification, then
   grouping and writing the kept records).
@@ -130,7 +131,8 @@ def render(report: dict) -> str:
              f"at the end {report['load_average']['end']} (1/5/15 min). One local Solr (heap {report['heap']}); each "
              f"command a process of its own, {report['rounds']} rounds, the last shown (all in the JSON). MB: the "
              "input's text, UTF-8, 1e6 bytes.", "",
-             "| corpus | run | wall s | docs/s | MB/s | signing s | waiting for Solr s | reading and the rest s | "
+             "| corpus | run | wall s | docs/s | MB/s | signing s (processes) | waiting for Solr s | "
+             "reading and the rest s | "
              "client CPU s | Solr CPU s |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for profile, corpus in report["corpora"].items():
@@ -138,16 +140,19 @@ def render(report: dict) -> str:
         for name in FIELD_SETS:
             run = corpus["index"][name][-1]
             s = run["summary"]
-            rest = s["seconds"] - s["signing_seconds"] - s["solr_wait_seconds"]
+            processes = s.get("sign_processes", 1)
+            rest = (f"{s['seconds'] - s['signing_seconds'] - s['solr_wait_seconds']:.1f}" if processes == 1
+                    else "(overlapped)")
             lines.append(f"| {label} | index, {'default fields' if name == 'default' else '--fields lsh'} | "
                          f"{run['seconds']:.1f} | {s['docs_per_second']:,.0f} | {s['megabytes_per_second']:.2f} | "
-                         f"{s['signing_seconds']:.1f} | {s['solr_wait_seconds']:.1f} | {rest:.1f} | "
+                         f"{s['signing_seconds']:.1f} ({processes}) | {s['solr_wait_seconds']:.1f} | {rest} | "
                          f"{run['client_cpu_seconds']:.1f} | {run['solr_cpu_seconds']:.1f} |")
         run = corpus["dedupe"][-1]
         st = run["summary"]["stages"]
         mb = corpus["input_mb"] / run["seconds"]
         lines.append(f"| {label} | dedupe (lean default: --fields lsh) | {run['seconds']:.1f} | "
-                     f"{corpus['documents'] / run['seconds']:,.0f} | {mb:.2f} | {st.get('signing', 0):.1f} | "
+                     f"{corpus['documents'] / run['seconds']:,.0f} | {mb:.2f} | {st.get('signing', 0):.1f} "
+                     f"({run['summary'].get('sign_processes', 1)}) | "
                      f"{st.get('waiting for Solr', 0):.1f} | | {run['client_cpu_seconds']:.1f} | "
                      f"{run['solr_cpu_seconds']:.1f} |")
     lines += ["", "dedupe's stages (seconds, last round):", "",
