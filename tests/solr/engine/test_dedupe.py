@@ -174,7 +174,7 @@ def test_a_run_stopped_after_indexing_resumes_without_indexing_again(corpus, ref
     def solr_gone(*args, **kwargs):
         raise SolrUnavailableError("Solr went away (test)")
 
-    monkeypatch.setattr("neardup_solr.engine.find.find_pairs", solr_gone)
+    monkeypatch.setattr("neardup_solr.engine.dedupe.find_pairs", solr_gone)  # where dedupe looks it up
     with pytest.raises(SolrUnavailableError):
         dedupe_file(SolrClient(solr_url), source, out, THRESHOLD, clear="all")
     assert not out.exists() and (tmp_path / "out.jsonl.dedupe-run" / "run.json").exists()

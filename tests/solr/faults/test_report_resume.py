@@ -29,7 +29,7 @@ from neardup_solr.io.outputs import ResumableOutput, check_output_path, write_at
 from neardup_solr.errors import OutputInUseError, RunStopped
 from neardup_solr.engine.report import report_near_dups
 from neardup_solr.solr.searcher import Searcher
-from neardup_solr.solr import client as solr_client
+from neardup_solr.cli import common as cli_common
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 from neardup_solr.engine.threshold import ThresholdFinder, join_pairs, threshold_pairs
 
@@ -322,7 +322,7 @@ def test_report_stopped_for_good_exits_3_and_resume_completes_it(own_solr, clean
 
     out = tmp_path / "r.tsv"
     out.write_text("an earlier complete report\n")
-    monkeypatch.setattr(solr_client, "SolrClient", StoppingClient)
+    monkeypatch.setattr(cli_common, "SolrClient", StoppingClient)  # where the command line makes its client
     capsys.readouterr()
     code = cli.main(["report", "--writeup-ranking", "--out", str(out), "--solr-url", url, "-q"])
     err = capsys.readouterr().err
@@ -379,7 +379,7 @@ def test_join_stopped_and_resumed_through_the_cli_equals_a_clean_run(own_solr, c
     assert len(clean.read_text().splitlines()) > 60
 
     out = tmp_path / "j.tsv"
-    monkeypatch.setattr(solr_client, "SolrClient", lambda url, **kw: BreakingClient(url, at=120, **kw))
+    monkeypatch.setattr(cli_common, "SolrClient", lambda url, **kw: BreakingClient(url, at=120, **kw))
     assert cli.main(["join", str(streamed), "--out", str(out), *options]) == 3
     assert "join stopped after" in capsys.readouterr().err
     assert not out.exists() and 0 < _progress(out)["done"] < 300
