@@ -170,6 +170,13 @@ def add_min_replicas_option(p: argparse.ArgumentParser, what: str) -> None:
                         "stops and --resume sends them again (default 1: the leader)")
 
 
+def add_sign_processes_option(p: argparse.ArgumentParser) -> None:
+    """--sign-processes: the indexer's signing processes (Indexer(sign_processes=))."""
+    p.add_argument("--sign-processes", type=number("--sign-processes", "sign_processes"), default=None,
+                   help="processes signing the records (default: one per core, at most 8; 1 signs on the "
+                        "calling thread); the documents are the same whatever the number")
+
+
 def local_crash_cause(url: str) -> str | None:
     """What the launcher's log says ended the local Solr behind ``url``, if it was ours and said so."""
     from urllib.parse import urlsplit

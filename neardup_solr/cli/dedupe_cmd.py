@@ -11,6 +11,7 @@ from neardup_solr.cli.common import (
     INDEX_SETTINGS_FLAGS,
     UsageError,
     add_index_settings_options,
+    add_sign_processes_option,
     add_solr_options,
     index_settings_from_args,
     label,
@@ -123,9 +124,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="documents per indexing request (default 500)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="indexing batches in flight to Solr at once (default 2)")
-    p.add_argument("--sign-processes", type=number("--sign-processes", "sign_processes"), default=None,
-                   help="processes signing the records (default: one per core, at most 8; 1 signs on the "
-                        "calling thread); the documents are the same whatever the number")
+    add_sign_processes_option(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no line of stage times")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_solr_options(p)

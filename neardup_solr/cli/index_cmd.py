@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from neardup_solr.cli.common import (
     add_index_settings_options,
+    add_sign_processes_option,
     add_solr_options,
     index_settings_from_args,
     label,
@@ -121,8 +122,6 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def _with_normalizer(settings: "IndexSettings | None", args: argparse.Namespace) -> "IndexSettings | None":
     """The settings with the normaliser flags that were given (None still means: the collection's own)."""
-    import dataclasses
-
     chosen = {name: value for name, value in (("normalizer_version", args.normalizer_version),
                                               ("fold_diacritics", args.fold_diacritics or None),
                                               ("fold_digits", args.fold_digits or None)) if value is not None}
@@ -178,9 +177,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hard-commit (and move the checkpoint) every N documents, or every minute (default 20000)")
     p.add_argument("--workers", type=number("--workers", "workers"), default=2,
                    help="batches in flight to Solr at once (default 2)")
-    p.add_argument("--sign-processes", type=number("--sign-processes", "sign_processes"), default=None,
-                   help="processes signing the records (default: one per core, at most 8; 1 signs on the "
-                        "calling thread); the documents are the same whatever the number")
+    add_sign_processes_option(p)
     add_index_settings_options(p)
     p.add_argument("--normalizer-version", type=int, choices=[1, 2, 3], default=None,
                    help="text normaliser of a new collection (default 3: NFKC, case folding, in-word format "
