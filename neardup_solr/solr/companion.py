@@ -56,7 +56,16 @@ from neardup_solr.solr.companion_link import (
     sibling_client,
     source_client,
 )
-from neardup_solr.solr.queries import Filter, filter_params, has_key, key_after, keys_in, select_params, USER_DOCUMENTS
+from neardup_solr.solr.queries import (
+    Filter,
+    USER_DOCUMENTS,
+    filter_params,
+    has_key,
+    key_after,
+    key_range,
+    keys_in,
+    select_params,
+)
 from neardup_solr.solr.settings_store import settings_document
 
 log = logging.getLogger(__name__)
@@ -163,16 +172,22 @@ def fetch_by_key(source: SolrClient, link: SourceLink, keys: Sequence[str],
     return [by_key[k] for k in keys if k in by_key]
 
 
-def _fetch_keys(source: SolrClient, link: SourceLink, keys: Sequence[str], filters: Sequence[Filter]) -> list[dict]:
-    """One terms query for ``keys``; where every separator it may use occurs in some key, each half on its own,
-    down to a term query for a single key."""
+def _fetch_keys(source: SolrClient, link: SourceLink, keys: Sequence[str], filters: Sequence[Filter], *,
+                fields: str | None = None) -> list[dict]:
+    """One terms query for ``keys`` (their ``fields``, by default those the texts need); where every separator it
+    may use occurs in some key, each half on its own, down to a term query for a single key."""
     if not keys:
         return []
-    listed = keys_in(link.key_field, keys) if len(keys) > 1 else has_key(link.key_field, keys[0])
+    # The main query, uncached: a list of keys is asked for once, and must push nothing of the user's out of the
+    # filter cache or the query result cache.
+    listed = keys_in(link.key_field, keys, cached=False)
+    if listed is None and len(keys) == 1:
+        listed = has_key(link.key_field, keys[0])
     if listed is None:
         half = len(keys) // 2
-        return _fetch_keys(source, link, keys[:half], filters) + _fetch_keys(source, link, keys[half:], filters)
-    params = select_params([*filters, listed], fields=link.read_fields, rows=len(keys))
+        return (_fetch_keys(source, link, keys[:half], filters, fields=fields)
+                + _fetch_keys(source, link, keys[half:], filters, fields=fields))
+    params = select_params(filters, query=listed, fields=fields or link.read_fields, rows=len(keys))
     return source.select(params)["response"]["docs"]
 
 
@@ -185,7 +200,35 @@ def source_keys(source: SolrClient, link: SourceLink, filters: Sequence[Filter] 
 
 
 def source_count(source: SolrClient, filters: Sequence[Filter] = ()) -> int:
-    return source.count(params=filter_params(filters))
+    """How many documents of the user's collection ``filters`` match. Uncached: sync counts every pass, and an
+    entry of ours in the user's query result cache is one of theirs pushed out."""
+    return source.count(query="{!lucene cache=false}*:*", params=filter_params(filters))
+
+
+def keys_between(client: SolrClient, field: str, low: str | None, high: str | None,
+                 filters: Sequence[Filter] = ()) -> Iterator[str]:
+    """The keys in ``field`` from ``low`` (inclusive) to ``high`` (exclusive; None: open) of the documents
+    ``filters`` match, ascending (a cursor over the key alone, over a term range: see
+    :func:`~neardup_solr.solr.queries.key_range`)."""
+    params = select_params(filters, query=key_range(field, low, high), fields=field, sort=f"{field} asc")
+    for page in client.cursor_pages(params, KEY_PAGE, until_short_page=True):
+        yield from (str(d[field]) for d in page if field in d)
+
+
+def present_keys(source: SolrClient, link: SourceLink, keys: Sequence[str]) -> set[str]:
+    """Which of ``keys`` the user's collection holds (terms queries of up to 500 keys, the key alone read)."""
+    present: set[str] = set()
+    for chunk in chunks(list(keys), 500):
+        present.update(str(d[link.key_field]) for d in _fetch_keys(source, link, chunk, (), fields=link.key_field)
+                       if link.key_field in d)
+    return present
+
+def count_between(client: SolrClient, field: str, low: str | None, high: str | None,
+                  filters: Sequence[Filter] = ()) -> int:
+    """How many documents ``filters`` match hold a key in ``field`` from ``low`` to ``high`` (see
+    :func:`keys_between`)."""
+    ranged = key_range(field, low, high)
+    return client.count(query=ranged.query, params=[*ranged.params, *filter_params(filters)])
 
 
 # ---------------------------------------------------------------------------------------------- the user's schema

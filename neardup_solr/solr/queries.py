@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable, Sequence
+from xml.sax.saxutils import quoteattr
 
 from neardup_solr.signing.settings import META_DATASET
 
@@ -269,6 +270,32 @@ def key_after(field: str, key: str) -> Filter:
     cursor sorting on it needs anyway; strings compare as Solr sorts them, numbers as numbers)."""
     return Filter("{!frange l=$nd.after incl=false v=$nd.afterf}",
                   (("nd.after", key), ("nd.afterf", f"field({quoted_term(field)})")))
+
+
+def key_range(field: str, low: str | None, high: str | None) -> Filter:
+    """The documents whose ``field`` (a string field) holds a key from ``low`` (inclusive) to ``high`` (exclusive),
+    None for an open end, as a main query (``q``). Lucene's XML query parser, so the ends are XML attribute
+    values, escaped as XML escapes them (a key may hold anything), and the range is Lucene's term range, which
+    reads the terms dictionary, not every document's value (``key_after``'s function range does). Not the
+    standard parser's ``field:["a" TO "b"}``: a backslash can end no quoted range end there, and Solr's own range
+    query puts every range of more than 16 terms into the filter cache whatever ``cache=false`` says, where a range
+    asked once would push out the user's filters. ``cache=false`` keeps it out of the query result cache. An open
+    upper end is written as every document but those below ``low``: the XML range with no upper term matches
+    nothing on Solr 9.10."""
+    def below(end: str) -> str:
+        return f'<RangeQuery fieldName={quoteattr(field)} includeUpper="false" upperTerm={quoteattr(end)}/>'
+
+    if high is None:
+        xml = '<BooleanQuery><Clause occurs="must"><MatchAllDocsQuery/></Clause>'
+        if low is not None:
+            xml += f'<Clause occurs="mustNot">{below(low)}</Clause>'
+        xml += "</BooleanQuery>"
+    elif low is None:
+        xml = below(high)
+    else:
+        xml = (f'<RangeQuery fieldName={quoteattr(field)} includeLower="true" lowerTerm={quoteattr(low)} '
+               f'includeUpper="false" upperTerm={quoteattr(high)}/>')
+    return Filter("{!xmlparser cache=false v=$nd.range}", (("nd.range", xml),))
 
 
 def not_ids(doc_ids: Sequence[str]) -> Filter | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import pytest
 import requests
 
+from neardup_solr.engine import companion_sync
+from neardup_solr.engine.sync import open_syncer
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.cluster import cluster_status, create_collection, list_collections
 from test_own_collection import corpus, run_cli, same_pairs_scenario  # noqa: F401 (corpus: a fixture)
@@ -30,7 +32,7 @@ def cloud(shared_cloud):
                      timeout=120)
 
 
-def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):  # noqa: F811
+def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path, monkeypatch):  # noqa: F811
     node = cloud.node_urls[0]
     create_collection(node, "user_articles", 2, 2, configset="user_articles", conf_dir=USER_CONFIGSET / "conf")
     user = UserCore(tmp_path, node, "user_articles")
@@ -41,6 +43,16 @@ def test_same_pairs_on_a_cloud_collection_of_the_users(cloud, corpus, tmp_path):
     # The companion has the user's layout.
     shards = cluster_status(node, "user_articles_neardup")["collections"]["user_articles_neardup"]["shards"]
     assert len(shards) == 2 and all(len(s["replicas"]) == 2 for s in shards.values())
+    # Deletions found by counting key ranges on both collections (every shard answers the counts).
+    monkeypatch.setattr(companion_sync, "_FENCE_EVERY", 10)
+    syncer = open_syncer(SolrClient(user.url), reconcile_interval=3600.0)
+    assert syncer.reconcile() == 0 and syncer.last_reconcile == "every key"
+    keys = sorted(user.docs("id"))
+    gone = [keys[5], keys[len(keys) // 2], keys[-1]]
+    user.delete(gone)
+    assert syncer.reconcile() == 3 and syncer.last_reconcile == "ranges"
+    companion = SolrClient(f"{node}/user_articles_neardup")
+    assert all(companion.count(filters=["{!term f=id v=$k}"], params=[("k", key)]) == 0 for key in gone)
 
     documents = user.raw_documents()
     code, _, err = run_cli("uninstall", "--solr-url", user.url)
