@@ -560,10 +560,11 @@ print(json.dumps({"seconds": time.perf_counter() - started, "rss_before_kib": be
 """
 
 
-def measure_reconcile(client: SolrClient, pid: int) -> dict:
+def measure_reconcile(client: SolrClient, pid: int, user_url: str, victim: str) -> dict:
     """One reconcile pass at N, timed; the client's peak memory in a process of its own that does nothing else (as
     ``sync --follow`` would: its RSS before the pass and its peak during it); and the peak of Python allocations
-    during a pass (tracemalloc, which slows the pass)."""
+    during a pass (tracemalloc, which slows the pass). Also a pass that finds one deletion (``victim``, deleted by
+    curl) by counting key ranges, and one whose counts agree."""
     syncer = open_syncer(client)
     meter = Meter(pid)
     deleted = syncer.reconcile(full=True)
@@ -572,6 +573,10 @@ def measure_reconcile(client: SolrClient, pid: int) -> dict:
     meter = Meter(pid)
     syncer.reconcile()
     counted = meter.read()
+    curl_post(f"{user_url}/update?commit=true&wt=json", {"delete": [victim]})
+    meter = Meter(pid)
+    found = syncer.reconcile()
+    ranged = {**meter.read(), "deleted": found, "found_by": syncer.last_reconcile}
     alone = subprocess.run([sys.executable, "-c", _RECONCILE_ALONE, client.url], capture_output=True, text=True,
                            timeout=3600, cwd=Path(__file__).resolve().parents[1])
     process = json.loads(alone.stdout.strip().splitlines()[-1]) if alone.returncode == 0 else {
@@ -583,7 +588,8 @@ def measure_reconcile(client: SolrClient, pid: int) -> dict:
     finally:
         tracemalloc.stop()
     rise = (process["peak_rss_kib"] - process["rss_before_kib"]) * 1024 if "peak_rss_kib" in process else None
-    return {**timed, "deleted": deleted, "counts_agree_pass": counted, "own_process": process, "peak_rss_rise_bytes": rise,
+    return {**timed, "deleted": deleted, "counts_agree_pass": counted, "one_deletion_pass": ranged,
+            "own_process": process, "peak_rss_rise_bytes": rise,
             "python_alloc_peak_bytes": peak}
 
 
@@ -770,7 +776,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
 
         # 10. One reconcile pass at N.
         wait_quiet(pid)
-        reconcile = measure_reconcile(client, pid)
+        reconcile = measure_reconcile(client, pid, core.url, indexed[n // 3][0])
         reconcile["held"] = companion.count(params=filter_params([USER_DOCUMENTS]))
 
         # 11. Idle cost.
@@ -969,7 +975,10 @@ def markdown(report: dict) -> str:
             + f"; Python allocations peak during a pass {rec['python_alloc_peak_bytes'] / 2**20:.1f} MiB."
             + (f" A pass whose counts agree (nothing deleted; nine in ten): {rec['counts_agree_pass']['seconds']} s, "
                f"Solr CPU {rec['counts_agree_pass']['solr_cpu_s']} s."
-               if "counts_agree_pass" in rec else ""),
+               if "counts_agree_pass" in rec else "")
+            + (f" A pass that finds one deletion (found by {rec['one_deletion_pass']['found_by']}): "
+               f"{rec['one_deletion_pass']['seconds']} s, Solr CPU {rec['one_deletion_pass']['solr_cpu_s']} s."
+               if "one_deletion_pass" in rec else ""),
             "",
             "| `sync --follow` idle | seconds | passes | reconciles | Solr CPU s/s | share of cores | share of the "
             "posting's CPU | pass p50 ms | reconcile pass p50 ms |", "|---|---|---|---|---|---|---|---|---|"]
