@@ -6,8 +6,6 @@ import argparse
 import dataclasses
 import functools
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 from neardup_solr.options import DEFAULT_SPLIT_BUCKET, SIMILARITIES, ThresholdOptions
@@ -17,8 +15,7 @@ from neardup_solr.cli.common import NEVER_SPLIT, split_bucket_arg, add_solr_opti
 from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.pairs.lsh import LSHParams
-from neardup_solr.io.outputs import check_output_path, is_stdout
-from neardup_solr.engine.weighted_lsh import IdfSnapshot, snapshot_path
+from neardup_solr.engine.weighted_lsh import IdfSnapshot
 
 
 def _session(args: argparse.Namespace):
@@ -38,38 +35,21 @@ def _lsh(args: argparse.Namespace):
     return LSHParams(args.bands, args.rows_per_band) if args.bands is not None else None
 
 
-def _read(spark, args: argparse.Namespace, path: str, staging: str):
-    from neardup_solr.spark.io import read_records
+def _input(args: argparse.Namespace, path: str):
+    """How the flags say ``path`` is read."""
+    from neardup_solr.spark.runs import SparkInput
 
-    return read_records(spark, path, args.format, staging_dir=staging, id_field=args.id_column,
-                        text_field=args.text_column, on_decode_error=args.on_decode_error, read_on=args.read_on)
+    return options_from_flags(lambda: SparkInput(path, fmt=args.format, id_field=args.id_column,
+                                                 text_field=args.text_column, on_decode_error=args.on_decode_error,
+                                                 read_on=args.read_on))
 
 
-def _report_rejected(inputs, result) -> int:
-    """Print the records that were not used (the first five with their reasons); their number."""
-    problems = [str(e) for i in inputs for e in i.rejected]
-    count = len(problems) + result.stats.rejected
-    if result.stats.rejected:
-        problems += [f"id {r['id']!r}: {r['problem']}" for r in result.rejected.limit(5).collect()]
-    for problem in problems[:5]:
+def _print_rejected(examples: list[str], count: int) -> None:
+    """The records that were not used: the first examples with their reasons, then how many more."""
+    for problem in examples:
         print(f"rejected: {problem}", file=sys.stderr)
-    if count > 5:
-        print(f"rejected: ... {count - 5} more", file=sys.stderr)
-    return count
-
-
-def _check_outputs(args: argparse.Namespace, *extra: tuple[str, str | None]) -> None:
-    """Inputs exist and outputs are writable, checked before Spark (a JVM start) or Solr is touched."""
-
-    for name in ("file", "left", "right"):
-        path = getattr(args, name, None)
-        if path is not None and not Path(path).exists():
-            raise FileNotFoundError(f"input file not found: {path}")
-
-    check_output_path(args.out)
-    for name, path in extra:
-        if path is not None:
-            check_output_path(path, name=name)
+    if count > len(examples):
+        print(f"rejected: ... {count - len(examples)} more", file=sys.stderr)
 
 
 def _options(args: argparse.Namespace) -> ThresholdOptions:
@@ -86,24 +66,12 @@ def _options(args: argparse.Namespace) -> ThresholdOptions:
     return options
 
 
-def _max_bucket(args: argparse.Namespace) -> dict:
-    """--max-bucket when given (else the jobs' own default)."""
-    return {} if args.max_bucket is None else {"max_bucket": args.max_bucket}
-
-
 def _snapshot(args: argparse.Namespace):
     """The ``--idf-snapshot`` to sign with, read before Spark starts (a bad file is a one-line error)."""
     if args.idf_snapshot is None:
         return None
 
     return IdfSnapshot.load(args.idf_snapshot)
-
-
-def _save_snapshot(result, out: str) -> None:
-    """Write the IDF snapshot a run used beside its pairs (OUT.idf.json), as the Solr-side runs do."""
-
-    if result.snapshot is not None and not is_stdout(out):
-        result.snapshot.save(snapshot_path(out))
 
 
 def _explaining_memory_errors(command):
@@ -123,69 +91,56 @@ def _explaining_memory_errors(command):
     return run
 
 
+# How spark dedup calls the outputs of SparkDedupeOutputs.
+_OUTPUT_FLAGS = {"pairs": "--out", "parquet": "--parquet", "groups": "--groups", "keep": "--keep",
+                 "records": "--records-out"}
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
-    """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark."""
-    from neardup_solr.spark import dedup, dedup_file
-    from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
+    """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark: one library call
+    (:func:`neardup_solr.spark.runs.dedupe_on_spark`), printed."""
+    from neardup_solr.spark.runs import SparkDedupeOptions, SparkOutputs, dedupe_on_spark
 
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
-    outputs = [("out", args.out), ("groups", args.groups), ("keep", args.keep), ("records-out", args.records_out)]
-    named = [(name, str(Path(path).resolve())) for name, path in outputs if path is not None and path != "-"]
-    for i, (name, path) in enumerate(named):
-        for other, same in named[:i]:
-            if path == same:
-                raise UsageError(f"--{other} and --{name} name the same file; give them different paths")
-    pair_options = _options(args)
-    snapshot = _snapshot(args)
-    _check_outputs(args, *outputs[1:])
-    settings = _settings(args)
+    pair_options, settings, lsh_params, snapshot = _options(args), _settings(args), _lsh(args), _snapshot(args)
+    options = options_from_flags(lambda: SparkDedupeOptions(
+        pairs=pair_options, settings=settings, lsh_params=lsh_params, max_bucket=args.max_bucket, snapshot=snapshot,
+        representative=args.representative, dataset=args.dataset))
+    source = _input(args, args.file)
+    outputs = SparkOutputs(args.out, parquet=args.parquet, groups=args.groups, keep=args.keep,
+                           records=args.records_out)
+    options_from_flags(lambda: outputs.check(names=_OUTPUT_FLAGS))
+    if not Path(args.file).exists():
+        raise FileNotFoundError(f"input file not found: {args.file}")
     client = open_client(args) if args.to_solr else None
-    started = time.monotonic()
-    staging_parent = _staging_parent(args)
-    spark = _session(args)
-    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=staging_parent) as staging:
-        options = dict(settings=settings, lsh_params=_lsh(args), **_max_bucket(args),
-                       similarity=pair_options.similarity, snapshot=snapshot, split_bucket=pair_options.split_bucket)
-        if client is not None:  # the texts go to Solr too: read (and staged) first, then deduplicated
-            source = _read(spark, args, args.file, staging)
-            result = dedup(source.records, pair_options.threshold, **options)
-        else:  # a line-format file the executors read is signed as it is read (dedup_file)
-            result, source = dedup_file(spark, args.file, pair_options.threshold, fmt=args.format, staging_dir=staging,
-                                        id_field=args.id_column, text_field=args.text_column,
-                                        on_decode_error=args.on_decode_error, read_on=args.read_on, **options)
-        # Written by the executors and streamed into place: the driver never holds the pairs.
-        write_pairs_from_executors(result.pairs, args.out, staging)
-        _save_snapshot(result, args.out)
-        if args.parquet:
-            write_pairs_parquet(result.pairs, args.parquet)
-        s = result.stats
-        measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
-        print(f"{s.verified_pairs} pairs with {measure} >= {pair_options.threshold} among {s.documents} records "
-              f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {time.monotonic() - started:.1f} s "
-              f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
-        if s.oversized_buckets:
-            limit = args.max_bucket or DEFAULT_MAX_BUCKET
-            print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {limit} were split; "
-                  f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
-        if args.groups or args.keep or args.records_out:
-            print(_write_groups(spark, args, result, source, staging))
-        if client is not None:
-            from neardup_solr.spark.solr import write_to_solr
-
-            load = write_to_solr(source.records, result.signed, client, settings, dataset=args.dataset,
-                                 weighted=pair_options.similarity == "idf")
-            print(f"sent {load.sent} documents to {client.url}; {load.verify.format()}")
-            if not load.verify.ok:
-                return EXIT_INCOMPLETE
-            from neardup_solr.engine.group_writeback import write_groups
-
-            # Each document's group into the collection too, for folded searches (docs/folding.md).
-            written = write_groups(client, ((r["id"], r["neighbor_id"]) for r in result.pairs.toLocalIterator()),
-                                   dataset=args.dataset)
-            print(f"groups written into the collection: {written.format()}")
-        rejected = _report_rejected([source], result)
-    return EXIT_REJECTED if rejected else 0
+    run = dedupe_on_spark(_session(args), source, outputs, options, client=client,
+                          staging_dir=_staging_parent(args))
+    s = run.stats
+    measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
+    print(f"{s.verified_pairs} pairs with {measure} >= {pair_options.threshold} among {s.documents} records "
+          f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {run.seconds:.1f} s "
+          f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
+    if s.oversized_buckets:
+        limit = args.max_bucket or DEFAULT_MAX_BUCKET
+        print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {limit} were split; "
+              f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
+    if run.groups is not None:
+        said = [f"{run.groups} groups holding {run.grouped_documents} documents"
+                + (f" -> {args.groups}" if args.groups else "")]
+        if run.kept_ids is not None:
+            said.append(f"keep list of {run.kept_ids} ids -> {args.keep}")
+        if run.kept_records is not None:
+            said.append(f"{run.kept_records} records kept -> {args.records_out}")
+        print("; ".join(said))
+    if run.load is not None and client is not None:
+        print(f"sent {run.load.sent} documents to {client.url}; {run.load.verify.format()}")
+        if not run.complete:
+            return EXIT_INCOMPLETE
+    if run.groups_in_solr is not None:
+        print(f"groups written into the collection: {run.groups_in_solr.format()}")
+    _print_rejected(run.rejected, run.rejected_count)
+    return EXIT_REJECTED if run.rejected_count else 0
 
 
 def _staging_parent(args: argparse.Namespace) -> str | None:
@@ -201,76 +156,27 @@ def _staging_parent(args: argparse.Namespace) -> str | None:
     return str(args.staging_dir)
 
 
-def _write_groups(spark, args: argparse.Namespace, result, source, staging: str) -> str:
-    """The groups, keep list and deduplicated records a run was asked for, computed and written by the executors
-    (:mod:`neardup_solr.spark.groups`, :mod:`neardup_solr.spark.records_out`); the line that says what was
-    written."""
-    from pyspark.sql import functions as F
-
-    from neardup_solr.spark.groups import executor_groups, write_groups_from_executors
-    from neardup_solr.spark.io import write_keep_list_from_executors
-
-    # What the groups, the keep list and the kept records read: the ids, each record's row in the file (when it
-    # was signed as read) and, to choose the longest, its length.
-    wanted = ["id", "row"] + (["length"] if args.representative == "longest" else [])
-    ids = result.signed.select(*(c for c in wanted if c in result.signed.columns))
-    if not args.to_solr:
-        # From here on only these columns are read: the executors keep them and give back the cached
-        # records with their signatures and band keys (1.7 KB a document). Held, they left the groups'
-        # aggregations no memory at 1,000,000 documents with a 4 GiB local driver (AGGREGATE_OUT_OF_MEMORY).
-        ids = ids.localCheckpoint(eager=True)
-        for frame in (result.signed, *result.cached):
-            frame.unpersist()
-    lengths = None
-    if args.representative == "longest":
-        lengths = (ids.select("id", "length") if "length" in ids.columns
-                   else source.records.select("id", F.length("text").alias("length")))
-    # The groups hold the ids that have a near duplicate, not the documents.
-    groups = executor_groups(result.pairs, representative=args.representative, lengths=lengths)
-    said = [f"{groups.count} groups holding {groups.members_count} documents"]
-    if args.groups:
-        write_groups_from_executors(groups, args.groups, staging)
-        said[0] += f" -> {args.groups}"
-    if args.keep:
-        # Every id but the groups' other members, sorted and written by the executors.
-        kept = write_keep_list_from_executors(ids, groups.dropped, args.keep, staging)
-        said.append(f"keep list of {kept} ids -> {args.keep}")
-    if args.records_out:
-        from neardup_solr.spark.records_out import write_kept_records
-
-        written = write_kept_records(spark, args.file, args.records_out, staging, signed=ids,
-                                     dropped=groups.dropped, lines=source.lines, fmt=args.format,
-                                     id_field=args.id_column, on_decode_error=args.on_decode_error)
-        said.append(f"{written} records kept -> {args.records_out}")
-    return "; ".join(said)
-
-
 def cmd_join(args: argparse.Namespace) -> int:
-    """Every pair (LEFT record, RIGHT record) with Jaccard >= --threshold, computed on Spark."""
-    from neardup_solr.spark import join
-    from neardup_solr.spark.io import write_pairs_from_executors, write_pairs_parquet
+    """Every pair (LEFT record, RIGHT record) with Jaccard >= --threshold, computed on Spark: one library call
+    (:func:`neardup_solr.spark.runs.join_on_spark`), printed."""
+    from neardup_solr.spark.runs import SparkJoinOptions, SparkOutputs, join_on_spark
 
-    pair_options = _options(args)
-    snapshot = _snapshot(args)
-    _check_outputs(args)
-    started = time.monotonic()
-    staging_parent = _staging_parent(args)
-    spark = _session(args)
-    with tempfile.TemporaryDirectory(prefix="neardup-spark-", dir=staging_parent) as staging:
-        left = _read(spark, args, args.left, str(Path(staging) / "left"))
-        right = _read(spark, args, args.right, str(Path(staging) / "right"))
-        result = join(left.records, right.records, pair_options.threshold, settings=_settings(args),
-                      lsh_params=_lsh(args), **_max_bucket(args), one_to_one_matching=args.one_to_one,
-                      similarity=pair_options.similarity, snapshot=snapshot)
-        write_pairs_from_executors(result.pairs, args.out, staging)
-        _save_snapshot(result, args.out)
-        if args.parquet:
-            write_pairs_parquet(result.pairs, args.parquet)
-        measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
-        print(f"{result.stats.verified_pairs} cross pairs with {measure} >= {pair_options.threshold} ({result.stats.documents} records, "
-              f"{result.stats.candidate_pairs} candidates) in {time.monotonic() - started:.1f} s -> {args.out}")
-        rejected = _report_rejected([left, right], result)
-    return EXIT_REJECTED if rejected else 0
+    pair_options, settings, lsh_params, snapshot = _options(args), _settings(args), _lsh(args), _snapshot(args)
+    options = options_from_flags(lambda: SparkJoinOptions(
+        pairs=pair_options, settings=settings, lsh_params=lsh_params, max_bucket=args.max_bucket, snapshot=snapshot,
+        one_to_one=args.one_to_one))
+    outputs = SparkOutputs(args.out, parquet=args.parquet)
+    options_from_flags(lambda: outputs.check(names=_OUTPUT_FLAGS))
+    for path in (args.left, args.right):
+        if not Path(path).exists():
+            raise FileNotFoundError(f"input file not found: {path}")
+    run = join_on_spark(_session(args), _input(args, args.left), _input(args, args.right), outputs, options,
+                        staging_dir=_staging_parent(args))
+    measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
+    print(f"{run.stats.verified_pairs} cross pairs with {measure} >= {pair_options.threshold} ({run.stats.documents} "
+          f"records, {run.stats.candidate_pairs} candidates) in {run.seconds:.1f} s -> {args.out}")
+    _print_rejected(run.rejected, run.rejected_count)
+    return EXIT_REJECTED if run.rejected_count else 0
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:

@@ -80,8 +80,12 @@ _STATE_EVERY_DOCS = 20_000
 # adds still go in batches of ``batch_size``.
 _MIN_READ_PAGE = 2_000
 _MAX_READ_PAGE = 20_000
-# A reconciling pass whose counts agree reads no keys, except every this many: see CompanionSyncer.reconcile.
+# A reconciling pass whose counts agree reads no keys; every key is read at a syncer's first pass, then once this
+# many reconcile intervals, and at least this many seconds, have passed since the last full read (see
+# CompanionSyncer.reconcile): the safety net costs about 5 s of two cores at 1M documents, too much to pay every
+# 50 s where the interval is 5 s.
 _FULL_RECONCILE_EVERY = 10
+_FULL_RECONCILE_AT_LEAST_S = 600.0
 # Where a reconciling pass may cut the key space (engine/key_ranges.py): at every this many ids of the last full
 # read, at most this many cuts. At 1M documents: 1,000 ranges of 1,000 keys, three rounds of counts for one deletion.
 _FENCE_EVERY = 1_000
@@ -280,7 +284,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
 def _verify(comp: Companion, started_version: int | None) -> Verification:
     """Every document of the user's that was there when the backfill began must be in the companion (those
     posted since are sync's)."""
-    held = comp.companion_ids()
+    held = set(comp.companion_ids())
     filters = [updated_at_or_before(started_version)] if started_version is not None else []
     missing = [key for key in source_keys(comp.source, comp.link, filters) if key not in held]
     return Verification(len(missing), missing[:5])
@@ -340,8 +344,8 @@ class CompanionSyncer:
         self._since_version: int | None = state.synced_version
         self._since_date: str | None = None
         self._last_reconcile = float("-inf")  # a follow reconciles on its first pass
-        self._reconciles = 0
         self._fences: list[str] = []  # cut from the last full read (see reconcile)
+        self._last_full_read = float("-inf")
         self._key_is_string: bool | None = None
         self._ranges_refused = False
         self.last_reconcile = ""  # how the last reconciling pass looked: "counts", "ranges" or "every key"
@@ -411,17 +415,18 @@ class CompanionSyncer:
         Reading every key of both costs about 5 s at 1M documents (3.6 s of Solr CPU), so a pass first compares the
         two counts and stops when they agree. When they differ it counts both over ranges of the key and reads the
         keys of only the narrow ranges where the companion holds more (:mod:`neardup_solr.engine.key_ranges`; the
-        ranges are cut at every 1,000th key of the last full read), and reads every key only when that found fewer
-        deletions than the companion holds documents too many, when ``full``, on every
-        :data:`_FULL_RECONCILE_EVERY`-th pass, and where the user's key is not a string field (another type sorts
-        otherwise than the companion's string ids). Equal counts, in all or in a range, hide a deletion only while
-        an addition not yet signed balances it; the version passes sign that addition within their interval, and
-        the counts of the next reconciling pass differ (the periodic full pass bounds even a stream of such
-        coincidences). Every key found gone this way is looked up in the user's collection before it is deleted
-        here."""
+        ranges are cut at every 1,000th key of the last full read). It reads every key when ``full``; on a
+        syncer's first pass, then once :data:`_FULL_RECONCILE_EVERY` reconcile intervals (and at least
+        :data:`_FULL_RECONCILE_AT_LEAST_S` seconds) have passed since the last full read; where the ranges found
+        fewer deletions than the companion holds documents too many; and where the user's key is not a string
+        field (another type sorts otherwise than the companion's string ids). Equal counts, in all or in a range,
+        hide a deletion only while an addition not yet signed balances it; the version passes sign that addition
+        within their interval, and the counts of the next reconciling pass differ (the periodic full read bounds
+        even a stream of such coincidences). Every key the ranges find gone is looked up in the user's collection
+        before it is deleted here."""
         self._last_reconcile = time.monotonic()
-        self._reconciles += 1
-        periodic = self._reconciles % _FULL_RECONCILE_EVERY == 1
+        since_full = time.monotonic() - self._last_full_read
+        periodic = since_full >= max(_FULL_RECONCILE_EVERY * self.reconcile_interval, _FULL_RECONCILE_AT_LEAST_S)
         if full or periodic:
             self.last_reconcile = "every key"
             gone = self._gone_reading_every_key()
@@ -451,6 +456,7 @@ class CompanionSyncer:
         """The companion's ids first: a document it holds was in the user's collection before, so one missing from
         the keys read afterwards was deleted (one deleted and added again meanwhile comes back with the next pass,
         by its new version). Also cuts the ranges of the next passes at the ids read."""
+        self._last_full_read = time.monotonic()
         ids = sorted(self.comp.companion_ids())
         self._fences = fences(ids, _FENCE_EVERY, _MOST_FENCES)
         held = set(ids)

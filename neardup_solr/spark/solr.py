@@ -35,6 +35,8 @@ from neardup_solr.spark.signing import document_builder
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from neardup_solr.engine.group_writeback import WritebackSummary
+
 log = logging.getLogger(__name__)
 
 BATCH = 500
@@ -102,3 +104,13 @@ def write_to_solr(records: "DataFrame", signed: "DataFrame", client: SolrClient,
     check = verify_ids(client, ((doc_id, line) for line, doc_id in enumerate(ids, start=1)))
     log.info("sent %d documents to %s (%d refused); %s", sent, url, refused_count, check.format())
     return SolrLoad(sent, examples, refused_count, check)
+
+
+def write_pair_groups(client: SolrClient, pairs: "DataFrame", *, representative: str = "earliest",
+                      dataset: str | None = None) -> "WritebackSummary":
+    """Each document's near-duplicate group and kept flag into the collection (``groups --to-solr``'s fields, for
+    folded searches: docs/folding.md), from a run's pairs, streamed to the driver a partition at a time."""
+    from neardup_solr.engine.group_writeback import write_groups
+
+    return write_groups(client, ((r["id"], r["neighbor_id"]) for r in pairs.toLocalIterator()),
+                        representative=representative, dataset=dataset)

@@ -571,3 +571,32 @@ def test_one_to_one_on_the_executors_is_the_greedy_matching(spark):
     for finish_on_driver, max_rounds in ((0, 100), (0, 2), (10**6, 30)):
         got = one_to_one_pairs(frame, finish_on_driver=finish_on_driver, max_rounds=max_rounds).collect()
         assert sorted((r["id"], r["neighbor_id"], r["similarity"]) for r in got) == expected
+
+
+def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list_keeps(spark, addresses, solr,
+                                                                                      tmp_path):
+    """The library's one call for a Spark dedupe (what `spark dedup` only prints): pairs, groups, keep list and the
+    kept records written, the records loaded into Solr, and each document's group there kept by the same rule as
+    the keep list (the longest text here: the command once wrote the earliest into Solr whatever it kept)."""
+    from neardup_solr.pairs.groups import Group
+    from neardup_solr.solr.group_fields import read_groups
+    from neardup_solr.spark.runs import SparkDedupeOptions, SparkInput, SparkOutputs, dedupe_on_spark
+
+    path = tmp_path / "restaurants.tsv"
+    rows = addresses["fodors"] + addresses["zagats"]
+    path.write_text("".join(f"{i}\t{t}\n" for i, t in rows), encoding="utf-8")
+    outputs = SparkOutputs(str(tmp_path / "pairs.tsv"), groups=str(tmp_path / "groups.jsonl"),
+                           keep=str(tmp_path / "keep.txt"), records=str(tmp_path / "kept.tsv"))
+    run = dedupe_on_spark(spark, SparkInput(str(path)), outputs,
+                          SparkDedupeOptions.of(0.5, representative="longest"), client=solr)
+    assert run.complete and run.load.sent == len(rows) and run.rejected_count == 0 and run.seconds > 0
+    groups = [Group.from_dict(json.loads(line)) for line in Path(outputs.groups).read_text().splitlines()]
+    assert run.groups == len(groups) > 30 and run.grouped_documents == sum(len(g.members) for g in groups)
+    kept = Path(outputs.keep).read_text().split()
+    assert run.kept_ids == len(kept) == run.kept_records == len(Path(outputs.records).read_text().splitlines())
+    assert any(g.representative != g.members[0] for g in groups)  # the longest rule chose otherwise somewhere
+    held = {i: (g, k) for i, g, k in read_groups(solr)}
+    for group in groups:
+        assert [m for m in group.members if held[m][1] == 1] == [group.representative]
+        assert len({held[m][0] for m in group.members}) == 1
+    assert run.groups_in_solr is not None and run.groups_in_solr.groups == len(groups)
