@@ -91,7 +91,7 @@ def _explaining_memory_errors(command):
     return run
 
 
-# How spark dedup calls the outputs of SparkDedupeOutputs.
+# How spark dedup and join call the outputs of SparkOutputs (their flags).
 _OUTPUT_FLAGS = {"pairs": "--out", "parquet": "--parquet", "groups": "--groups", "keep": "--keep",
                  "records": "--records-out"}
 
