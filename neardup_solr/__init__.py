@@ -73,7 +73,7 @@ from neardup_solr.engine.weighted_lsh import IdfSnapshot, idf_lsh_join, idf_lsh_
 
 from neardup_solr.options import WRITEUP_LOOKUP, JoinOptions, LookupOptions, LookupReportOptions, ThresholdOptions
 from neardup_solr.engine.find import PairsResult, ReportResult, find_cross_pairs, find_pairs, run_report
-from neardup_solr.engine.dedupe import DedupeSummary, dedupe_file
+from neardup_solr.engine.dedupe import DedupeOptions, DedupeSummary, dedupe_file
 from neardup_solr.version import __version__
 
 
@@ -100,6 +100,6 @@ __all__ = [
     "SparkUnavailableError", "SparkMemoryError", "PinnedUnicodeError", "UsageError", "ReplicationShortfallError", "Outcome", "OUTCOMES", "outcome_of", "Backend", "StartResult",
     "LookupOptions", "LookupReportOptions", "WRITEUP_LOOKUP", "ThresholdOptions", "JoinOptions", "find_pairs",
     "find_cross_pairs", "PairsResult", "run_report", "ReportResult",
-    "GroupFieldsError", "GroupWritebackIncomplete", "dedupe_file", "DedupeSummary", "RecordModelError",
+    "GroupFieldsError", "GroupWritebackIncomplete", "dedupe_file", "DedupeOptions", "DedupeSummary", "RecordModelError",
     "open_collection", "install", "uninstall", "InstallRefused",
 ]

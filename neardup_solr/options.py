@@ -49,6 +49,7 @@ __all__ = [
     "LookupOptions", "LookupReportOptions", "ThresholdOptions", "JoinOptions", "ReportOptions", "SimilarityLookup",
     "ShareLookup", "AnyLookup", "WRITEUP_LOOKUP", "DEFAULT_SPLIT_BUCKET", "DEFAULT_BLOOM_FP_RATE", "NOT_GIVEN",
     "not_applicable", "check_snapshot", "lookup_from_given", "report_options_from_given", "option_names",
+    "options_given",
 ]
 
 MODES = ("shingles", "minhash", "lsh")
@@ -115,6 +116,20 @@ def _renamed_keywords(keywords: Mapping[str, Any], stacklevel: int) -> dict[str,
     return renamed
 
 
+def options_given(options: Any, options_type: type, keywords: Mapping[str, Any], what: str) -> bool:
+    """Whether a Python call was given its options as one object (``options``, an ``options_type``) rather than
+    as keyword arguments (those of ``keywords`` not :data:`NOT_GIVEN`). Both at once are refused: one of the two
+    would be ignored."""
+    if options is None:
+        return False
+    if not isinstance(options, options_type):
+        raise ParameterTypeError("options", f"a {options_type.__name__}", options)
+    given = sorted(k for k, v in keywords.items() if v is not NOT_GIVEN)
+    if given:
+        raise not_applicable(given, f"when options is given (give the {what} options one way)")
+    return True
+
+
 @dataclass(frozen=True)
 class LookupOptions:
     """One lookup. The defaults are the library's honest ones: every candidate at the collection's threshold,
@@ -163,11 +178,7 @@ class LookupOptions:
         of the two would be ignored. ``max_distance`` is accepted for ``max_edit_distance`` (deprecated: the
         warning names the caller ``stacklevel`` frames up, as :func:`warnings.warn` counts them from here)."""
         given = {k: v for k, v in _renamed_keywords(keywords, stacklevel).items() if v is not NOT_GIVEN}
-        if options is not None:
-            if not isinstance(options, LookupOptions):
-                raise ParameterTypeError("options", "a LookupOptions", options)
-            if given:
-                raise not_applicable(sorted(given), "when options is given (give the lookup options one way)")
+        if options is not None and options_given(options, LookupOptions, given, "lookup"):
             return options
         base = _lookup_fields(defaults if defaults is not None else cls())
         unknown = sorted(set(given) - set(base))

@@ -17,6 +17,7 @@ from neardup_solr.cli.common import (
     label,
     number,
     open_client,
+    options_from_flags,
 )
 from neardup_solr.errors import (
     EXIT_INCOMPLETE,
@@ -26,7 +27,7 @@ from neardup_solr.errors import (
     IndexIncomplete,
     IndexingInterrupted,
 )
-from neardup_solr.engine.dedupe import check_files, dedupe_file
+from neardup_solr.engine.dedupe import DedupeOptions, check_files, dedupe_file
 
 # Rejected records named on the terminal before the summary (all of them are in the rejects file).
 REJECTIONS_PRINTED = 20
@@ -37,21 +38,21 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
 
     if args.clear and args.clear_all:
         raise UsageError("give --clear (this --dataset) or --clear-all (the whole collection), not both")
-    if args.clear and args.dataset is None:
-        raise UsageError("--clear deletes the documents of --dataset first: give --dataset, or --clear-all")
-    if args.resume and (args.clear or args.clear_all):
-        raise UsageError("--resume continues a stopped run; --clear/--clear-all would delete what it indexed")
     clear = "all" if args.clear_all else "dataset" if args.clear else None
+    # The rules are DedupeOptions'; the flags say them in their words.
+    options = options_from_flags(lambda: DedupeOptions(
+        threshold=args.threshold, representative=args.representative, dataset=args.dataset, clear=clear,
+        resume=args.resume, batch_size=args.batch_size, workers=args.workers, sign_processes=args.sign_processes),
+        {"clear": "--clear deletes the documents of --dataset first: give --dataset, or --clear-all",
+         "resume": "--resume continues a stopped run; --clear/--clear-all would delete what it indexed"})
     check_files(args.file, args.out, args.format, pairs_out=args.pairs, groups_out=args.groups, keep_out=args.keep,
                 rejects_path=args.rejects)  # before Solr is asked anything
     try:
         summary = dedupe_file(
-            open_client(args), args.file, args.out, args.threshold, fmt=args.format, id_field=args.id_column,
-            text_field=args.text_column, on_decode_error=args.on_decode_error, representative=args.representative,
-            dataset=args.dataset, clear=clear, settings=index_settings_from_args(args), pairs_out=args.pairs,
-            groups_out=args.groups, keep_out=args.keep, rejects_path=args.rejects, resume=args.resume,
-            progress=not args.quiet, batch_size=args.batch_size, workers=args.workers,
-            sign_processes=args.sign_processes)
+            open_client(args), args.file, args.out, options=options, fmt=args.format, id_field=args.id_column,
+            text_field=args.text_column, on_decode_error=args.on_decode_error, settings=index_settings_from_args(args),
+            pairs_out=args.pairs, groups_out=args.groups, keep_out=args.keep, rejects_path=args.rejects,
+            progress=not args.quiet)
     except IndexingInterrupted as exc:
         print(exc.summary.format(), file=sys.stderr)
         return EXIT_UNAVAILABLE

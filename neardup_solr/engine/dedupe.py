@@ -47,7 +47,7 @@ from neardup_solr.io.outputs import OutputLock, check_output_path, sibling
 from neardup_solr.io.progress import progress_bar
 from neardup_solr.io.throughput import format_rates, utf8_size
 from neardup_solr.io.readers import DECODE_POLICIES, FORMATS, Record, RecordReader, input_format
-from neardup_solr.options import ThresholdOptions
+from neardup_solr.options import NOT_GIVEN, ThresholdOptions, options_given
 from neardup_solr.pairs.groups import (
     REPRESENTATIVES,
     Group,
@@ -68,7 +68,7 @@ from neardup_solr.engine.find import find_pairs
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DedupeSummary", "dedupe_file", "check_files", "CLEAR_CHOICES", "DEDUPE_SETTINGS"]
+__all__ = ["DedupeOptions", "DedupeSummary", "dedupe_file", "check_files", "CLEAR_CHOICES", "DEDUPE_SETTINGS"]
 
 # What dedupe indexes into a collection that has no settings yet (the module docstring says why).
 DEDUPE_SETTINGS = IndexSettings(fields=("lsh",))
@@ -85,6 +85,48 @@ STAGES = len(STAGE_NAMES)
 STAGE_PARTS = {"indexing": ("signing", "waiting for Solr"),
                "finding pairs": ("reading signatures", "candidate pairs", "verifying")}
 RUN_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
+
+
+@dataclass(frozen=True)
+class DedupeOptions:
+    """How a :func:`dedupe_file` run deduplicates, checked when made (the command line makes one from its flags):
+    the Jaccard ``threshold``; the ``representative`` each group keeps (``earliest`` id or ``longest`` text); the
+    ``dataset`` label of the records indexed (the pairs are then that data set's); ``clear`` first (``dataset``:
+    that data set's documents, ``all``: the whole collection); ``resume`` a stopped run; the indexer's
+    ``batch_size``, ``workers`` (batches in flight) and ``sign_processes`` (None: one per core)."""
+
+    threshold: float = 0.8
+    representative: str = "earliest"
+    dataset: str | None = None
+    clear: str | None = None
+    resume: bool = False
+    batch_size: int = 500
+    workers: int = 2
+    sign_processes: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "threshold", check_float("threshold", self.threshold, "threshold"))
+        check_choice("representative", self.representative, REPRESENTATIVES)
+        check_label("dataset", self.dataset, reserved=(META_DATASET,))
+        check_choice("clear", self.clear, CLEAR_CHOICES, none_ok=True)
+        if self.clear == "dataset" and self.dataset is None:
+            raise InvalidParameterError("clear", "'all' without a dataset ('dataset' clears the given data set)",
+                                        self.clear)
+        check_bool("resume", self.resume)
+        if self.resume and self.clear is not None:
+            raise InvalidParameterError("resume", "False when clear is given (clearing would delete what the "
+                                                  "stopped run indexed)", self.resume)
+        check_int("batch_size", self.batch_size, "batch_size")
+        check_int("workers", self.workers, "workers")
+        check_int("sign_processes", self.sign_processes, "sign_processes", none_ok=True)
+
+    @classmethod
+    def from_keywords(cls, options: "DedupeOptions | None", keywords: dict[str, Any]) -> "DedupeOptions":
+        """The options of a call: ``options`` as they are, or the keyword arguments given (those not
+        :data:`~neardup_solr.options.NOT_GIVEN`) over the defaults; both at once are refused."""
+        if options is not None and options_given(options, cls, keywords, "dedupe"):
+            return options
+        return cls(**{k: v for k, v in keywords.items() if v is not NOT_GIVEN})
 
 
 @dataclass
@@ -225,26 +267,27 @@ def dedupe_file(
     client: SolrClient | None,
     path: str | Path,
     out: str | Path,
-    threshold: float = 0.8,
+    threshold: float = NOT_GIVEN,
     *,
+    options: DedupeOptions | None = None,
     fmt: str | None = None,
     id_field: str = "id",
     text_field: str = "text",
     on_decode_error: str = "latin-1",
-    representative: str = "earliest",
-    dataset: str | None = None,
-    clear: str | None = None,
+    representative: str = NOT_GIVEN,
+    dataset: str | None = NOT_GIVEN,
+    clear: str | None = NOT_GIVEN,
     settings: IndexSettings | None = None,
     pairs_out: str | Path | None = None,
     groups_out: str | Path | None = None,
     keep_out: str | Path | None = None,
     rejects_path: str | Path | None = None,
-    resume: bool = False,
+    resume: bool = NOT_GIVEN,
     progress: bool = False,
-    batch_size: int = 500,
-    workers: int = 2,
+    batch_size: int = NOT_GIVEN,
+    workers: int = NOT_GIVEN,
     work_dir: str | Path | None = None,
-    sign_processes: int | None = None,
+    sign_processes: int | None = NOT_GIVEN,
 ) -> DedupeSummary:
     """Write to ``out`` the records of ``path`` that remain when every group of near duplicates (Jaccard >=
     ``threshold``) is cut down to its representative (see the module's steps).
@@ -263,6 +306,10 @@ def dedupe_file(
     ``rejects_path`` (default ``<out>.rejects.jsonl``, only written when there are some). ``sign_processes``
     sign the records (None: one per core; 1: on the calling thread; see :class:`~neardup_solr.solr.indexer.Indexer`).
 
+    ``threshold``, ``representative``, ``dataset``, ``clear``, ``resume``, ``batch_size``, ``workers`` and
+    ``sign_processes`` come one by one (the others take :class:`DedupeOptions`' defaults) or as one
+    ``options=DedupeOptions(...)``; not both.
+
     ``resume=True`` continues a run that stopped, from ``<out>.dedupe-run/``. Raises
     :class:`~neardup_solr.errors.IndexingInterrupted` when Solr stays away while indexing (and other
     :class:`~neardup_solr.errors.SolrUnavailableError` later on): the same call with ``resume=True`` goes on.
@@ -274,23 +321,14 @@ def dedupe_file(
     started = time.monotonic()
     if client is not None and not isinstance(client, SolrClient):
         raise ParameterTypeError("client", "a SolrClient or None", client)
-    threshold = check_float("threshold", threshold, "threshold")
+    run = DedupeOptions.from_keywords(options, dict(
+        threshold=threshold, representative=representative, dataset=dataset, clear=clear, resume=resume,
+        batch_size=batch_size, workers=workers, sign_processes=sign_processes))
+    threshold, representative, dataset, resume = run.threshold, run.representative, run.dataset, run.resume
     check_str("id_field", id_field)
     check_str("text_field", text_field)
     check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
-    representative = check_choice("representative", representative, REPRESENTATIVES)
-    check_label("dataset", dataset, reserved=(META_DATASET,))
-    check_choice("clear", clear, CLEAR_CHOICES, none_ok=True)
-    if clear == "dataset" and dataset is None:
-        raise InvalidParameterError("clear", "'all' without a dataset ('dataset' clears the given data set)", clear)
-    resume = check_bool("resume", resume)
-    if resume and clear is not None:
-        raise InvalidParameterError("clear", "None with resume=True (clearing would delete what the stopped run "
-                                             "indexed)", clear)
     progress = check_bool("progress", progress)
-    check_int("batch_size", batch_size, "batch_size")
-    check_int("workers", workers, "workers")
-    check_int("sign_processes", sign_processes, "sign_processes", none_ok=True)
     # Everything that can be refused is refused before Solr is asked anything.
     fmt = check_files(path, out, fmt, pairs_out=pairs_out, groups_out=groups_out, keep_out=keep_out,
                       rejects_path=rejects_path)
@@ -314,9 +352,7 @@ def dedupe_file(
         bar = progress_bar(progress, desc="dedupe 1/4 indexing")
         try:
             clock = _StageClock(summary.stages)
-            indexed = _index(client, path, state, summary, reading, bar, settings=settings, dataset=dataset,
-                             clear=clear, rejects=rejects, batch_size=batch_size, workers=workers,
-                             sign_processes=sign_processes)
+            indexed = _index(client, path, state, summary, reading, bar, settings=settings, run=run, rejects=rejects)
             clock.lap("indexing")
             if indexed is not None:
                 summary.stages["signing"] = round(indexed.signing_seconds, 3)
@@ -424,19 +460,19 @@ class _StageClock:
 
 
 def _index(client: SolrClient, path: str | Path, state: _RunState, summary: DedupeSummary, reading: _Reading,
-           bar: Any, *, settings: IndexSettings | None, dataset: str | None, clear: str | None, rejects: Path,
-           batch_size: int, workers: int, sign_processes: int | None) -> IndexSummary | None:
+           bar: Any, *, settings: IndexSettings | None, run: DedupeOptions, rejects: Path) -> IndexSummary | None:
     """The indexing stage's summary; None when a resumed run finds every record indexed already."""
     if state.indexed is not None:  # a resumed run whose records are all in the index
         bar.update(state.indexed)
         return None
-    if clear is not None and not summary.resumed:
-        deleted = clear_collection(client, dataset if clear == "dataset" else None, everything=clear == "all")
+    if run.clear is not None and not summary.resumed:
+        deleted = clear_collection(client, run.dataset if run.clear == "dataset" else None,
+                                   everything=run.clear == "all")
         log.info("cleared %d documents before indexing", deleted)
     if settings is None:
         settings = _settings_for_dedupe(client)
-    indexer = Indexer(client, settings, batch_size=batch_size, workers=workers, dataset=dataset,
-                      sign_processes=sign_processes)
+    indexer = Indexer(client, settings, batch_size=run.batch_size, workers=run.workers, dataset=run.dataset,
+                      sign_processes=run.sign_processes)
     indexed = indexer.index_file(path, reading.fmt, id_field=reading.id_field, text_field=reading.text_field,
                                  on_decode_error=reading.on_decode_error,
                                  rejects_path=rejects, resume=summary.resumed, checkpoint_path=state.checkpoint_path,

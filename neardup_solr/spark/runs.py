@@ -103,9 +103,8 @@ class SparkOutputs:
             resolved = str(Path(path).resolve())
             if resolved in seen:
                 first = called(seen[resolved])
-                raise InvalidParameterError(called(name), f"a file other than {first}'s", path,
-                                            f"{first} and {called(name)} name the same file; give them different "
-                                            "paths")
+                raise InvalidParameterError(called(name), "a file of its own", path,
+                                            f"{first} names it too: give them different paths")
             seen[resolved] = name
 
 
@@ -243,11 +242,7 @@ def dedupe_on_spark(spark: "SparkSession", source: SparkInput, outputs: SparkOut
                                       id_field=source.id_field, text_field=source.text_field,
                                       on_decode_error=source.on_decode_error, read_on=source.read_on,
                                       **options.job_keywords)
-        write_pairs_from_executors(result.pairs, outputs.pairs, staging)
-        if result.snapshot is not None and not is_stdout(outputs.pairs):
-            result.snapshot.save(snapshot_path(outputs.pairs))
-        if outputs.parquet:
-            write_pairs_parquet(result.pairs, outputs.parquet)
+        _write_pairs(result, outputs, staging)
         run = SparkDedupeRun(stats=result.stats)
         if outputs.groups or outputs.keep or outputs.records:
             _reduce(spark, source, outputs, options, result, read, staging, run, loading=client is not None)
@@ -256,6 +251,16 @@ def dedupe_on_spark(spark: "SparkSession", source: SparkInput, outputs: SparkOut
         run.rejected, run.rejected_count = _rejected_examples(list(read.rejected), result)
     run.seconds = round(time.monotonic() - started, 3)
     return run
+
+
+def _write_pairs(result: Any, outputs: SparkOutputs, staging: str) -> None:
+    """The pairs, written by the executors and streamed into place (the driver never holds them), with the IDF
+    snapshot beside them when the run made one, and as Parquet when asked."""
+    write_pairs_from_executors(result.pairs, outputs.pairs, staging)
+    if result.snapshot is not None and not is_stdout(outputs.pairs):
+        result.snapshot.save(snapshot_path(outputs.pairs))
+    if outputs.parquet:
+        write_pairs_parquet(result.pairs, outputs.parquet)
 
 
 def _make(staging_dir: str | Path | None) -> None:
@@ -364,11 +369,7 @@ def join_on_spark(spark: "SparkSession", left: SparkInput, right: SparkInput, ou
                               on_decode_error=source.on_decode_error, read_on=source.read_on)
                  for side, source in (("left", left), ("right", right))]
         result = join(reads[0].records, reads[1].records, options.pairs.threshold, **options.job_keywords)
-        write_pairs_from_executors(result.pairs, outputs.pairs, staging)
-        if result.snapshot is not None and not is_stdout(outputs.pairs):
-            result.snapshot.save(snapshot_path(outputs.pairs))
-        if outputs.parquet:
-            write_pairs_parquet(result.pairs, outputs.parquet)
+        _write_pairs(result, outputs, staging)
         run = SparkJoinRun(stats=result.stats)
         run.rejected, run.rejected_count = _rejected_examples([e for read in reads for e in read.rejected], result)
     run.seconds = round(time.monotonic() - started, 3)

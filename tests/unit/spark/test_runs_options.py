@@ -46,8 +46,8 @@ def test_outputs_that_name_one_file_twice_are_refused_by_the_callers_names(tmp_p
     same = str(tmp_path / "out.tsv")
     with pytest.raises(InvalidParameterError) as refused:
         SparkOutputs(same, keep=same).check()
-    assert refused.value.param == "keep" and "pairs and keep name the same file" in str(refused.value)
+    assert refused.value.param == "keep" and "pairs names it too" in str(refused.value)
     with pytest.raises(InvalidParameterError) as refused:
         SparkOutputs(same, records=same).check(names={"pairs": "--out", "records": "--records-out"})
-    assert refused.value.param == "--records-out" and "--out and --records-out" in str(refused.value)
+    assert refused.value.param == "--records-out" and "--out names it too" in str(refused.value)
     SparkOutputs("-", keep=str(tmp_path / "keep.txt")).check()  # standard output is never a file twice
