@@ -111,11 +111,10 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     outputs = SparkOutputs(args.out, parquet=args.parquet, groups=args.groups, keep=args.keep,
                            records=args.records_out)
     options_from_flags(lambda: outputs.check(names=_OUTPUT_FLAGS))
-    if not Path(args.file).exists():
-        raise FileNotFoundError(f"input file not found: {args.file}")
+    source.check()
     client = open_client(args) if args.to_solr else None
-    run = dedupe_on_spark(_session(args), source, outputs, options, client=client,
-                          staging_dir=_staging_parent(args))
+    staging = _staging_parent(args)
+    run = dedupe_on_spark(_session(args), source, outputs, options, client=client, staging_dir=staging)
     s = run.stats
     measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
     print(f"{s.verified_pairs} pairs with {measure} >= {pair_options.threshold} among {s.documents} records "
@@ -167,11 +166,11 @@ def cmd_join(args: argparse.Namespace) -> int:
         one_to_one=args.one_to_one))
     outputs = SparkOutputs(args.out, parquet=args.parquet)
     options_from_flags(lambda: outputs.check(names=_OUTPUT_FLAGS))
-    for path in (args.left, args.right):
-        if not Path(path).exists():
-            raise FileNotFoundError(f"input file not found: {path}")
-    run = join_on_spark(_session(args), _input(args, args.left), _input(args, args.right), outputs, options,
-                        staging_dir=_staging_parent(args))
+    left, right = _input(args, args.left), _input(args, args.right)
+    left.check()
+    right.check()
+    staging = _staging_parent(args)
+    run = join_on_spark(_session(args), left, right, outputs, options, staging_dir=staging)
     measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
     print(f"{run.stats.verified_pairs} cross pairs with {measure} >= {pair_options.threshold} ({run.stats.documents} "
           f"records, {run.stats.candidate_pairs} candidates) in {run.seconds:.1f} s -> {args.out}")

@@ -512,10 +512,6 @@ class CompanionSyncer:
         counted first, so a document posted in between can only hide it)."""
         return count_matching(self.client, []), source_count(self.comp.source)
 
-    def _counts_agree(self) -> bool:
-        held, shown = self._counts()
-        return held == shown
-
     def _companion_ahead(self) -> bool:
         held, shown = self._counts()
         return held > shown

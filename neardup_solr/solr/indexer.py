@@ -453,9 +453,12 @@ class Indexer:
             while len(signing) > signer.ahead:
                 send(*signing.popleft())
 
+        def unreadable_entry(item: InvalidRecordError) -> dict[str, Any]:
+            return dict(source=str(item.source), line=item.line, record_id=item.record_id, reason=item.reason)
+
         def write_unreadable(items: list[InvalidRecordError]) -> None:
             for item in items:
-                rejects.write(source=str(item.source), line=item.line, record_id=item.record_id, reason=item.reason)
+                rejects.write(**unreadable_entry(item))
 
         def send(pending: PendingBatch, records: list[Record], force_serial: bool,
                  unreadable_before: list[InvalidRecordError]) -> None:
@@ -464,15 +467,11 @@ class Indexer:
             if self.ttl is not None:
                 for doc in built.documents:
                     doc["ttl"] = self.ttl  # the update chain computes expire_at from it
-            refusals: list[tuple[int, InvalidRecordError | tuple[Record, str]]] = (
-                [(item.line or 0, item) for item in unreadable_before]
-                + [(records[index].line, (records[index], reason)) for index, reason in built.rejected])
-            for _, refusal in sorted(refusals, key=lambda entry: entry[0]):  # by line: the input's order
-                if isinstance(refusal, InvalidRecordError):
-                    write_unreadable([refusal])
-                else:
-                    r, reason = refusal
-                    rejects.write(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)
+            refusals = [unreadable_entry(item) for item in unreadable_before] + [
+                dict(source=r.source, line=r.line, record_id=r.id, reason=reason, text=r.text)
+                for r, reason in ((records[index], reason) for index, reason in built.rejected)]
+            for refusal in sorted(refusals, key=lambda entry: entry["line"] or 0):  # by line: the input's order
+                rejects.write(**refusal)
             by_id = {r.id: r for r in records}
             if force_serial:
                 drain(0)  # an earlier version of a repeated id may still be in flight: keep "last one wins"

@@ -74,6 +74,11 @@ class SparkInput:
         check_choice("on_decode_error", self.on_decode_error, ("latin-1", "reject", "replace"))
         check_choice("read_on", self.read_on, READ_ON)
 
+    def check(self) -> None:
+        """The input is there, before Spark (a JVM start) is asked anything."""
+        if not Path(self.path).exists():
+            raise FileNotFoundError(f"input file not found: {self.path}")
+
 
 @dataclass(frozen=True)
 class SparkOutputs:
@@ -216,7 +221,6 @@ def dedupe_on_spark(spark: "SparkSession", source: SparkInput, outputs: SparkOut
     collection as the indexer sends them, are checked there, and each document gets its group (``nd_group``,
     ``nd_keep``: see ``groups --to-solr``). Line-format inputs are staged under ``staging_dir`` (None: the
     temporary directory; on a cluster, storage every executor reads), in a folder removed at the end."""
-
     options = options or SparkDedupeOptions()
     if not isinstance(options, SparkDedupeOptions):
         raise ParameterTypeError("options", "SparkDedupeOptions", options)
@@ -225,8 +229,7 @@ def dedupe_on_spark(spark: "SparkSession", source: SparkInput, outputs: SparkOut
     if options.dataset is not None and client is None:
         raise InvalidParameterError("dataset", "None without a client (it labels the documents sent to Solr)",
                                     options.dataset)
-    if not Path(source.path).exists():
-        raise FileNotFoundError(f"input file not found: {source.path}")
+    source.check()
     outputs.check()
     _make(staging_dir)
     started = time.monotonic()
@@ -273,7 +276,6 @@ def _reduce(spark: "SparkSession", source: SparkInput, outputs: SparkOutputs, op
             result: Any, read: Any, staging: str, run: SparkDedupeRun, *, loading: bool) -> None:
     """The groups, keep list and kept records, computed and written by the executors."""
     from pyspark.sql import functions as F
-
 
     longest = options.representative == "longest"
     # What the groups, the keep list and the kept records read: the ids, each record's row in the file (when it
@@ -357,9 +359,8 @@ def join_on_spark(spark: "SparkSession", left: SparkInput, right: SparkInput, ou
         if getattr(outputs, name) is not None:
             raise InvalidParameterError(name, "None for a join (the groups, keep list and kept records are a "
                                               "dedupe's)", getattr(outputs, name))
-    for source in (left, right):
-        if not Path(source.path).exists():
-            raise FileNotFoundError(f"input file not found: {source.path}")
+    left.check()
+    right.check()
     outputs.check()
     _make(staging_dir)
     started = time.monotonic()
