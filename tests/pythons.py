@@ -10,6 +10,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from repo_paths import REPO
 
@@ -52,10 +54,23 @@ def venv_python(version: str, python: str) -> str:
     if not interpreter.exists():
         subprocess.run([python, "-m", "venv", str(venv)], check=True, capture_output=True)
     if not stamp.exists() or stamp.read_text() != wanted:
-        subprocess.run([str(interpreter), "-m", "pip", "install", "-q", *wanted.split("\n")], check=True,
-                       capture_output=True)
+        _pip_install(interpreter, wanted.split("\n"))
         stamp.write_text(wanted)
     # A no-op when the kernel for this interpreter is newer than _kernel.c.
     subprocess.run([str(interpreter), "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, check=True,
                    capture_output=True)
     return str(interpreter)
+
+
+def _pip_install(interpreter: Path, requirements: list[str], attempts: int = 3) -> None:
+    """pip install into another Python's venv, retried: a registry that drops one connection (seen once in CI)
+    should not fail the signature tests; when every attempt fails, pip's own words are in the error."""
+    for attempt in range(1, attempts + 1):
+        proc = subprocess.run([str(interpreter), "-m", "pip", "install", "-q", "--retries", "5", *requirements],
+                              capture_output=True, text=True)
+        if proc.returncode == 0:
+            return
+        if attempt < attempts:
+            time.sleep(5 * attempt)
+    raise RuntimeError(f"pip could not install {' '.join(requirements)} into {interpreter} after {attempts} "
+                       f"attempts:\n{proc.stderr[-3000:]}")
