@@ -84,7 +84,7 @@ from neardup_solr.engine.online import (
 from neardup_solr.engine.similar import lsh_matches, recent_matches
 from neardup_solr.signing.builder import NO_WORDS_LEFT
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings
-from neardup_solr.solr.claims import create_only, soft_commit
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.indexer import Indexer, IndexSummary
 from neardup_solr.solr.maintenance import require_neardup_schema
@@ -238,7 +238,7 @@ class NearDupIndex:
         query = self._prepare(body, key)  # signed once: for the document and for remember_add
         doc = self.searcher.builder.build_prepared(key, body, query.processed, query.signature, self.dataset,
                                                    band_keys_row=self.searcher.band_keys_of(query))
-        if not create_only(self.client, doc, commit_within_ms=self.commit_within_ms or None):
+        if not SolrCollection(self.client).create_only(doc, commit_within_ms=self.commit_within_ms or None):
             # create only: never overwrite another document
             raise DocumentExistsError(f"the key {key!r} is already in the index; remove it first", key)
         if self.commit_within_ms:
@@ -436,7 +436,7 @@ class NearDupIndex:
     def flush(self) -> None:
         """Make every insert visible to ``query`` now (a soft commit) instead of within ``commit_within_ms``."""
         sent_at = time.monotonic()
-        soft_commit(self.client)
+        SolrCollection(self.client).commit(soft=True)
         recent_adds(self.client).drop_added_before(sent_at)
 
     def __contains__(self, key: object) -> bool:

@@ -28,18 +28,14 @@ from neardup_solr.errors import (
     SolrRequestError,
     SolrServerError,
 )
-from neardup_solr.solr.atomic import (
-    SEEN,
+from neardup_solr.solr.collection import (
     SIGNING_FIELDS,
-    UNSEEN,
-    count_matching,
-    read_pages,
-    send_updates,
-    set_update,
+    Selection,
+    SolrClient,
+    collection_of,
+    field_update,
     version_of,
 )
-from neardup_solr.solr.queries import Filter
-from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.signing.tokens import md5_hex
@@ -53,6 +49,7 @@ log = logging.getLogger(__name__)
 # Fields of a built document that are not ours to write into a user's document: the id, the text (theirs), and
 # what only records read from a file carry.
 _NOT_WRITTEN = frozenset({"id", "content", "dataset", "fields_json", "content_fwords"})
+UNSEEN = Selection(seen=False)
 # Update requests in flight at once (index's default workers).
 _WRITERS = 2
 
@@ -81,7 +78,7 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
     items = [(d["id"], d.get("content") if isinstance(d.get("content"), str) else "") for d in docs]
     built = builder.build(items)
     version = {d["id"]: version_of(d) for d in docs}
-    updates = [set_update(doc["id"], version[doc["id"]], written_fields(doc)) for doc in built.documents]
+    updates = [field_update(doc["id"], version[doc["id"]], written_fields(doc)) for doc in built.documents]
     normalize = builder.shingler.normalizer.normalize
     for index, reason in built.rejected:
         doc_id, text = items[index]
@@ -90,7 +87,7 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
             summary.refusals.append((str(doc_id), reason))
         log.warning("document %r not signed: %s", doc_id, reason)
         marker = {"md5_hash": md5_hex(normalize(text or "")), "num_words": 0, "num_shingles": 0}
-        updates.append(set_update(str(doc_id), version[doc_id], marker))
+        updates.append(field_update(str(doc_id), version[doc_id], marker))
     summary.signed += len(built.documents)
     if upkeep is not None:
         texts = dict(items)
@@ -98,17 +95,17 @@ def sign_page(builder: DocumentBuilder, docs: Sequence[dict], summary: BackfillS
     return updates
 
 
-def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence[Filter], summary: BackfillSummary, *,
+def signing_pass(client: SolrClient, builder: DocumentBuilder, selection: Selection, summary: BackfillSummary, *,
                  batch_size: int = 500, on_page: Callable[[int], None] | None = None,
                  select: Callable[[list[dict]], list[dict]] | None = None, upkeep: GroupUpkeep | None = None) -> int:
-    """One pass: read what ``filters`` match, sign it, write our fields; returns how many updates were sent.
+    """One pass: read what ``selection`` holds, sign it, write our fields; returns how many updates were sent.
     ``select`` keeps only some of a page's documents (sync: those whose text changed); ``upkeep`` notes what is
     signed, for its groups."""
     sent = 0
     in_flight: deque[Future] = deque()
     # Solr applies one batch while the next page is read and signed: the two overlap, as index's workers do.
     with ThreadPoolExecutor(max_workers=_WRITERS) as writers:
-        for page in read_pages(client, filters, SIGNING_FIELDS, page_size=batch_size):
+        for page in collection_of(client).pages(selection, SIGNING_FIELDS, batch_size):
             chosen = select(page) if select is not None else page
             updates = sign_page(builder, chosen, summary, upkeep) if chosen else []
             if updates:
@@ -121,7 +118,7 @@ def signing_pass(client: SolrClient, builder: DocumentBuilder, filters: Sequence
         while in_flight:
             _count_refused(in_flight.popleft().result(), summary)
     if sent:  # an idle sync pass sends nothing and opens no searcher
-        client.commit()
+        collection_of(client).commit()
     summary.passes += 1
     return sent
 
@@ -132,7 +129,7 @@ def send_each(client: SolrClient, updates: list[dict]) -> list[tuple[str, str]]:
     refused ones: (id, Solr's reason). One bad document never sinks a batch; a batch whose every document fails
     is Solr's failure, not theirs, and raises."""
     try:
-        send_updates(client, updates)
+        collection_of(client).set_fields(updates)
         return []
     except (SolrRequestError, SolrServerError) as exc:
         first = exc
@@ -150,7 +147,7 @@ def _refused_within(client: SolrClient, updates: list[dict], error: Exception) -
     refused = []
     for half in (updates[:len(updates) // 2], updates[len(updates) // 2:]):
         try:
-            send_updates(client, half)
+            collection_of(client).set_fields(half)
         except (SolrRequestError, SolrServerError) as exc:
             refused += _refused_within(client, half, exc)
     return refused
@@ -164,7 +161,7 @@ def _count_refused(refused: list[tuple[str, str]], summary: BackfillSummary) -> 
 
 def count_unseen(client: SolrClient) -> int:
     """Documents without our fields (never signed, or replaced whole since)."""
-    return count_matching(client, [UNSEEN])
+    return collection_of(client).count(UNSEEN)
 
 
 def resolve_own_collection(client: SolrClient) -> SolrClient | None:
@@ -205,7 +202,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
         for number in range(max_passes):
             before = summary.signed + summary.refused
             refused_before = set(summary.solr_refused)
-            signing_pass(client, builder, [UNSEEN], summary, batch_size=batch_size, on_page=bar.update,
+            signing_pass(client, builder, UNSEEN, summary, batch_size=batch_size, on_page=bar.update,
                          upkeep=upkeep)
             summary.grouped += upkeep.group_signed(refused=summary.solr_refused)
             left = count_unseen(client)
@@ -223,7 +220,7 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
     summary.seconds = round(time.monotonic() - started, 3)
     if verify:
         left = count_unseen(client)
-        examples = [d["id"] for d in next(read_pages(client, [UNSEEN], "id", page_size=5), [])] if left else []
+        examples = [d["id"] for d in collection_of(client).first_page(UNSEEN, "id", 5)] if left else []
         summary.verification = Verification(left, examples, list(summary.solr_refused.items()))
         if left:
             raise IndexIncomplete(summary)
@@ -233,4 +230,4 @@ def backfill(client: SolrClient, *, batch_size: int = 500, max_passes: int = 10,
 
 def signed_count(client: SolrClient) -> int:
     """Documents with our digest (signed, or seen with nothing to sign)."""
-    return count_matching(client, [SEEN])
+    return collection_of(client).count(Selection(seen=True))

@@ -79,11 +79,10 @@ from neardup_solr.pairs.candidates import (
 from neardup_solr.pairs.lsh import LSHParams, optimal_params
 from neardup_solr.pairs.signature_store import SignatureStore
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.collection import Selection, SolrClient, collection_of
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.settings_store import read_index_settings
-from neardup_solr.solr.queries import documents_of, filter_params
 from neardup_solr.solr.signatures import fetch_shingle_sets, parallel_pages, shard_readers, signature_pages
 from neardup_solr.validation import Limit, check_bool, check_choice, check_float, check_int
 
@@ -166,7 +165,7 @@ def dedupe_collection(
     if params.num_hashes > k:
         raise ValueError(f"{params} needs {params.num_hashes} signature values; the index holds {k}")
     stats = CollectionStats(bands=params.bands, rows=params.rows, exact=exact)
-    expected = client.count(params=filter_params(documents_of(dataset)))
+    expected = collection_of(client).count(Selection(dataset=dataset))
     stats.requests += 1
     with SignatureStore(k, params, expected_documents=expected, directory=work_dir) as store:
         stats.partitions = store.partitions

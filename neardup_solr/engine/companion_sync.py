@@ -38,14 +38,8 @@ from neardup_solr.io.progress import progress_bar
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.signing.tokens import md5_hex
-from neardup_solr.solr.atomic import (
-    count_matching,
-    dated_since,
-    highest_version,
-    updated_at_or_before,
-    updated_since,
-)
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.batching import chunks
+from neardup_solr.solr.collection import EVERY_DOCUMENT, Selection, SolrClient, collection_of
 from neardup_solr.solr.companion import (
     KEY_PAGE,
     PageSizing,
@@ -59,8 +53,6 @@ from neardup_solr.solr.companion import (
     source_pages_by_key,
 )
 from neardup_solr.solr.companion_link import SourceLink, SourceState, read_link, read_state, source_client
-from neardup_solr.solr.group_fields import chunks
-from neardup_solr.solr.queries import USER_DOCUMENTS, Filter, select_params
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.validation import Limit, check_float, check_int
 
@@ -150,6 +142,7 @@ class Companion:
             raise InstallRefused(f"the companion {companion.url} has lost its settings: 'neardup-solr uninstall', "
                                  "then install again")
         self.client: SolrClient = companion
+        self.collection = collection_of(companion)
         self.link: SourceLink = link
         self.settings: IndexSettings = settings
         self.source: SolrClient = source_client(companion, link)
@@ -185,17 +178,15 @@ class Companion:
         """``{key: md5_hash}`` of the keys the companion holds (real-time get: what was just written counts)."""
         out: dict[str, str | None] = {}
         for chunk in chunks(keys, _GET_CHUNK):
-            out.update({str(d["id"]): d.get("md5_hash") for d in self.client.get_by_ids(chunk, "id,md5_hash")})
+            out.update({str(d["id"]): d.get("md5_hash") for d in self.collection.by_ids(chunk, "id,md5_hash")})
         return out
 
     def companion_ids(self) -> list[str]:
         """Every id of the companion's signed documents, in Solr's order."""
-        params = select_params([USER_DOCUMENTS], fields="id", sort="id asc")
-        return [str(d["id"]) for page in self.client.cursor_pages(params, KEY_PAGE, until_short_page=True)
-                for d in page]
+        return [str(d["id"]) for page in self.collection.pages(EVERY_DOCUMENT, "id", KEY_PAGE) for d in page]
 
     def save_state(self, state: SourceState) -> None:
-        self.client.add([state.document()])
+        self.collection.add([state.document()])
 
 
 def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress: bool = False,
@@ -209,7 +200,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     state = read_state(companion)
     resuming = state.backfill_unfinished and not restart
     if not resuming:
-        state = SourceState(backfill_unfinished=True, backfill_started_version=highest_version(comp.source)
+        state = SourceState(backfill_unfinished=True, backfill_started_version=collection_of(comp.source).highest_version()
                             if comp.link.has_version else None, synced_version=state.synced_version)
     summary = BackfillSummary(passes=1)
     upkeep = GroupUpkeep(companion, comp.settings, mirror=True)
@@ -239,7 +230,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
             # documents. Without it Solr held the whole backfill in its indexing buffer and update log until
             # the end, and spent more on the same adds: 100k documents took 45.9 s and 54.5 s of Solr CPU, with
             # it 38.6 s and 45.5 s (2026-12-06, same machine and run).
-            companion.commit(open_searcher=False)
+            comp.collection.commit(visible=False)
             acknowledged["saved_at"] = acknowledged["docs"]
 
     try:
@@ -270,7 +261,7 @@ def backfill_companion(companion: SolrClient, *, batch_size: int = 500, progress
     if state.synced_version is None:
         state.synced_version = state.backfill_started_version
     comp.save_state(state)
-    companion.commit()
+    comp.collection.commit()
     summary.grouped = upkeep.group_signed()
     summary.seconds = round(time.monotonic() - started, 3)
     if verify:
@@ -285,8 +276,8 @@ def _verify(comp: Companion, started_version: int | None) -> Verification:
     """Every document of the user's that was there when the backfill began must be in the companion (those
     posted since are sync's)."""
     held = set(comp.companion_ids())
-    filters = [updated_at_or_before(started_version)] if started_version is not None else []
-    missing = [key for key in source_keys(comp.source, comp.link, filters) if key not in held]
+    missing = [key for key in source_keys(comp.source, comp.link, Selection(at_or_before=started_version))
+               if key not in held]
     return Verification(len(missing), missing[:5])
 
 
@@ -327,14 +318,16 @@ class CompanionSyncer:
                  batch_size: int = 500, version_margin_s: float = 5.0, reconcile_interval: float = 60.0):
         self.comp = Companion(companion)
         self.client = companion
+        self.collection = self.comp.collection
         self.batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
         self.version_margin_s = check_float("version_margin_s", version_margin_s, Limit("float", 0, 86_400))
         self.reconcile_interval = check_float("reconcile_interval", reconcile_interval,
                                               Limit("float", 0, 7 * 86_400, unit="seconds"))
         if changed_field is not None:
             source = self.comp.source
-            found = source.schema_fields().get(changed_field)
-            field_class = str(source.schema_field_types().get(str((found or {}).get("type")), {}).get("class", ""))
+            schema = read_source_schema(source)
+            found = schema.field(changed_field)
+            field_class = schema.type_class(found) if found is not None else ""
             if found is None or "Date" not in field_class:
                 raise InvalidParameterError("changed_field", "a date field of the collection that the writers set "
                                             "on every change", changed_field, f"{source.url} has no such date field")
@@ -357,21 +350,21 @@ class CompanionSyncer:
         started = time.monotonic()
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         # Read before the pass: a change made while the pass runs is read by the next one.
-        version = highest_version(self.comp.source) if self.comp.link.has_version else None
+        version = collection_of(self.comp.source).highest_version() if self.comp.link.has_version else None
         summary = CompanionSyncSummary(started_at=now)
         work = BackfillSummary()
         upkeep = GroupUpkeep(self.client, self.comp.settings, mirror=True)
-        self._sign_changes(self._change_filters(), summary, work, upkeep)
+        self._sign_changes(self._changes(), summary, work, upkeep)
         if reconcile:
             if summary.added or summary.edited:
-                self.client.commit()  # the reconcile's counts must see what this pass just signed
+                self.collection.commit()  # the reconcile's counts must see what this pass just signed
             summary.deleted = self.reconcile()
             summary.reconciled = True
         if summary.added or summary.edited or summary.deleted:
             if version is not None:
                 self._state.synced_version = version
                 self.comp.save_state(self._state)
-            self.client.commit()
+            self.collection.commit()
             summary.grouped = upkeep.group_signed()
         self._since_version, self._since_date = version, now
         summary.refused = work.refused
@@ -380,21 +373,24 @@ class CompanionSyncer:
             log.info("%s: %s", self.client.url, summary.format())
         return summary
 
-    def _change_filters(self) -> list[Filter]:
+    def _changes(self) -> Selection:
+        """What this pass reads of the user's collection: what changed since the last one (every document on a
+        full scan, or before the first)."""
         if self.full_scan:
-            return []
+            return EVERY_DOCUMENT
         if self.changed_field is not None:
-            return [dated_since(self.changed_field, self._since_date, 30)] if self._since_date else []
+            return Selection(dated_since=(self.changed_field, self._since_date, 30)) if self._since_date \
+                else EVERY_DOCUMENT
         if self._since_version is not None:
-            return [updated_since(self._since_version, self.version_margin_s)]
-        return []
+            return Selection(changed_after=self._since_version, margin_s=self.version_margin_s)
+        return EVERY_DOCUMENT
 
-    def _sign_changes(self, filters: list[Filter], summary: CompanionSyncSummary, work: BackfillSummary,
+    def _sign_changes(self, changes: Selection, summary: CompanionSyncSummary, work: BackfillSummary,
                       upkeep: GroupUpkeep) -> None:
         # A pass after a quiet spell reads a page or two, by one cursor; a full scan reads pages as large as
         # backfill's, keys first, as backfill does (a cursor over the texts costs Solr three times as much).
         sizing = PageSizing(first=self.batch_size, least=self.batch_size, most=max(self.batch_size, _MAX_READ_PAGE))
-        pages = (source_pages(self.comp.source, self.comp.link, filters, sizing=sizing) if filters
+        pages = (source_pages(self.comp.source, self.comp.link, changes, sizing=sizing) if changes != EVERY_DOCUMENT
                  else source_pages_by_key(self.comp.source, self.comp.link, sizing=sizing))
         for page, _ in pages:
             for batch in chunks(page, self.batch_size):
@@ -406,7 +402,7 @@ class CompanionSyncer:
                     continue
                 summary.added += sum(1 for key, _ in changed if key not in stored)
                 summary.edited += sum(1 for key, _ in changed if key in stored)
-                self.client.add(self.comp.documents(changed, work))
+                self.collection.add(self.comp.documents(changed, work))
                 upkeep.signed(changed)
 
     def reconcile(self, *, full: bool = False) -> int:
@@ -446,8 +442,8 @@ class CompanionSyncer:
             return 0
         with GroupUpkeep(self.client, mirror=True).deleting(gone):
             for chunk in chunks(gone, _GET_CHUNK):
-                self.client.delete_ids(chunk)
-            self.client.commit()
+                self.collection.delete(chunk)
+            self.collection.commit()
         log.info("%s: %d document(s) deleted from %s, deleted here too (found by %s)", self.client.url, len(gone),
                  self.comp.link.collection, self.last_reconcile)
         return len(gone)
@@ -474,13 +470,13 @@ class CompanionSyncer:
         key_field = comp.link.key_field
 
         def held_in(r: KeyRange) -> int:
-            return count_between(self.client, "id", r.low, r.high, [USER_DOCUMENTS])
+            return count_between(self.client, "id", r.low, r.high, companion=True)
 
         def shown_in(r: KeyRange) -> int:
             return count_between(comp.source, key_field, r.low, r.high)
 
         def gone_in(r: KeyRange) -> list[str]:
-            held = list(keys_between(self.client, "id", r.low, r.high, [USER_DOCUMENTS]))
+            held = list(keys_between(self.client, "id", r.low, r.high, companion=True))
             shown = set(keys_between(comp.source, key_field, r.low, r.high))
             return [key for key in held if key not in shown]
 
@@ -510,7 +506,7 @@ class CompanionSyncer:
         """The documents the companion holds, then those the user's collection shows. Only a deletion makes the
         first the larger: the companion holds nothing the user's collection did not show first (the companion is
         counted first, so a document posted in between can only hide it)."""
-        return count_matching(self.client, []), source_count(self.comp.source)
+        return self.collection.count(), source_count(self.comp.source)
 
     def _companion_ahead(self) -> bool:
         held, shown = self._counts()

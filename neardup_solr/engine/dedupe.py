@@ -59,7 +59,7 @@ from neardup_solr.pairs.groups import (
 )
 from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
 from neardup_solr.signing.settings import META_DATASET, IndexSettings
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.collection import SolrClient
 from neardup_solr.solr.indexer import Indexer, IndexSummary, Rejection
 from neardup_solr.solr.maintenance import clear as clear_collection
 from neardup_solr.solr.settings_store import holds_no_documents

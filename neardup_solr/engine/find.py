@@ -31,7 +31,7 @@ from neardup_solr.io.readers import Record
 from neardup_solr.io.outputs import is_stdout
 from neardup_solr.options import JoinOptions, LookupReportOptions, ReportOptions, ThresholdOptions
 from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.collection import SolrClient
 from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.validation import check_label

@@ -25,20 +25,9 @@ from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping
 from neardup_solr.engine.similar import find_similar
 from neardup_solr.errors import InvalidTextError
 from neardup_solr.pairs.groups import id_key
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.batching import chunks
+from neardup_solr.solr.collection import GROUP_FIELD, KEEP_FIELD, SolrClient, collection_of, group_update
 from neardup_solr.solr.companion import mirror_groups
-from neardup_solr.solr.group_fields import (
-    GROUP_FIELD,
-    KEEP_FIELD,
-    chunks,
-    group_update,
-    groups_in_use,
-    groups_of,
-    members_of,
-    new_group_number,
-    read_groups,
-    send_group_updates,
-)
 from neardup_solr.solr.searcher import Searcher
 
 if TYPE_CHECKING:
@@ -66,6 +55,7 @@ class GroupUpkeep:
 
     def __init__(self, client: SolrClient, settings: "IndexSettings | None" = None, *, mirror: bool = False):
         self.client = client
+        self.collection = collection_of(client)
         self.settings = settings
         self.mirror = mirror
         # (id, text) signed since the last group_signed: held only while the groups are in use.
@@ -80,18 +70,18 @@ class GroupUpkeep:
         ``checked_at``: the group of its nearest kept neighbour at or above the collection's ``lsh_threshold``
         (only possible when ``checked_at`` is higher), or a new group it heads. ``{}`` while the groups are not
         written, so the fields cost nothing until then."""
-        if not groups_in_use(self.client):
+        if not self.collection.groups_in_use():
             return {}
         if checked_at > searcher.settings.lsh_threshold:
             group = self._nearest_kept_group(searcher, query, doc_id)
             if group is not None:
                 return {GROUP_FIELD: group, KEEP_FIELD: 0}
-        return {GROUP_FIELD: new_group_number(self.client), KEEP_FIELD: 1}
+        return {GROUP_FIELD: self.collection.new_group_number(), KEEP_FIELD: 1}
 
     def signed(self, items: Iterable[tuple[str, str]]) -> None:
         """Note ``(id, text)`` of documents just signed (not yet committed), to be grouped by :meth:`group_signed`."""
         if self._tracking is None:
-            self._tracking = groups_in_use(self.client)
+            self._tracking = self.collection.groups_in_use()
         if self._tracking:
             self._signed.extend(items)
 
@@ -100,7 +90,7 @@ class GroupUpkeep:
         group, mirror them where asked, and forget them. A document that holds a group already keeps it. Returns
         how many were given a group."""
         signed, self._signed = [item for item in self._signed if item[0] not in refused], []
-        if not signed or not groups_in_use(self.client):
+        if not signed or not self.collection.groups_in_use():
             return 0
         if self.settings is None:
             raise ValueError("GroupUpkeep.group_signed needs the collection's settings (to look its documents up)")
@@ -110,12 +100,12 @@ class GroupUpkeep:
         return grouped
 
     def _group(self, signed: list[tuple[str, str]]) -> int:
-        client = self.client
+        coll = self.collection
         assert self.settings is not None
-        searcher = Searcher(client, self.settings)
+        searcher = Searcher(self.client, self.settings)
         held: dict[str, tuple[int | None, int | None]] = {}
         for chunk in chunks([doc_id for doc_id, _ in signed], _LOOKUP_CHUNK):
-            held.update(groups_of(client, chunk))
+            held.update(coll.groups_of(chunk))
         assigned: dict[str, tuple[int, int]] = {}
         for doc_id, text in sorted(signed, key=lambda item: id_key(item[0])):
             if doc_id not in held or held[doc_id][0] is not None or doc_id in assigned:
@@ -125,13 +115,12 @@ class GroupUpkeep:
             except InvalidTextError:
                 continue
             group = self._nearest_kept_group(searcher, query, doc_id, assigned)
-            assigned[doc_id] = (group, 0) if group is not None else (new_group_number(client), 1)
+            assigned[doc_id] = (group, 0) if group is not None else (coll.new_group_number(), 1)
         gone: list[str] = []
         for batch in chunks(list(assigned.items()), _LOOKUP_CHUNK):
-            gone += send_group_updates(client, [group_update(doc_id, group, keep)
-                                                for doc_id, (group, keep) in batch])
+            gone += coll.write_groups([group_update(doc_id, group, keep) for doc_id, (group, keep) in batch])
         if assigned:
-            client.commit()
+            coll.commit()
             log.info("gave %d newly signed document(s) their near-duplicate group", len(assigned) - len(gone))
         return len(assigned) - len(gone)
 
@@ -142,7 +131,7 @@ class GroupUpkeep:
         (``doc_id`` itself left out), or None. ``assigned``: groups given in this run and not yet in the
         collection, which override what searches see."""
         near = find_similar(searcher, query, searcher.settings.lsh_threshold, exclude_id=doc_id)
-        held = groups_of(searcher.client, [m.id for m in near])
+        held = collection_of(searcher.client).groups_of([m.id for m in near])
         if assigned:
             held.update({m.id: assigned[m.id] for m in near if m.id in assigned})
         for match in near:  # best first
@@ -165,18 +154,18 @@ class GroupUpkeep:
     def deleting_dataset(self, dataset: str) -> Iterator[None]:
         """As :meth:`deleting`, for every document of ``dataset`` (one cursor over its group fields)."""
         orphaned: list[int] = []
-        if groups_in_use(self.client):
-            orphaned = sorted({int(group) for _, group, keep in read_groups(self.client, dataset)
+        if self.collection.groups_in_use():
+            orphaned = sorted({int(group) for _, group, keep in self.collection.read_groups(dataset)
                                if group is not None and keep == 1})
         yield
         self._promote(orphaned)
 
     def _kept_groups(self, ids: list[str]) -> list[int]:
-        if not ids or not groups_in_use(self.client):
+        if not ids or not self.collection.groups_in_use():
             return []
         found: set[int] = set()
         for chunk in chunks(ids, _LOOKUP_CHUNK):
-            found.update(int(g) for g, keep in groups_of(self.client, chunk).values() if g is not None and keep == 1)
+            found.update(int(g) for g, keep in self.collection.groups_of(chunk).values() if g is not None and keep == 1)
         return sorted(found)
 
     def _promote(self, groups: list[int]) -> None:
@@ -185,12 +174,12 @@ class GroupUpkeep:
         ``longest`` again."""
         promoted: list[tuple[str, int]] = []
         for group in groups:
-            members = members_of(self.client, group)
+            members = self.collection.members_of(group)
             if members and not any(keep == 1 for keep in members.values()):
                 promoted.append((min(members, key=id_key), group))
         for batch in chunks(promoted, _LOOKUP_CHUNK):
-            send_group_updates(self.client, [group_update(doc_id, group, True) for doc_id, group in batch],
-                               soft_commit=True)
+            self.collection.write_groups([group_update(doc_id, group, True) for doc_id, group in batch],
+                                         soft_commit=True)
         if promoted:
             log.info("promoted %d document(s) to kept after their group's kept document was deleted",
                      len(promoted))

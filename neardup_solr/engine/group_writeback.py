@@ -38,18 +38,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from neardup_solr.errors import GroupWritebackIncomplete
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.batching import chunks
+from neardup_solr.solr.collection import Collection, SolrClient, collection_of, group_update
 from neardup_solr.solr.companion import mirror_groups
-from neardup_solr.solr.group_fields import (
-    allocate_groups,
-    chunks,
-    ensure_group_fields,
-    forget_group_numbers,
-    group_update,
-    groups_of,
-    read_groups,
-    send_group_updates,
-)
 from neardup_solr.validation import check_choice, check_int
 
 log = logging.getLogger(__name__)
@@ -146,11 +137,12 @@ def write_groups(
     batch_size = check_int("batch_size", batch_size, minimum=1, maximum=100_000)
     started = time.perf_counter()
     summary = WritebackSummary()
-    summary.fields_added = ensure_group_fields(client)
-    forget_group_numbers(client)
+    coll = collection_of(client)
+    summary.fields_added = coll.ensure_group_fields()
+    coll.forget_group_numbers()
 
     current: dict[str, tuple[int | None, int | None]] = {
-        doc_id: (group, keep) for doc_id, group, keep in read_groups(client, dataset)}
+        doc_id: (group, keep) for doc_id, group, keep in coll.read_groups(dataset)}
     summary.documents = len(current)
     edges = []
     for pair in pairs:
@@ -163,7 +155,7 @@ def write_groups(
         log.warning("%d pair(s) name a document that is not in the collection%s: they are left out",
                     summary.pairs_skipped, "" if dataset is None else f"'s data set {dataset!r}")
 
-    texts = _texts(client, {m for edge in edges for m in edge}) if representative == "longest" else None
+    texts = _texts(coll, {m for edge in edges for m in edge}) if representative == "longest" else None
     grouped = group_pairs(edges, representative=representative, texts=texts)
     in_groups = {m for g in grouped for m in g.members}
     loners = sorted((i for i in current if i not in in_groups), key=id_key)
@@ -173,7 +165,7 @@ def write_groups(
     numbers = plan_groups(everything, {doc_id: held[0] for doc_id, held in current.items()})
     fresh = [i for i, number in enumerate(numbers) if number is None]
     summary.new_groups = len(fresh)
-    first = allocate_groups(client, len(fresh))
+    first = coll.allocate_groups(len(fresh))
     for offset, index in enumerate(fresh):
         numbers[index] = first + offset
 
@@ -188,12 +180,12 @@ def write_groups(
              len(changed), len(wanted), summary.groups, summary.singletons, summary.new_groups)
 
     for batch in chunks(changed, batch_size):
-        summary.gone += send_group_updates(client, [group_update(i, *wanted[i]) for i in batch])
+        summary.gone += coll.write_groups([group_update(i, *wanted[i]) for i in batch])
     if changed:
-        client.commit()
+        coll.commit()
     gone = set(summary.gone)
     summary.updated = len(changed) - len(gone)
-    _verify(client, [i for i in changed if i not in gone], wanted)
+    _verify(coll, [i for i in changed if i not in gone], wanted)
     # A companion whose install asked for folding in the user's own searches: the groups go there too.
     summary.mirrored = mirror_groups(client)
     summary.seconds = round(time.perf_counter() - started, 3)
@@ -201,18 +193,18 @@ def write_groups(
     return summary
 
 
-def _texts(client: SolrClient, ids: set[str]) -> dict[str, str]:
+def _texts(coll: Collection, ids: set[str]) -> dict[str, str]:
     texts: dict[str, str] = {}
     for chunk in chunks(sorted(ids, key=id_key), _LOOKUP_CHUNK):
-        texts.update({str(d["id"]): d.get("content", "") for d in client.get_by_ids(chunk, "id,content")})
+        texts.update({str(d["id"]): d.get("content", "") for d in coll.by_ids(chunk, "id,content")})
     return texts
 
 
-def _verify(client: SolrClient, written: list[str], wanted: Mapping[str, tuple[int, int]]) -> None:
+def _verify(coll: Collection, written: list[str], wanted: Mapping[str, tuple[int, int]]) -> None:
     """Read every written document back and compare; a document deleted meanwhile is not a difference."""
     wrong = []
     for chunk in chunks(written, _LOOKUP_CHUNK):
-        held = groups_of(client, chunk)
+        held = coll.groups_of(chunk)
         wrong += [i for i in chunk if i in held and held[i] != wanted[i]]
     if wrong:
         raise GroupWritebackIncomplete(wrong)

@@ -25,13 +25,13 @@ import numpy as np
 
 from neardup_solr.pairs.allpairs import TOLERANCE, token_sets
 from neardup_solr.pairs.bloom import BloomFilter
-from neardup_solr.signing.settings import SETTINGS_DOC_ID
 from neardup_solr.pairs.lsh import band_keys, band_tokens
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
-from neardup_solr.solr.queries import documents_of, filter_params, select_params, terms_query
-from neardup_solr.solr.searcher import Searcher, cursor_docs
+from neardup_solr.solr.candidates import sharing_a_band
+from neardup_solr.solr.collection import Selection, collection_of
+from neardup_solr.solr.searcher import Searcher
 from neardup_solr.pairs.similar_pairs import id_sort_key, SimilarPair, one_to_one as greedy_one_to_one
 from neardup_solr.validation import check_bool, check_float, check_int
 from neardup_solr.solr.signatures import signature_pages
@@ -82,7 +82,7 @@ def build_band_bloom(searcher: Searcher, dataset: str | None = None,
 
     settings = searcher.settings
     params = settings.lsh_params()
-    count = searcher.client.count(params=filter_params(documents_of(dataset)))
+    count = collection_of(searcher.client).count(Selection(dataset=dataset))
     # A record is queried when any of its b keys hits, so each key gets rate 1 - (1 - p)^(1/b) ~ p/b: then a
     # record without a partner is queried with probability fp_rate (measured: sized per key at 1%, 16 bands
     # let 15% of hopeless records through). It costs 1.44 * log2(b) bits a key more.
@@ -177,10 +177,7 @@ def _candidates(searcher: Searcher, hashes: np.ndarray, tokens: Sequence[str], t
                 dataset: str | None) -> tuple[list[tuple[str, float]], int]:
     """Indexed documents sharing a band with the record, verified: (id, Jaccard >= threshold), best first;
     and how many candidates there were."""
-    # Band tokens are "<band>_<hex>": never a comma, so the terms parser's separator is safe.
-    params = select_params(documents_of(dataset), query=terms_query("content_lsh", tokens, "nd.bands"),
-                           sort="id asc", fields="id,content")
-    docs = [d for d in cursor_docs(searcher.client, params, 500) if d["id"] != SETTINGS_DOC_ID]
+    docs = sharing_a_band(searcher.client, tokens, dataset=dataset, fields="id,content")
     if not docs:
         return [], 0
     sets = token_sets(searcher.builder.shingler, [d.get("content", "") for d in docs])

@@ -115,29 +115,15 @@ import numpy as np
 
 from neardup_solr.signing.settings import META_DATASET, RESERVED_IDS, IndexSettings
 from neardup_solr.solr.settings_store import ensure_index_settings, read_index_settings
-from neardup_solr.errors import InvalidParameterError, NeardupError, ParameterTypeError
+from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.solr.maintenance import clear, require_neardup_schema
 from neardup_solr.solr.recent import GRACE_SECONDS, RecentAdd, recent_adds
 from neardup_solr.engine.similar import Match, describe, find_similar, sort_matches
 from neardup_solr.engine.group_upkeep import GroupUpkeep
 from neardup_solr.solr.searcher import Query, Searcher
-from neardup_solr.solr.claims import (
-    CLAIM_LEASE_SECONDS,
-    CLAIM_PREFIX,
-    claim,
-    claim_and_create,
-    claim_id,
-    confirm_claim,
-    create_only,
-    delete_now,
-    exists_error,
-    holds_our_text,
-    release,
-    soft_commit,
-)
+from neardup_solr.solr.collection import CLAIM_LEASE_SECONDS, CLAIM_PREFIX, SolrClient, claim_id, collection_of
 from neardup_solr.solr import band_locks
 from neardup_solr.solr.band_locks import LOCK_PREFIX
-from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.ttl import check_ttl
 from neardup_solr.validation import check_bool, check_float, check_id, check_int, check_label, check_text
 
@@ -199,21 +185,6 @@ def _checked_user_id(doc_id: Any, name: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- claims
-
-
-def _claim(client: SolrClient, md5_hash: str, doc_id: str,
-           ttl: str | None = None) -> tuple[bool, Match | None, bool]:
-    """Claim the text for ``doc_id`` (:func:`neardup_solr.solr.claims.claim`). Returns (won, owner, same_id):
-    when lost, ``owner`` is the document (or the pending add) that holds the claim, and ``same_id`` says it is
-    ``doc_id`` itself."""
-    outcome = claim(client, md5_hash, doc_id, ttl)
-    if outcome.won or outcome.owner is None:
-        return True, None, False
-    d = outcome.owner_document
-    if d is None:
-        return False, Match(outcome.owner, 1.0, 0, True, pending=True), outcome.owner == doc_id
-    return (False, Match(outcome.owner, 1.0, 0, True, d.get("dataset"), d.get("content", "")),
-            outcome.owner == doc_id)
 
 
 class _StripeLocks:
@@ -328,10 +299,10 @@ def _strict_look_up_and_add(searcher: Searcher, query: Query, doc_id: str, text:
         if held.taken_over:
             # Their holder outlived its lease (crashed, or stuck in retries): whatever it added may not be
             # visible yet, and the lookup below must see it.
-            soft_commit(client)
+            collection_of(client).commit(soft=True)
         result = _look_up_and_add(searcher, query, doc_id, text, threshold, dataset, ttl, None)
     except BaseException:
-        band_locks.release_after_failure(client, held, lambda: soft_commit(client))
+        band_locks.release_after_failure(client, held, lambda: collection_of(client).commit(soft=True))
         raise
     if band_locks.release(client, held) or not result.added:
         return result
@@ -349,7 +320,7 @@ def _check_again_after_losing_locks(searcher: Searcher, query: Query, doc_id: st
                 doc_id)
     held = band_locks.acquire(client, searcher.band_keys_of(query), doc_id)
     try:
-        soft_commit(client)  # the taker's add, should the taker have failed before making it visible
+        collection_of(client).commit(soft=True)  # the taker's add, should the taker have failed before making it visible
         matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
         if matches:
             log.warning("check_and_add: %r is removed again: %r, checked while its locks had lapsed, was added "
@@ -373,33 +344,17 @@ def _look_up_and_add(searcher: Searcher, query: Query, doc_id: str, text: str, t
     if ttl is not None:
         document["ttl"] = ttl
     document.update(GroupUpkeep(client).fields_for_new_document(searcher, query, doc_id, threshold))
-    added = None
-    if client.is_single_core():
-        added = claim_and_create(client, query.md5_hash, doc_id, document, ttl, commit_within_ms)
-    if added is None:
-        won, owner, same_id = _claim(client, query.md5_hash, doc_id, ttl)
-        if not won:
-            if same_id and owner is not None and not owner.pending:
-                return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
-            return CheckResult(doc_id, False, DUPLICATE, threshold, [owner] if owner and not same_id else [])
-        try:
-            if (not create_only(client, document, commit_within_ms=commit_within_ms)
-                    and not holds_our_text(client, document)):
-                raise exists_error(client, doc_id)
-        except BaseException:
-            release(client, claim_id(query.md5_hash))
-            raise
-        holder = confirm_claim(client, query.md5_hash, doc_id, ttl)
-        if holder is not None and holder != doc_id:
-            # Our add took longer than the claim's lease (retries through a partition) and another check took
-            # the claim over before our confirmation, finding no document of ours yet: the holder keeps the text.
-            log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is "
-                        "removed again", doc_id, holder, doc_id)
-            try:
-                delete_now(client, doc_id)
-            except NeardupError as exc:
-                log.warning("could not remove %r (%s): its text is now indexed twice", doc_id, exc)
-            return CheckResult(doc_id, False, DUPLICATE, threshold, [Match(holder, 1.0, 0, True, pending=True)])
+    outcome = collection_of(client).add_once(document, query.md5_hash, ttl=ttl, commit_within_ms=commit_within_ms)
+    if not outcome.added:
+        owner_id = outcome.owner
+        if owner_id == doc_id and not outcome.pending:
+            return CheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
+        if owner_id == doc_id or owner_id is None:
+            return CheckResult(doc_id, False, DUPLICATE, threshold, [])
+        d = outcome.owner_document
+        owner = (Match(owner_id, 1.0, 0, True, pending=True) if d is None
+                 else Match(owner_id, 1.0, 0, True, d.get("dataset"), d.get("content", "")))
+        return CheckResult(doc_id, False, DUPLICATE, threshold, [owner])
     if commit_within_ms is not None:
         remember_add(client, document, query, commit_within_ms)
     log.debug("check_and_add: added %r (no near duplicate >= %g)", doc_id, threshold)
@@ -424,9 +379,10 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
     if not wanted:
         return DeleteResult([], [])
     require_neardup_schema(client)
+    coll = collection_of(client)
     found: dict[str, dict] = {}
     for chunk in _chunks([i for i in wanted if not is_reserved_id(i)]):
-        for doc in client.get_by_ids(chunk, "id,md5_hash,dataset"):
+        for doc in coll.by_ids(chunk, "id,md5_hash,dataset"):
             if doc.get("dataset") != META_DATASET:
                 found[doc["id"]] = doc
     deleted = [i for i in wanted if i in found]
@@ -435,10 +391,10 @@ def delete_documents(client: SolrClient, ids: Iterable[Any]) -> DeleteResult:
     targets = deleted + sorted({claim_id(d["md5_hash"]) for d in found.values() if d.get("md5_hash")})
     with GroupUpkeep(client).deleting(deleted):
         for chunk in _chunks(targets):
-            client.delete_ids(chunk)
+            coll.delete(chunk)
         if targets:
-            client.commit()
-    log.info("deleted %d document(s) from %s (%d not found)", len(deleted), client.url, len(missing))
+            coll.commit()
+    log.info("deleted %d document(s) from %s (%d not found)", len(deleted), coll.url, len(missing))
     return DeleteResult(deleted, missing)
 
 

@@ -67,17 +67,10 @@ from neardup_solr.pairs.prefix_filter import weighted_prefix
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import RESERVED_IDS, IndexSettings
-from neardup_solr.solr.claims import create_only
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.candidates import most_overlapping
+from neardup_solr.solr.collection import Selection, SolrClient, collection_of
 from neardup_solr.solr.idf import frequent_terms
 from neardup_solr.solr.indexer import RECORDS_SOURCE, Indexer, IndexSummary
-from neardup_solr.solr.queries import (
-    USER_DOCUMENTS,
-    filter_params,
-    overlap_field,
-    select_params,
-    top_overlap_params,
-)
 from neardup_solr.solr.record_model import (
     StoredRecords,
     check_fields_fit,
@@ -207,7 +200,7 @@ def _record_settings(client: SolrClient, settings: IndexSettings | None) -> Inde
     """The settings to index with: None (the collection's own, which must index grams), else ``settings`` or
     the defaults for field records."""
     stored = read_index_settings(client)
-    if stored is not None and client.count(params=filter_params([USER_DOCUMENTS])) > 0:
+    if stored is not None and collection_of(client).count() > 0:
         if "grams" not in stored.fields:
             raise InvalidParameterError(
                 "settings", "those of a collection indexed with 'grams' tokens", stored.fields,
@@ -236,7 +229,7 @@ def index_field_records(client: SolrClient, records: str | Path | Iterable[Mappi
         raise ParameterTypeError("client", "a SolrClient", client)
     comparisons = _comparisons(fields)
     chosen = _record_settings(client, settings)
-    empty = client.count(params=filter_params([USER_DOCUMENTS])) == 0
+    empty = collection_of(client).count() == 0
     store_record_fields(client, comparisons, replace=empty)
     indexer = Indexer(client, chosen, batch_size=batch_size, workers=workers, progress=progress)
     if isinstance(records, (str, Path)):
@@ -264,7 +257,7 @@ class _CandidateSearch:
         self.field = settings.token_field("grams")
         started = time.perf_counter()
         self.frequencies = frequent_terms(client, self.field, 2)
-        self.num_docs = max(1, client.count(params=filter_params([USER_DOCUMENTS])))
+        self.num_docs = max(1, collection_of(client).count())
         self._log_n = math.log(self.num_docs)
         # Each token's weight once: the frequencies and N are fixed for this search's life.
         self._weights: dict[str, float] = {}
@@ -313,16 +306,9 @@ class _CandidateSearch:
         searched = [(t, w) for t, w in kept if t in prefix]
         # The record itself (when indexed) is skipped here rather than filtered out in Solr: a filter on its id
         # would be a filter cache entry (a bitset over the collection) per lookup.
-        fl = "id,content,fields_json,score"
-        params = [*top_overlap_params(self.field, searched, RANKED_PER_ROW * self.rows + 1),
-                  *filter_params([USER_DOCUMENTS])]
-        if rest:
-            rest_field, rest_params = overlap_field(rest, name=_REST_OVERLAP)
-            fl += "," + rest_field
-            params += rest_params
-        params.append(("fl", fl))
         scored = []
-        for doc in self.client.select(params)["response"]["docs"]:
+        for doc in most_overlapping(self.client, self.field, searched, rest, RANKED_PER_ROW * self.rows + 1,
+                                    fields="id,content,fields_json,score", rest_name=_REST_OVERLAP):
             overlap = float(doc.get("score", 0.0)) + float(doc.get(_REST_OVERLAP, 0.0))
             if str(doc["id"]) != exclude_id and overlap >= bound:
                 scored.append((overlap, doc))
@@ -358,8 +344,7 @@ def _sample_records(client: SolrClient, size: int, seed: int) -> tuple[list[tupl
     rng = np.random.default_rng(seed)
     sample: list[tuple[str, dict]] = []
     seen = 0
-    params = select_params([USER_DOCUMENTS], fields="id,fields_json", sort="id asc")
-    for page in client.cursor_pages(params, _PAGE):
+    for page in collection_of(client).pages(Selection(), "id,fields_json", _PAGE):
         for doc in page:
             try:
                 fields = json.loads(doc.get("fields_json") or "null")
@@ -579,8 +564,8 @@ class SolrRecordMatcher:
             if built.rejected:
                 raise InvalidRecordError(built.rejected[0][1], source=RECORDS_SOURCE, record_id=doc_id)
             document = built.documents[0]
-            if not create_only(self.client, document):
-                held = self.client.get_by_ids([doc_id], "id,fields_json")
+            if not collection_of(self.client).create_only(document):
+                held = collection_of(self.client).by_ids([doc_id], "id,fields_json")
                 if held and held[0].get("fields_json") == document["fields_json"]:
                     return RecordCheckResult(doc_id, False, ALREADY_INDEXED, threshold, [])
                 raise DocumentExistsError(f"the id {doc_id!r} already holds another record in {self.client.url}; a "

@@ -32,10 +32,9 @@ from neardup_solr.options import (
     not_applicable,
 )
 from neardup_solr.signing.settings import SETTINGS_DOC_ID
-from neardup_solr.solr.queries import documents_of, select_params
 from neardup_solr.io.outputs import ResumableOutput, digest_of
-from neardup_solr.solr.atomic import SIGNED, UNSIGNED, count_matching
-from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument, cursor_docs
+from neardup_solr.solr.collection import Selection, collection_of
+from neardup_solr.solr.searcher import NearDuplicate, Searcher, StoredDocument
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.validation import tsv_id
 from neardup_solr.version import written_by_line
@@ -70,14 +69,15 @@ def iter_documents(searcher: Searcher, page_size: int = 1000, *, dataset: str | 
     cost). ``fields`` may name fewer of the stored fields; the others are left at their defaults."""
     # Signed documents only: one another client posted (to a collection of ours, or of the user's before sync saw
     # it) has no tokens to be found by, so it is left out of both sides of every pair, and counted.
-    params = select_params([*documents_of(dataset), SIGNED], sort="id asc", fields=fields)
-    unsigned = count_matching(searcher.client, [UNSIGNED])
+    coll = collection_of(searcher.client)
+    unsigned = coll.count(Selection(signed=False))
     if unsigned:
         log.warning("%d document(s) of %s have no signature yet and are left out (posted by another client: "
-                    "'neardup-solr sync' signs them)", unsigned, searcher.client.url)
-    for doc in cursor_docs(searcher.client, params, page_size):
-        if doc["id"] != SETTINGS_DOC_ID:
-            yield StoredDocument.from_solr(doc)
+                    "'neardup-solr sync' signs them)", unsigned, coll.url)
+    for page in coll.pages(Selection(dataset=dataset, signed=True), fields, page_size):
+        for doc in page:
+            if doc["id"] != SETTINGS_DOC_ID:
+                yield StoredDocument.from_solr(doc)
 
 
 def select_range(docs: Iterator[StoredDocument], start_id: str | int | None, end_id: str | int | None):

@@ -17,6 +17,7 @@ from neardup_solr.errors import InvalidParameterError
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.signing.settings import META_DATASET
+from neardup_solr.solr.collection import collection_of
 from neardup_solr.solr.recent import RecentAdd, recent_adds
 from neardup_solr.solr.searcher import Query, Searcher
 from neardup_solr.engine.threshold import ThresholdFinder
@@ -57,7 +58,8 @@ def describe(searcher: Searcher, query: Query, found: Iterable[tuple[str, float]
     found = list(found)
     if not found:
         return []
-    docs = {d["id"]: d for d in searcher.client.get_by_ids([i for i, _ in found], "id,content,md5_hash,dataset")}
+    docs = {d["id"]: d for d in collection_of(searcher.client).by_ids([i for i, _ in found],
+                                                                      "id,content,md5_hash,dataset")}
     matches = []
     for doc_id, similarity in found:
         doc = docs.get(doc_id)
@@ -140,7 +142,7 @@ def recent_matches(searcher: Searcher, query: Query, threshold: float | None, pe
     if not found:
         return []
     md5_of = {e.id: e.md5_hash for e in pending}
-    present = {d["id"] for d in searcher.client.get_by_ids([m.id for m in found], "id,md5_hash")
+    present = {d["id"] for d in collection_of(searcher.client).by_ids([m.id for m in found], "id,md5_hash")
                if d.get("md5_hash") == md5_of[d["id"]]}
     gone = [m.id for m in found if m.id not in present]
     if gone:

@@ -35,6 +35,7 @@ from typing import Callable
 
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.engine.backfill import (
+    UNSEEN,
     BackfillSummary,
     count_unseen,
     resolve_own_collection,
@@ -43,15 +44,8 @@ from neardup_solr.engine.backfill import (
 )
 from neardup_solr.engine.companion_sync import CompanionSyncer
 from neardup_solr.engine.group_upkeep import GroupUpkeep
-from neardup_solr.solr.atomic import (
-    SEEN,
-    UNSEEN,
-    dated_since,
-    highest_version,
-    updated_at_or_before,
-    updated_since,
-)
-from neardup_solr.solr.client import SolrClient
+from neardup_solr.solr.collection import Selection, SolrClient, collection_of
+from neardup_solr.solr.companion import read_source_schema
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.tokens import md5_hex
 from neardup_solr.solr.schema_install import require_atomic_updates
@@ -97,9 +91,9 @@ class Syncer:
         self.settings = settings_of(client)
         require_atomic_updates(client)
         if changed_field is not None:
-            fields = client.schema_fields()
-            found = fields.get(changed_field)
-            field_class = str(client.schema_field_types().get(str((found or {}).get("type")), {}).get("class", ""))
+            schema = read_source_schema(client)
+            found = schema.field(changed_field)
+            field_class = schema.type_class(found) if found is not None else ""
             if found is None or "Date" not in field_class:
                 raise InvalidParameterError("changed_field", "a date field of the collection that the writers set "
                                             "on every change", changed_field, f"{client.url} has no such date field")
@@ -116,25 +110,25 @@ class Syncer:
         started = time.monotonic()
         # Read before the pass: a change made while the pass runs is seen by the next one.
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        version = highest_version(self.client)
+        version = collection_of(self.client).highest_version()
         summary = SyncSummary(started_at=now)
         work = BackfillSummary()
         upkeep = GroupUpkeep(self.client, self.settings)
         if count_unseen(self.client):
-            signing_pass(self.client, self.builder, [UNSEEN], work, batch_size=self.batch_size, upkeep=upkeep)
+            signing_pass(self.client, self.builder, UNSEEN, work, batch_size=self.batch_size, upkeep=upkeep)
             summary.added = work.signed
-        filters = [SEEN]
+        changed = Selection(seen=True)
         if self.full_scan:
             pass  # every signed document, every pass
         elif self.changed_field and self._since is not None:
             # The field name was checked against the schema; the date is ours. Documents changed a little
             # before the last pass began are read again (clocks differ); the digest keeps them from being
             # signed twice.
-            filters.append(dated_since(self.changed_field, self._since, _CLOCK_MARGIN_S))
+            changed = Selection(seen=True, dated_since=(self.changed_field, self._since, _CLOCK_MARGIN_S))
         elif self._since_version is not None:
-            filters.append(updated_since(self._since_version, self.version_margin_s))
+            changed = Selection(seen=True, changed_after=self._since_version, margin_s=self.version_margin_s)
         edited = BackfillSummary()
-        signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size,
+        signing_pass(self.client, self.builder, changed, edited, batch_size=self.batch_size,
                      select=self._changed(summary), upkeep=upkeep)
         summary.edited = edited.signed
         # New and replaced documents, and edited ones that hold no group, get one; edited ones keep theirs.
@@ -182,7 +176,7 @@ class Syncer:
     def _start_catch_up(self, stop: threading.Event) -> threading.Thread:
         """Compare, once, every signed document last changed before now; the passes then start from now."""
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        version = highest_version(self.client)
+        version = collection_of(self.client).highest_version()
         self._since, self._since_version = now, version
         summary = SyncSummary(started_at=now)
         compare = self._changed(summary)
@@ -195,9 +189,9 @@ class Syncer:
         def run() -> None:
             started = time.monotonic()
             edited = BackfillSummary()
-            filters = [SEEN] + ([updated_at_or_before(version)] if version is not None else [])
+            before = Selection(seen=True, at_or_before=version)
             try:
-                signing_pass(self.client, self.builder, filters, edited, batch_size=self.batch_size, select=select)
+                signing_pass(self.client, self.builder, before, edited, batch_size=self.batch_size, select=select)
             except _Stopped:
                 log.info("%s: sync stopped before its catch-up had compared every signed document (%d so far); "
                          "the next sync compares them", self.client.url, summary.checked)

@@ -38,8 +38,9 @@ from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
 from neardup_solr.io.readers import Record
 from neardup_solr.engine.report import iter_documents, ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
-from neardup_solr.solr.queries import USER_DOCUMENTS, documents_of, filter_params, not_id, overlap_params
-from neardup_solr.solr.searcher import Searcher, StoredDocument, cursor_docs
+from neardup_solr.solr.candidates import reaching_overlap
+from neardup_solr.solr.collection import collection_of
+from neardup_solr.solr.searcher import Searcher, StoredDocument
 from neardup_solr.pairs.similar_pairs import SimilarPair, id_sort_key, one_to_one, pair_lines
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int
 from neardup_solr.solr.idf import IdfWeights
@@ -244,15 +245,13 @@ class ThresholdFinder:
         # share common tokens with many documents; the bound, as an uncached post filter, is scored only for
         # what the prefix found. Plain Jaccard keeps a size filter instead: J >= t needs |B| >= |A & B| >= t * |A|.
         with_overlap = prefix is None or len(tokens) <= OVERLAP_FILTER_MAX_TOKENS
-        filters = documents_of(dataset)
-        if exclude_id is not None:  # not worth sending back: its own content, often the longest candidate
-            filters.append(not_id(exclude_id))
-        params = [*overlap_params(field, tokens, bound, prefix=prefix, with_overlap=with_overlap,
-                                  min_size=int(bound) if self.similarity == "jaccard" else None),
-                  *filter_params(filters), ("fl", "id,content,md5_hash,fields_json")]
+        # exclude_id: not worth sending back, its own content is often the longest candidate.
+        found = reaching_overlap(self.client, field, tokens, bound, prefix=prefix, with_overlap=with_overlap,
+                                 min_size=int(bound) if self.similarity == "jaccard" else None, dataset=dataset,
+                                 except_id=exclude_id, page_size=self.page_size)
         low_key = id_sort_key(only_greater_than) if only_greater_than is not None else None
         candidates = []
-        for doc in cursor_docs(self.client, params, self.page_size):
+        for doc in found:
             doc_id = doc["id"]
             if doc_id in (exclude_id, SETTINGS_DOC_ID):
                 continue
@@ -325,7 +324,7 @@ def _client_threshold_pairs(finder: ThresholdFinder, *, progress: bool, dataset:
         meta: list[tuple[str, str, str | None, dict | None]] = []
         parts = []
         batch: list[StoredDocument] = []
-        total = finder.client.count(params=filter_params([USER_DOCUMENTS])) if progress else None
+        total = collection_of(finder.client).count() if progress else None
         bar = progress_bar(progress, desc="reading texts", total=total)
 
         def flush() -> None:
@@ -405,7 +404,7 @@ def join_pairs(
     items = [(r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None) for r in records]
     with ResumableOutput(out, job="join", resume=resume, unit="records") as output:
         params = {**_finder_params(finder), "indexed_dataset": indexed_dataset, "one_to_one": one_to_one,
-                  "indexed_documents": finder.client.count(params=filter_params([USER_DOCUMENTS])),
+                  "indexed_documents": collection_of(finder.client).count(),
                   "records": digest_of(items)}
         pairs = [SimilarPair(*r) for r in output.begin(params, total=len(items))]
         todo = items[output.done:]

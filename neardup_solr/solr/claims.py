@@ -16,12 +16,13 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neardup_solr.errors import DocumentExistsError, NeardupError, SolrRequestError
 from neardup_solr.signing.settings import META_DATASET
-from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.queries import FROM_LEADERS
+
+if TYPE_CHECKING:
+    from neardup_solr.solr.port import CollectionPrimitives as Collection
 
 log = logging.getLogger("neardup_solr.engine.online")  # the online mode's log, as before the move
 
@@ -37,55 +38,13 @@ def claim_id(md5_hash: str) -> str:
     return CLAIM_PREFIX + md5_hash
 
 
-def post_update(client: SolrClient, body: Any, *, commit_within_ms: int | None = None,
-                soft_commit: bool = False) -> None:
-    """Send one JSON update body: soft-committed, or with ``commitWithin``, or left to the next commit."""
-    params: list[tuple[str, object]] = [("wt", "json")]
-    if soft_commit:
-        params += [("softCommit", "true")]
-    elif commit_within_ms is not None:
-        params += [("commitWithin", commit_within_ms)]
-    client.request("POST", "update", params=params, data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-                   headers={"Content-Type": "application/json"})
-
-
-def create(client: SolrClient, doc: dict, version: int = -1, *, commit_within_ms: int | None = None,
-           soft_commit: bool = False) -> bool:
-    """Add ``doc`` only if its version is still ``version`` (-1: only if no document has its id). False when
-    Solr refused it for that (409)."""
-    try:
-        post_update(client, [{**doc, "_version_": version}], commit_within_ms=commit_within_ms,
-                    soft_commit=soft_commit)
-        return True
-    except SolrRequestError as exc:
-        if exc.status == 409:
-            return False
-        raise
-
-
-def create_only(client: SolrClient, doc: dict, *, commit_within_ms: int | None = None) -> bool:
-    """Add ``doc`` unless its id is taken (False then, nothing written). Visible at once (a soft commit) when
-    ``commit_within_ms`` is None, else within that many milliseconds."""
-    return create(client, doc, -1, commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
-
-
-def delete_now(client: SolrClient, doc_id: str) -> None:
-    """Delete one document, soft-committed."""
-    post_update(client, {"delete": {"id": doc_id}}, soft_commit=True)
-
-
-def soft_commit(client: SolrClient) -> None:
-    """Make every add sent so far visible to searches."""
-    client.get_json("update", {"softCommit": "true"})
-
-
-def claim_holder(client: SolrClient, md5_hash: str) -> str | None:
+def claim_holder(coll: Collection, md5_hash: str) -> str | None:
     """Who holds the claim on a text now, read from the shard leader's real-time view (None: no claim)."""
-    found = client.get_by_ids([claim_id(md5_hash)], "id,content", params=[FROM_LEADERS])
+    found = coll.by_ids([claim_id(md5_hash)], "id,content", from_leaders=True)
     return (str(claim_info(found[0]).get("owner", "")) or None) if found else None
 
 
-def confirm_claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None) -> str | None:
+def confirm_claim(coll: Collection, md5_hash: str, doc_id: str, ttl: str | None = None) -> str | None:
     """After ``doc_id``'s document is in: rewrite its claim, conditional on the version just read, and return who
     holds the claim (``doc_id`` when it is still ours).
 
@@ -97,7 +56,7 @@ def confirm_claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | Non
     cid = claim_id(md5_hash)
     mine: dict[str, Any] | None = None
     for _ in range(CLAIM_ATTEMPTS):
-        seen = client.get_by_ids([cid], "id,content,_version_", params=[FROM_LEADERS])
+        seen = coll.by_ids([cid], "id,content,_version_", from_leaders=True)
         if seen and mine is not None and seen[0].get("content") == mine["content"]:
             # Our last write took effect and its 409 came from the client sending it again (an answer lost, or
             # fewer replicas than min_replicas acknowledged it): the nonce says it is this very write.
@@ -108,7 +67,7 @@ def confirm_claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | Non
                 return owner or None
         # Rewrite our claim; with none left (released or expired while our document went in), claim the text again.
         mine = claim_document(md5_hash, doc_id, ttl)
-        if create(client, mine, int(seen[0]["_version_"]) if seen else -1):
+        if coll.create(mine, int(seen[0]["_version_"]) if seen else -1):
             return doc_id
     raise NeardupError(f"could not confirm the claim on {doc_id!r}'s text: it kept changing under concurrent "
                        "checks; try again")
@@ -123,10 +82,10 @@ def claim_info(claim: dict) -> dict:
     return info if isinstance(info, dict) else {}
 
 
-def release(client: SolrClient, cid: str) -> None:
+def release(coll: Collection, cid: str) -> None:
     """Remove a claim this call made and could not honour; a failure only leaves a claim that goes stale."""
     try:
-        post_update(client, {"delete": {"id": cid}})
+        coll.delete([cid])
     except NeardupError as exc:
         log.warning("could not remove claim %s (it expires after %.0f s): %s", cid, CLAIM_LEASE_SECONDS, exc)
 
@@ -138,13 +97,13 @@ def claim_document(md5_hash: str, doc_id: str, ttl: str | None) -> dict[str, Any
             **({"ttl": ttl} if ttl is not None else {})}
 
 
-def exists_error(client: SolrClient, doc_id: str) -> DocumentExistsError:
+def exists_error(coll: Collection, doc_id: str) -> DocumentExistsError:
     return DocumentExistsError(
-        f"the id {doc_id!r} already holds another document in {client.url}; a check never overwrites it: delete "
+        f"the id {doc_id!r} already holds another document in {coll.url}; a check never overwrites it: delete "
         "it first, or choose another id", doc_id)
 
 
-def claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: dict, ttl: str | None,
+def claim_and_create(coll: Collection, md5_hash: str, doc_id: str, document: dict, ttl: str | None,
                      commit_within_ms: int | None) -> bool | None:
     """On a single core, claim the text and add ``document`` in one update request; True when both were added,
     None when the claim was taken (the caller then finds out by whom, through :func:`claim`).
@@ -155,13 +114,13 @@ def claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: d
     different shards, which are written independently: there the caller sends them one after the other."""
     claim = claim_document(md5_hash, doc_id, ttl)
     try:
-        post_update(client, [{**claim, "_version_": -1}, {**document, "_version_": -1}],
-                    commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
+        coll.put([{**claim, "_version_": -1}, {**document, "_version_": -1}],
+                 commit_within_ms=commit_within_ms, soft_commit=commit_within_ms is None)
         return True
     except BaseException as exc:
         refused = isinstance(exc, SolrRequestError) and exc.status == 409
         try:
-            seen = {d["id"]: d for d in client.get_by_ids([claim["id"], doc_id], "id,content,md5_hash")}
+            seen = {d["id"]: d for d in coll.by_ids([claim["id"], doc_id], "id,content,md5_hash")}
         except NeardupError:
             raise exc from None  # Solr is away: a claim written anyway goes stale after the lease
         # This request's own claim (its nonce): written by this very request, or by its first attempt when the
@@ -172,20 +131,20 @@ def claim_and_create(client: SolrClient, md5_hash: str, doc_id: str, document: d
             log.info("the add of %r failed to answer (%s) but both documents are in: it took effect", doc_id, exc)
             return True
         if ours:
-            release(client, claim["id"])
+            release(coll, claim["id"])
         if refused:
             if ours and there is not None:
-                raise exists_error(client, doc_id) from None
+                raise exists_error(coll, doc_id) from None
             # Someone else's claim, or our first attempt's claim without its document: claim() sorts it out.
             return None
         raise
 
 
-def holds_our_text(client: SolrClient, document: dict) -> bool:
+def holds_our_text(coll: Collection, document: dict) -> bool:
     """After a create answered "exists" (409): whether the document there is this very add. A create whose answer
     was lost (a link cut after Solr took it) is sent again by the client's retry, and the second attempt finds
     the first; we hold the claim on this text, so the same id with the same text is ours, not another's."""
-    found = client.get_by_ids([document["id"]], "id,md5_hash")
+    found = coll.by_ids([document["id"]], "id,md5_hash")
     return bool(found) and found[0].get("md5_hash") == document.get("md5_hash")
 
 
@@ -200,16 +159,16 @@ class ClaimOutcome:
     pending: bool = False
 
 
-def claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None) -> ClaimOutcome:
+def claim(coll: Collection, md5_hash: str, doc_id: str, ttl: str | None = None) -> ClaimOutcome:
     """Claim the text for ``doc_id``. When lost, the outcome names the document (or the pending add) that holds
     the claim. A claim made with ``ttl`` expires with the document it was made for."""
     cid = claim_id(md5_hash)
     for attempt in range(CLAIM_ATTEMPTS):
         now = time.time()
         doc = claim_document(md5_hash, doc_id, ttl)
-        if create(client, doc, -1):
+        if coll.create(doc, -1):
             return ClaimOutcome(True)
-        seen = client.get_by_ids([cid], "id,content,_version_")
+        seen = coll.by_ids([cid], "id,content,_version_")
         if not seen:
             # Released between our attempt and our read; or Solr refuses the create while a real-time get does not
             # show the claim yet, as it does while it replays its update log after a restart: wait a little.
@@ -217,7 +176,7 @@ def claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None
             continue
         info = claim_info(seen[0])
         owner = str(info.get("owner", ""))
-        owner_docs = client.get_by_ids([owner], "id,content,md5_hash,dataset") if owner else []
+        owner_docs = coll.by_ids([owner], "id,content,md5_hash,dataset") if owner else []
         if owner_docs and owner_docs[0].get("md5_hash") == md5_hash:
             return ClaimOutcome(False, owner, owner_docs[0])
         if owner == doc_id:
@@ -230,9 +189,55 @@ def claim(client: SolrClient, md5_hash: str, doc_id: str, ttl: str | None = None
             # The owner's add is under way (or failed moments ago): report it rather than race it.
             return ClaimOutcome(False, owner, None, pending=True)
         # Stale: the owner was deleted, or changed text, or never arrived. Take it over if nobody else does first.
-        if create(client, doc, int(seen[0]["_version_"])):
+        if coll.create(doc, int(seen[0]["_version_"])):
             log.info("took over the stale claim %s of %r for %r", cid, owner, doc_id)
             return ClaimOutcome(True)
     raise NeardupError(f"could not claim the text for {doc_id!r}: its claim kept changing under concurrent checks, "
                        "or Solr kept refusing it without showing it (as while it replays its log after a restart); "
                        "try again")
+
+
+@dataclass
+class AddOnceOutcome:
+    """What :func:`add_once` did: ``added``, or not, because ``owner`` (an id; this very id when the text is
+    already there under it) holds the text; ``owner_document`` is its stored document, None while its add is
+    under way (``pending``)."""
+
+    added: bool
+    owner: str | None = None
+    owner_document: dict | None = None
+    pending: bool = False
+
+
+def add_once(coll: Collection, document: dict, md5_hash: str, *, ttl: str | None = None,
+             commit_within_ms: int | None = None) -> AddOnceOutcome:
+    """Add ``document`` (a create-only add of its id) unless another document holds its text: the whole
+    protocol of the module docstring, claim, add, confirm. Raises
+    :class:`~neardup_solr.errors.DocumentExistsError` when its id holds another text."""
+    doc_id = str(document["id"])
+    if coll.is_single_core():
+        added = claim_and_create(coll, md5_hash, doc_id, document, ttl, commit_within_ms)
+        if added:
+            return AddOnceOutcome(True)
+    outcome = claim(coll, md5_hash, doc_id, ttl)
+    if not outcome.won and outcome.owner is not None:
+        return AddOnceOutcome(False, outcome.owner, outcome.owner_document, outcome.pending)
+    try:
+        if (not coll.create_only(document, commit_within_ms=commit_within_ms)
+                and not holds_our_text(coll, document)):
+            raise exists_error(coll, doc_id)
+    except BaseException:
+        release(coll, claim_id(md5_hash))
+        raise
+    holder = confirm_claim(coll, md5_hash, doc_id, ttl)
+    if holder is not None and holder != doc_id:
+        # Our add took longer than the claim's lease (retries through a partition) and another check took the
+        # claim over before our confirmation, finding no document of ours yet: the holder keeps the text.
+        log.warning("check_and_add: the claim on %r's text passed to %r while its add was delayed; %r is removed "
+                    "again", doc_id, holder, doc_id)
+        try:
+            coll.delete_now(doc_id)
+        except NeardupError as exc:
+            log.warning("could not remove %r (%s): its text is now indexed twice", doc_id, exc)
+        return AddOnceOutcome(False, holder, None, pending=True)
+    return AddOnceOutcome(True)

@@ -33,7 +33,9 @@ from neardup_solr.errors import CollectionSetupError, InstallRefused, LauncherEr
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD, chunks, read_groups, send_group_updates, groups_of
+from neardup_solr.solr.collection import EVERY_DOCUMENT, Selection, SolrCollection, selection_filters, source_filters
+from neardup_solr.batching import chunks
+from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD
 from neardup_solr.solr.companion_link import (
     COMPANION_SUFFIX,
     TEXT_SEPARATOR,
@@ -116,14 +118,14 @@ def text_chars(docs: Iterable[dict]) -> int:
     return total
 
 
-def source_pages(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *, page_size: int = 500,
+def source_pages(source: SolrClient, link: SourceLink, changes: Selection = EVERY_DOCUMENT, *, page_size: int = 500,
                  cursor: str = "*", extra_fields: str = "",
                  sizing: PageSizing | None = None) -> Iterator[tuple[list[dict], str]]:
-    """The user's documents matching ``filters``, a cursor page at a time in key order, each page with the cursor
+    """The user's documents that ``changes`` selects, a cursor page at a time in key order, each page with the cursor
     mark that continues after it (a resumable position: Solr's cursor marks are stateless). Pages of
     ``page_size`` documents, or of the size ``sizing`` chooses (a cursor's pages may change size)."""
     fields = link.read_fields + (f",{extra_fields}" if extra_fields else "")
-    params = select_params(filters, fields=fields, sort=f"{link.key_field} asc")
+    params = select_params(source_filters(changes), fields=fields, sort=f"{link.key_field} asc")
     docs_read = chars_read = 0
     while True:
         rows = sizing.after(docs_read, chars_read) if sizing is not None else page_size
@@ -139,10 +141,10 @@ def source_pages(source: SolrClient, link: SourceLink, filters: Sequence[Filter]
         cursor = next_cursor
 
 
-def source_pages_by_key(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *,
+def source_pages_by_key(source: SolrClient, link: SourceLink, changes: Selection = EVERY_DOCUMENT, *,
                         sizing: PageSizing, after_key: str | None = None,
                         key_page: int = KEY_PAGE) -> Iterator[tuple[list[dict], str]]:
-    """Every document of the user's collection that ``filters`` match, a page at a time in key order, each page
+    """Every document of the user's collection that ``changes`` selects, a page at a time in key order, each page
     with its last key (where a run resumes: ``after_key``). The keys are read alone with a cursor, ``key_page`` at
     a time; then each page's documents are fetched by their keys (a terms query), in pages that ``sizing`` sizes.
 
@@ -150,7 +152,7 @@ def source_pages_by_key(source: SolrClient, link: SourceLink, filters: Sequence[
     characters: 17.0 against 18.7 s of Solr CPU, ``benchmarks/source_reads.py``), and resuming needs only the
     last key acknowledged (a range filter), not a cursor mark kept alive across runs. A document added between
     the two reads comes with the next sync; one deleted in between is absent."""
-    key_filters = list(filters) + ([key_after(link.key_field, after_key)] if after_key is not None else [])
+    key_filters = source_filters(changes) + ([key_after(link.key_field, after_key)] if after_key is not None else [])
     params = select_params(key_filters, fields=link.key_field, sort=f"{link.key_field} asc")
     docs_read = chars_read = 0
     for key_docs in source.cursor_pages(params, key_page, until_short_page=True):
@@ -159,7 +161,7 @@ def source_pages_by_key(source: SolrClient, link: SourceLink, filters: Sequence[
         while at < len(keys):
             part = keys[at:at + sizing.after(docs_read, chars_read)]
             at += len(part)
-            docs = fetch_by_key(source, link, part, filters)
+            docs = fetch_by_key(source, link, part, source_filters(changes))
             docs_read, chars_read = docs_read + len(docs), chars_read + text_chars(docs)
             yield docs, part[-1]
 
@@ -191,26 +193,27 @@ def _fetch_keys(source: SolrClient, link: SourceLink, keys: Sequence[str], filte
     return source.select(params)["response"]["docs"]
 
 
-def source_keys(source: SolrClient, link: SourceLink, filters: Sequence[Filter] = (), *,
+def source_keys(source: SolrClient, link: SourceLink, changes: Selection = EVERY_DOCUMENT, *,
                 page_size: int = KEY_PAGE) -> Iterator[str]:
-    """Every key of the user's collection that ``filters`` match (a cursor over the key alone)."""
-    params = select_params(filters, fields=link.key_field, sort=f"{link.key_field} asc")
+    """Every key of the user's collection that ``changes`` selects (a cursor over the key alone)."""
+    params = select_params(source_filters(changes), fields=link.key_field, sort=f"{link.key_field} asc")
     for page in source.cursor_pages(params, page_size, until_short_page=True):
         yield from (str(d[link.key_field]) for d in page if link.key_field in d)
 
 
-def source_count(source: SolrClient, filters: Sequence[Filter] = ()) -> int:
-    """How many documents of the user's collection ``filters`` match. Uncached: sync counts every pass, and an
+def source_count(source: SolrClient) -> int:
+    """How many documents the user's collection holds. Uncached: sync counts every pass, and an
     entry of ours in the user's query result cache is one of theirs pushed out."""
-    return source.count(query="{!lucene cache=false}*:*", params=filter_params(filters))
+    return source.count(query="{!lucene cache=false}*:*")
 
 
-def keys_between(client: SolrClient, field: str, low: str | None, high: str | None,
-                 filters: Sequence[Filter] = ()) -> Iterator[str]:
-    """The keys in ``field`` from ``low`` (inclusive) to ``high`` (exclusive; None: open) of the documents
-    ``filters`` match, ascending (a cursor over the key alone, over a term range: see
-    :func:`~neardup_solr.solr.queries.key_range`)."""
-    params = select_params(filters, query=key_range(field, low, high), fields=field, sort=f"{field} asc")
+def keys_between(client: SolrClient, field: str, low: str | None, high: str | None, *,
+                 companion: bool = False) -> Iterator[str]:
+    """The keys in ``field`` from ``low`` (inclusive) to ``high`` (exclusive; None: open) of the documents the
+    collection holds (on the ``companion``, its user documents), ascending (a cursor over the key alone, over a
+    term range: see :func:`~neardup_solr.solr.queries.key_range`)."""
+    params = select_params(_ours_left_out(companion), query=key_range(field, low, high), fields=field,
+                           sort=f"{field} asc")
     for page in client.cursor_pages(params, KEY_PAGE, until_short_page=True):
         yield from (str(d[field]) for d in page if field in d)
 
@@ -223,12 +226,18 @@ def present_keys(source: SolrClient, link: SourceLink, keys: Sequence[str]) -> s
                        if link.key_field in d)
     return present
 
-def count_between(client: SolrClient, field: str, low: str | None, high: str | None,
-                  filters: Sequence[Filter] = ()) -> int:
-    """How many documents ``filters`` match hold a key in ``field`` from ``low`` to ``high`` (see
+def count_between(client: SolrClient, field: str, low: str | None, high: str | None, *,
+                  companion: bool = False) -> int:
+    """How many documents (on the ``companion``, user documents) hold a key in ``field`` from ``low`` to ``high`` (see
     :func:`keys_between`)."""
     ranged = key_range(field, low, high)
-    return client.count(query=ranged.query, params=[*ranged.params, *filter_params(filters)])
+    return client.count(query=ranged.query, params=[*ranged.params, *filter_params(_ours_left_out(companion))])
+
+
+def _ours_left_out(companion: bool) -> list[Filter]:
+    """On the companion, its own documents (settings, state) are left out of key reads and counts; the user's
+    collection has none."""
+    return selection_filters(EVERY_DOCUMENT) if companion else []
 
 
 # ---------------------------------------------------------------------------------------------- the user's schema
@@ -668,12 +677,12 @@ def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, ba
     check_in_place(user)
     key = link.key_field
     if ids is None:
-        wanted = {doc_id: (g, k) for doc_id, g, k in read_groups(companion) if g is not None}
+        wanted = {doc_id: (g, k) for doc_id, g, k in SolrCollection(companion).read_groups() if g is not None}
         params = select_params(fields=f"{key},{GROUP_FIELD},{KEEP_FIELD}", sort=f"{key} asc")
         held = {str(d[key]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD))
                 for page in user.cursor_pages(params, KEY_PAGE) for d in page if key in d}
     else:
-        wanted = {doc_id: (g, k) for doc_id, (g, k) in groups_of(companion, list(ids)).items() if g is not None}
+        wanted = {doc_id: (g, k) for doc_id, (g, k) in SolrCollection(companion).groups_of(list(ids)).items() if g is not None}
         held = {}
         for chunk in chunks(list(wanted), 500):
             # Real-time get looks documents up by the unique key, whatever it is called.
@@ -684,7 +693,7 @@ def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, ba
     for batch in chunks(changed, batch_size):
         updates = [{key: doc_id, GROUP_FIELD: {"set": int(g)}, KEEP_FIELD: {"set": int(k or 0)}, "_version_": 1}
                    for doc_id, g, k in batch]
-        written += len(updates) - len(send_group_updates(user, updates, key_field=key))
+        written += len(updates) - len(SolrCollection(user).write_groups(updates, key_field=key))
     if written:
         user.request("POST", "update", params={"wt": "json", "softCommit": "true"}, json_body=[])
         log.info("folded %d document(s) of %s in place", written, user.url)

@@ -21,21 +21,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from neardup_solr.errors import GroupFieldsError, SolrRequestError
 from neardup_solr.signing.settings import GROUP_COUNTER_ID as COUNTER_ID, META_DATASET
-from neardup_solr.solr.claims import create, post_update
-from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.queries import (
-    FROM_LEADERS,
-    USER_DOCUMENTS,
-    documents_of,
-    has_id,
-    ids_in,
-    in_group,
-    select_params,
-)
+from neardup_solr.solr.selection import EVERY_DOCUMENT, Selection
+
+if TYPE_CHECKING:
+    from neardup_solr.solr.client import SolrClient
+    from neardup_solr.solr.port import CollectionPrimitives as Collection
 
 log = logging.getLogger(__name__)
 
@@ -113,42 +107,31 @@ def _dynamic_int_field(client: SolrClient) -> bool:
     return any(spec.get("name") == "*_i" and spec.get("stored") is not False for spec in dynamic)
 
 
-def read_groups(client: SolrClient, dataset: str | None = None,
+def read_groups(coll: Collection, dataset: str | None = None,
                 page_size: int = 10_000) -> Iterator[tuple[str, int | None, int | None]]:
     """``(id, nd_group, nd_keep)`` of every user document (of ``dataset`` when given; None where unset), in id
-    order, with cursor paging (one request a page, on a SolrCloud collection over every shard, read from the
-    leaders)."""
-    fields = ",".join(("id", *GROUP_FIELDS))
-    params = select_params(documents_of(dataset), fields=fields, sort="id asc") + [FROM_LEADERS]
-    for page in client.cursor_pages(params, page_size):
+    order, a page at a time (on a SolrCloud collection over every shard, read from the leaders)."""
+    for page in coll.pages(Selection(dataset=dataset), ",".join(("id", *GROUP_FIELDS)), page_size,
+                           from_leaders=True):
         for doc in page:
             yield str(doc["id"]), doc.get(GROUP_FIELD), doc.get(KEEP_FIELD)
 
 
-def groups_of(client: SolrClient, ids: list[str]) -> dict[str, tuple[int | None, int | None]]:
+def groups_of(coll: Collection, ids: list[str]) -> dict[str, tuple[int | None, int | None]]:
     """``{id: (nd_group, nd_keep)}`` of these ids as searches see them (committed; real-time get does not return
-    docValues-only fields), read from the leaders; ids not in the collection are left out."""
-    if not ids:
-        return {}
-    fields = ",".join(("id", *GROUP_FIELDS))
-    wanted = ids_in(ids)
-    queries = [wanted] if wanted is not None else [has_id(i) for i in ids]
-    out = {}
-    for query in queries:
-        data = client.select(select_params(query=query, fields=fields, rows=len(ids)) + [FROM_LEADERS])
-        out.update({str(d["id"]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD)) for d in data["response"]["docs"]})
-    return out
+    docValues-only fields); ids not in the collection are left out."""
+    docs = coll.search_ids(ids, ",".join(("id", *GROUP_FIELDS)))
+    return {str(d["id"]): (d.get(GROUP_FIELD), d.get(KEEP_FIELD)) for d in docs}
 
 
 # Members of one group read at most (a group larger than this is boilerplate, not near-duplicate copies).
 MAX_MEMBERS = 10_000
 
 
-def members_of(client: SolrClient, group: int) -> dict[str, int | None]:
+def members_of(coll: Collection, group: int) -> dict[str, int | None]:
     """``{id: nd_keep}`` of the (up to :data:`MAX_MEMBERS`) documents of one group, as searches see them."""
-    params = select_params([USER_DOCUMENTS, in_group(GROUP_FIELD, group)], fields=f"id,{KEEP_FIELD}", sort="id asc",
-                           rows=MAX_MEMBERS)
-    return {str(d["id"]): d.get(KEEP_FIELD) for d in client.select(params + [FROM_LEADERS])["response"]["docs"]}
+    page = next(coll.pages(Selection(group=group), f"id,{KEEP_FIELD}", MAX_MEMBERS, from_leaders=True), [])
+    return {str(d["id"]): d.get(KEEP_FIELD) for d in page}
 
 
 def group_update(doc_id: str, group: int, keep: bool | int) -> dict:
@@ -156,7 +139,7 @@ def group_update(doc_id: str, group: int, keep: bool | int) -> dict:
     return {"id": doc_id, GROUP_FIELD: {"set": int(group)}, KEEP_FIELD: {"set": 1 if keep else 0}, "_version_": 1}
 
 
-def send_group_updates(client: SolrClient, updates: list[dict], *, commit_within_ms: int | None = None,
+def send_group_updates(coll: Collection, updates: list[dict], *, commit_within_ms: int | None = None,
                        soft_commit: bool = False, key_field: str = "id") -> list[str]:
     """Send in-place updates in one request; returns the ids (values of ``key_field``, the collection's unique key)
     that were not updated because their document is gone. Solr stops a request at its first refused document, so
@@ -164,7 +147,7 @@ def send_group_updates(client: SolrClient, updates: list[dict], *, commit_within
     if not updates:
         return []
     try:
-        post_update(client, updates, commit_within_ms=commit_within_ms, soft_commit=soft_commit)
+        coll.put(updates, commit_within_ms=commit_within_ms, soft_commit=soft_commit)
         return []
     except SolrRequestError as exc:
         if exc.status != 409:
@@ -172,7 +155,7 @@ def send_group_updates(client: SolrClient, updates: list[dict], *, commit_within
     gone = []
     for update in updates:
         try:
-            post_update(client, [update], commit_within_ms=commit_within_ms, soft_commit=soft_commit)
+            coll.put([update], commit_within_ms=commit_within_ms, soft_commit=soft_commit)
         except SolrRequestError as exc:
             if exc.status != 409:
                 raise
@@ -180,30 +163,28 @@ def send_group_updates(client: SolrClient, updates: list[dict], *, commit_within
     return gone
 
 
-def highest_group(client: SolrClient) -> int:
+def highest_group(coll: Collection) -> int:
     """The largest group number any document holds (0 when none holds one)."""
-    params = select_params([USER_DOCUMENTS], fields=GROUP_FIELD, sort=f"{GROUP_FIELD} desc", rows=1)
-    docs = client.select(params + [FROM_LEADERS])["response"]["docs"]
-    return max(0, int(docs[0].get(GROUP_FIELD) or 0)) if docs else 0
+    return max(0, int(coll.highest(GROUP_FIELD, EVERY_DOCUMENT) or 0))
 
 
-def allocate_groups(client: SolrClient, count: int) -> int:
+def allocate_groups(coll: Collection, count: int) -> int:
     """Reserve ``count`` new group numbers; returns the first (they run on from it). Safe across processes: the
     counter document is rewritten only if its version is still the one read (409 otherwise, and it is read
     again). The counter starts above the highest number held, so groups written before it existed stay apart."""
     if count <= 0:
         return 0
     for _ in range(_COUNTER_ATTEMPTS):
-        docs = client.get_by_ids([COUNTER_ID], f"id,{_COUNTER_FIELD},_version_")
+        docs = coll.by_ids([COUNTER_ID], f"id,{_COUNTER_FIELD},_version_")
         if docs:
             first, version = int(docs[0][_COUNTER_FIELD]), int(docs[0]["_version_"])
         else:
-            first, version = highest_group(client) + 1, -1
+            first, version = highest_group(coll) + 1, -1
         if first + count - 1 > MAX_GROUP:
             raise GroupFieldsError(f"group numbers are used up ({first} + {count} passes {MAX_GROUP}); write the "
                                    "groups back afresh after clearing them")
         counter = {"id": COUNTER_ID, "dataset": META_DATASET, _COUNTER_FIELD: first + count}
-        if create(client, counter, version):
+        if coll.create(counter, version):
             return first
     raise GroupFieldsError(f"could not reserve group numbers: the counter changed under {_COUNTER_ATTEMPTS} "
                            "attempts in a row")
@@ -232,57 +213,45 @@ _blocks: dict[str, _Block] = {}
 _blocks_lock = threading.Lock()
 
 
-def _block(client: SolrClient) -> _Block:
+def _block(coll: Collection) -> _Block:
     with _blocks_lock:
-        return _blocks.setdefault(client.url, _Block(threading.Lock()))
+        return _blocks.setdefault(coll.url, _Block(threading.Lock()))
 
 
-def forget_group_numbers(client: SolrClient) -> None:
+def forget_group_numbers(coll: Collection) -> None:
     """Drop what this process reserved or learned about the collection's group numbers (a write-back starts
     with it, since it may follow a wipe)."""
     with _blocks_lock:
-        _blocks.pop(client.url, None)
+        _blocks.pop(coll.url, None)
 
 
 def _has_block(state: _Block) -> bool:
     return state.next < state.end and time.monotonic() < state.expires
 
 
-def groups_in_use(client: SolrClient) -> bool:
+def groups_in_use(coll: Collection) -> bool:
     """Whether the collection's groups are written (its counter exists); a "no" is remembered for
     :data:`NOT_IN_USE_SECONDS`, so documents added one by one cost no request for it."""
-    state = _block(client)
+    state = _block(coll)
     with state.lock:
         if _has_block(state):
             return True
         if time.monotonic() < state.unused_until:
             return False
-        if client.get_by_ids([COUNTER_ID], "id"):
+        if coll.by_ids([COUNTER_ID], "id"):
             return True
         state.unused_until = time.monotonic() + NOT_IN_USE_SECONDS
         return False
 
 
-def new_group_number(client: SolrClient) -> int:
+def new_group_number(coll: Collection) -> int:
     """A fresh group number for one document, from a block this process reserved (:func:`allocate_groups`)."""
-    state = _block(client)
+    state = _block(coll)
     with state.lock:
         if not _has_block(state):
-            state.next = allocate_groups(client, NUMBER_BLOCK)
+            state.next = allocate_groups(coll, NUMBER_BLOCK)
             state.end = state.next + NUMBER_BLOCK
             state.expires = time.monotonic() + BLOCK_SECONDS
         number = state.next
         state.next += 1
         return number
-
-
-def chunks(items: Iterable, size: int) -> Iterator[list]:
-    """``items`` in lists of ``size``."""
-    batch: list = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

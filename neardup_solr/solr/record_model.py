@@ -27,7 +27,7 @@ from neardup_solr.errors import InputFormatError, RecordModelError, SettingsConf
 from neardup_solr.pairs.comparisons import FieldComparison
 from neardup_solr.pairs.fellegi_sunter import FellegiSunterModel
 from neardup_solr.signing.settings import META_DATASET, RECORD_MODEL_DOC_ID
-from neardup_solr.solr.claims import create
+from neardup_solr.solr.collection import SolrCollection
 
 if TYPE_CHECKING:
     from neardup_solr.solr.client import SolrClient
@@ -114,7 +114,7 @@ def _document(fields: Sequence[FieldComparison], model: FellegiSunterModel | Non
 
 
 def _write(client: SolrClient, doc: dict, version: int, what: str) -> None:
-    if not create(client, doc, version):
+    if not SolrCollection(client).create(doc, version):
         raise SettingsConflictError(
             f"the record fields and model stored in {client.url} changed while {what} (another process wrote "
             "them): read them again and retry")

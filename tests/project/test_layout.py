@@ -32,7 +32,7 @@ from repo_paths import REPO
 
 PACKAGE = REPO / "neardup_solr"
 
-BASE = {"errors", "validation", "version", "options", "processes"}
+BASE = {"errors", "validation", "version", "options", "processes", "batching"}
 LAYERS = ["base", "text", "io", "pairs", "signing", "solr", "engine", "front"]
 FRONT_DOORS = {"cli", "service", "spark", "neardup_index"}
 # front door -> the other front doors it may import (see the module docstring)
@@ -389,3 +389,46 @@ def test_every_package_of_the_tree_is_in_the_wheel():
                    ["tool"]["setuptools"]["packages"])
     on_disk = {module_name(path) for path in PACKAGE.rglob("__init__.py") if "__pycache__" not in path.parts}
     assert on_disk - declared == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+# What the engines may not see of Solr (issue 49): the client, the query syntax, the update bodies, the claims and
+# the group fields are the collection port's (neardup_solr/solr/collection.py) to use.
+BEHIND_THE_PORT = {"neardup_solr.solr.client", "neardup_solr.solr.queries", "neardup_solr.solr.atomic",
+                   "neardup_solr.solr.claims", "neardup_solr.solr.group_fields"}
+# A SolrClient's own methods: an engine calling one speaks Solr instead of asking the port.
+RAW_CLIENT_CALLS = {"request", "select", "get_json", "post_form", "get_by_ids", "cursor_pages", "count", "add",
+                    "commit", "delete_ids", "delete_by_query", "delete_all", "export", "schema_fields",
+                    "schema_field_types", "is_single_core"}
+ENGINES = [p for p in MODULES if module_name(p).startswith("neardup_solr.engine.")]
+
+
+def raw_client_calls(path: Path) -> list[str]:
+    """``line: receiver.method`` of every call of a SolrClient method on something named like a client."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in RAW_CLIENT_CALLS):
+            continue
+        receiver = node.func.value
+        name = receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(
+            receiver, ast.Attribute) else ""
+        if "client" in name or name in ("source", "companion", "target"):
+            found.append(f"line {node.lineno}: {name}.{node.func.attr}")
+    return found
+
+
+@pytest.mark.parametrize("path", ENGINES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_engines_see_solr_only_through_the_collection_port(path):
+    behind = [f"line {line}: {module}" for line, module in package_imports(path) if module in BEHIND_THE_PORT]
+    assert behind == [], f"{module_name(path)} imports what the collection port keeps: {behind}"
+    raw = raw_client_calls(path)
+    assert raw == [], f"{module_name(path)} calls the Solr client itself (ask neardup_solr.solr.collection): {raw}"
+
+
+def test_the_port_check_sees_a_raw_client_call(tmp_path):
+    engine = tmp_path / "neardup_solr" / "engine"
+    engine.mkdir(parents=True)
+    sample = engine / "sample.py"
+    sample.write_text("def f(client, coll):\n    coll.count()\n\n    return client.select([])\n",
+                      encoding="utf-8")
+    assert raw_client_calls(sample) == ["line 4: client.select"]

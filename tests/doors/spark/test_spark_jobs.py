@@ -242,9 +242,9 @@ def test_cli_dedup_to_solr_then_solr_finds_the_same_pairs(spark, addresses, solr
     assert "rejected:" in captured.err and "'bad'" in captured.err and "no words left" in captured.err
     assert "sent 864 documents" in captured.out and "verified 864 documents: all in the index" in captured.out
     assert "groups written into the collection: 864 documents" in captured.out
-    from neardup_solr.solr.group_fields import read_groups
+    from neardup_solr.solr.collection import SolrCollection
 
-    held = {i: (g, k) for i, g, k in read_groups(solr)}
+    held = {i: (g, k) for i, g, k in SolrCollection(solr).read_groups()}
     assert len(held) == 864 and all(g is not None for g, _ in held.values())
     assert verify_file(solr, path).missing == 0 and verify_file(solr, path).resigned == 0
     from neardup_solr.pairs.similar_pairs import pair_lines
@@ -579,7 +579,7 @@ def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list
     kept records written, the records loaded into Solr, and each document's group there kept by the same rule as
     the keep list (the longest text here: the command once wrote the earliest into Solr whatever it kept)."""
     from neardup_solr.pairs.groups import Group
-    from neardup_solr.solr.group_fields import read_groups
+    from neardup_solr.solr.collection import SolrCollection
     from neardup_solr.spark.runs import SparkDedupeOptions, SparkInput, SparkOutputs, dedupe_on_spark
 
     path = tmp_path / "restaurants.tsv"
@@ -595,7 +595,7 @@ def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list
     kept = Path(outputs.keep).read_text().split()
     assert run.kept_ids == len(kept) == run.kept_records == len(Path(outputs.records).read_text().splitlines())
     assert any(g.representative != g.members[0] for g in groups)  # the longest rule chose otherwise somewhere
-    held = {i: (g, k) for i, g, k in read_groups(solr)}
+    held = {i: (g, k) for i, g, k in SolrCollection(solr).read_groups()}
     for group in groups:
         assert [m for m in group.members if held[m][1] == 1] == [group.representative]
         assert len({held[m][0] for m in group.members}) == 1

@@ -28,14 +28,7 @@ from neardup_solr.solr.folded_search import fold_mode, folded_search
 from neardup_solr.solr.backends.local import LocalSolr
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.errors import GroupFieldsError
-from neardup_solr.solr.group_fields import (
-    allocate_groups,
-    ensure_group_fields,
-    group_update,
-    groups_of,
-    read_groups,
-    send_group_updates,
-)
+from neardup_solr.solr.collection import SolrCollection, group_update
 from neardup_solr.solr.indexer import Indexer
 from neardup_solr.solr.queries import escaped_words, user_text_params
 
@@ -97,7 +90,7 @@ def _components(pairs, ids) -> dict[str, frozenset]:
 
 
 def _held(client) -> dict[str, tuple]:
-    return {i: (g, k) for i, g, k in read_groups(client)}
+    return {i: (g, k) for i, g, k in SolrCollection(client).read_groups()}
 
 
 @pytest.mark.solr
@@ -250,12 +243,12 @@ def test_a_folded_page_of_two_hundred_groups_or_more_with_ungrouped_matches(solr
 
 @pytest.mark.solr
 def test_updates_never_bring_back_a_deleted_document(guides):
-    gone = send_group_updates(guides, [group_update("1", 1, True), group_update("no-such-id", 1, False),
-                                       group_update("2", 1, False)])
+    gone = SolrCollection(guides).write_groups([group_update("1", 1, True), group_update("no-such-id", 1, False),
+                                               group_update("2", 1, False)])
     guides.commit()
     assert gone == ["no-such-id"]
-    assert groups_of(guides, ["1", "2", "no-such-id"]) == {"1": (1, 1), "2": (1, 0)}
-    assert ensure_group_fields(guides) == []  # the configset defines them
+    assert SolrCollection(guides).groups_of(["1", "2", "no-such-id"]) == {"1": (1, 1), "2": (1, 0)}
+    assert SolrCollection(guides).ensure_group_fields() == []  # the configset defines them
 
 
 @pytest.mark.solr
@@ -264,7 +257,7 @@ def test_group_numbers_reserved_concurrently_never_overlap(solr):
     lock = threading.Lock()
 
     def take(count: int) -> None:
-        first = allocate_groups(solr, count)
+        first = SolrCollection(solr).allocate_groups(count)
         with lock:
             blocks.append((first, count))
 
@@ -320,9 +313,8 @@ def test_check_and_add_gives_new_documents_their_group(guides, records):
 @pytest.mark.solr
 def test_check_and_add_leaves_collections_without_groups_alone(solr):
     from neardup_solr.engine.online import check_and_add
-    from neardup_solr.solr.group_fields import forget_group_numbers
 
-    forget_group_numbers(solr)
+    SolrCollection(solr).forget_group_numbers()
     assert check_and_add(solr, "1", "the quick brown fox jumps over the lazy dog").added
     solr.commit()
     assert _held(solr) == {"1": (None, None)}

@@ -18,7 +18,7 @@ from neardup_solr.engine.collection import dedupe_collection
 from neardup_solr.io import restaurants
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.folded_search import folded_search
-from neardup_solr.solr.group_fields import read_groups
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.indexer import Indexer
 
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
@@ -34,7 +34,7 @@ def written(cluster):
     records = {str(i): t for i, t in restaurants.read_records(restaurants.fodors_path(), restaurants.zagats_path())}
     Indexer(cluster, IndexSettings()).index_records(list(records.items()))
     result = dedupe_collection(cluster, 0.5, to_solr=True)
-    held = {i: (g, k) for i, g, k in read_groups(cluster)}
+    held = {i: (g, k) for i, g, k in SolrCollection(cluster).read_groups()}
     members: dict[int, list[str]] = defaultdict(list)
     for doc_id, (number, _) in held.items():
         members[number].append(doc_id)

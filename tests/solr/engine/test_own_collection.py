@@ -497,7 +497,7 @@ def test_groups_go_into_the_companion_and_follow_what_sync_and_backfill_sign(use
     what sync and backfill sign afterwards gets its group (the nearest kept neighbour's at or above the threshold,
     else a new one); a folded search runs on the companion; the user's documents are never written."""
     from neardup_solr.solr.folded_search import folded_search
-    from neardup_solr.solr.group_fields import read_groups
+    from neardup_solr.solr.collection import SolrCollection
 
     user_core.post_json([user_doc(i, text, n) for n, (i, text) in enumerate(corpus[:80])])
     schema_before = user_core.schema()
@@ -505,13 +505,13 @@ def test_groups_go_into_the_companion_and_follow_what_sync_and_backfill_sign(use
     code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
     assert code == 0 and "near-duplicate group" not in out, err
     companion = open_collection(user_core.url)
-    assert {g for _, g, _ in read_groups(companion)} == {None}  # groups never written: none given
+    assert {g for _, g, _ in SolrCollection(companion).read_groups()} == {None}  # groups never written: none given
 
     pairs = tmp_path / "pairs.tsv"
     assert run_cli("report", "--solr-url", user_core.url, "--threshold", "0.8", "--out", str(pairs))[0] == 0
     code, out, err = run_cli("groups", str(pairs), "--to-solr", "--solr-url", user_core.url)
     assert code == 0 and "80 documents" in out, err
-    written = {i: (g, k) for i, g, k in read_groups(companion)}
+    written = {i: (g, k) for i, g, k in SolrCollection(companion).read_groups()}
     assert all(g is not None for g, _ in written.values())
     kept = next(i for i, (g, k) in sorted(written.items()) if k == 1 and
                 sum(1 for other, _ in written.values() if other == g) > 1)
@@ -522,7 +522,7 @@ def test_groups_go_into_the_companion_and_follow_what_sync_and_backfill_sign(use
     before = user_core.raw_documents()
     code, out, err = run_cli("sync", "--solr-url", user_core.url)
     assert code == 0 and "4 given their near-duplicate group" in out, (out, err)
-    now = {i: (g, k) for i, g, k in read_groups(companion)}
+    now = {i: (g, k) for i, g, k in SolrCollection(companion).read_groups()}
     assert now["zcopy"] == (written[kept][0], 0)
     assert now["zlone"][1] == 1 and now["zlone"][0] not in {g for g, _ in written.values()}
     assert now["zpair1"][1] == 1 and now["zpair2"] == (now["zpair1"][0], 0)
@@ -535,7 +535,7 @@ def test_groups_go_into_the_companion_and_follow_what_sync_and_backfill_sign(use
     user_core.delete([kept])
     code, out, err = run_cli("sync", "--solr-url", user_core.url)
     assert code == 0 and "1 deleted" in out, (out, err)
-    members = {i: k for i, g, k in read_groups(companion) if g == written[kept][0]}
+    members = {i: k for i, g, k in SolrCollection(companion).read_groups() if g == written[kept][0]}
     assert kept not in members and sorted(members.values()).count(1) == 1
     assert user_core.raw_documents() != before  # (the pipeline's delete)
     assert user_core.schema() == schema_before
@@ -597,9 +597,9 @@ def test_install_fold_updates_only_the_group_fields_in_place_and_uninstall_remov
         assert [h["id"] for h in hits] == [docs[n]["id"]]
     # The user's own searches fold: one document a group.
     companion = open_collection(user_core.url)
-    from neardup_solr.solr.group_fields import read_groups
+    from neardup_solr.solr.collection import SolrCollection
 
-    groups = {i: (g, k) for i, g, k in read_groups(companion)}
+    groups = {i: (g, k) for i, g, k in SolrCollection(companion).read_groups()}
     held = {d["id"]: (d["nd_group"], d["nd_keep"]) for d in user_core.docs("id,nd_group,nd_keep").values()}
     assert held == groups
     folded = requests.get(f"{user_core.url}/select", timeout=30, params={

@@ -21,7 +21,7 @@ from neardup_solr.engine.online import check_and_add, delete_documents
 from neardup_solr.errors import BandLocksBusyError, InvalidParameterError
 from neardup_solr.solr import band_locks
 from neardup_solr.solr.band_locks import LOCK_PREFIX, acquire, lock_ids, release
-from neardup_solr.solr.claims import create_only, soft_commit
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.searcher import Searcher
 
@@ -32,7 +32,7 @@ SEED_TEXT = "seed text that stores the collection settings first"
 
 def lock_documents(client: SolrClient) -> list[str]:
     """Every band lock the searcher shows after a soft commit (none should be left once checks are done)."""
-    soft_commit(client)
+    SolrCollection(client).commit(soft=True)
     docs = client.select([("q", "{!prefix f=id v=$p}"), ("p", LOCK_PREFIX), ("fl", "id"), ("rows", 1000)])
     return [d["id"] for d in docs["response"]["docs"]]
 
@@ -99,7 +99,7 @@ def _hold_and_crash(url: str, text: str, add_too: bool, lease: float, ready) -> 
     if add_too:
         document = searcher.builder.build_prepared("crashed", text, query.processed, query.signature, None,
                                                    band_keys_row=searcher.band_keys_of(query))
-        assert create_only(client, document, commit_within_ms=3_600_000)  # invisible to searches for an hour
+        assert SolrCollection(client).create_only(document, commit_within_ms=3_600_000)  # invisible to searches for an hour
     ready.set()
     os._exit(1)  # no release, no commit
 
@@ -228,7 +228,7 @@ def test_a_holder_whose_locks_lapsed_checks_again_and_yields(seeded, monkeypatch
             query = searcher.prepare(near, "taker")
             document = searcher.builder.build_prepared("taker", near, query.processed, query.signature, None,
                                                        band_keys_row=searcher.band_keys_of(query))
-            assert create_only(seeded, document)  # soft-committed
+            assert SolrCollection(seeded).create_only(document)  # soft-committed
             real_release(client, held)
             return False
         return real_release(client, held)

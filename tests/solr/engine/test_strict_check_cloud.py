@@ -14,7 +14,7 @@ from strict_pairs import admitted_per_group, check_in_lockstep, near_duplicate_g
 from neardup_solr.engine.online import check_and_add
 from neardup_solr.errors import BandLocksBusyError
 from neardup_solr.solr.band_locks import LOCK_PREFIX, acquire, release
-from neardup_solr.solr.claims import soft_commit
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.searcher import Searcher
 
@@ -29,7 +29,7 @@ def cluster(shared_cloud_client):
 
 
 def lock_documents(client: SolrClient) -> list[str]:
-    soft_commit(client)
+    SolrCollection(client).commit(soft=True)
     docs = client.select([("q", "{!prefix f=id v=$p}"), ("p", LOCK_PREFIX), ("fl", "id"), ("rows", 1000)])
     return [d["id"] for d in docs["response"]["docs"]]
 
@@ -40,7 +40,7 @@ def test_band_locks_span_both_shards(cluster):
     searcher = Searcher(cluster)
     held = acquire(cluster, searcher.band_keys_of(searcher.prepare(text)), "probe")
     try:
-        soft_commit(cluster)
+        SolrCollection(cluster).commit(soft=True)
         found = cluster.select([("q", "{!prefix f=id v=$p}"), ("p", LOCK_PREFIX), ("fl", "id,[shard]"),
                                 ("rows", 100)])["response"]["docs"]
         assert {d["id"] for d in found} == set(held.versions)

@@ -19,7 +19,7 @@ from netutil import free_port
 
 from neardup_solr.engine.online import ADDED, DUPLICATE, check_and_add
 from neardup_solr.solr.backends.local import LocalSolr
-from neardup_solr.solr.claims import soft_commit
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.solr.update_log import ACTIVE
@@ -60,7 +60,7 @@ def test_checks_during_the_replay_after_a_kill_see_what_was_acknowledged(tmp_pat
         for start in range(0, len(items), 2000):
             idle.add(builder.build(items[start:start + 2000]).documents)
         assert check_and_add(idle, "anchor-2", groups[2][0]).added  # not strict: sent with commitWithin
-        soft_commit(idle)
+        SolrCollection(idle).commit(soft=True)
         assert idle.count() >= LOGGED_DOCUMENTS + 2
 
         os.kill(solr.pid(), signal.SIGKILL)
@@ -93,7 +93,7 @@ def test_checks_during_the_replay_after_a_kill_see_what_was_acknowledged(tmp_pat
         assert outcomes["exact copy of a strict add"].matches[0].id == "anchor"
         assert outcomes["near duplicate of a bulk add"].matches[0].id == "bulk-last"
         assert outcomes["exact copy of a commitWithin add"].matches[0].id == "anchor-2"
-        soft_commit(fresh)
+        SolrCollection(fresh).commit(soft=True)
         assert fresh.get_by_ids(["late-near", "late-exact", "late-bulk", "late-copy"], "id") == []
         # And an unrelated text is still added.
         assert check_and_add(fresh, "new", near_duplicate_groups(1, seed=99)[0][0], strict=True).status == ADDED

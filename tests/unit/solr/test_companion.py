@@ -9,7 +9,7 @@ import json
 import re
 
 from neardup_solr.engine.backfill import written_fields
-from neardup_solr.solr.atomic import set_update
+from neardup_solr.solr.selection import field_update
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.signing.builder import DocumentBuilder
 import pytest
@@ -91,10 +91,10 @@ def test_an_update_of_ours_sets_only_our_fields_at_the_version_read():
     fields = written_fields(built.documents[0])
     assert "content" not in fields and "id" not in fields and "dataset" not in fields
     assert set(fields) <= set(ALL_OUR_FIELDS)
-    update = set_update("a1", 17, fields)
+    update = field_update("a1", 17, fields)
     assert update["id"] == "a1" and update["_version_"] == 17
     assert all(update[name] == {"set": value} for name, value in fields.items())
-    assert set_update("a1", 5, {"md5_hash": None})["md5_hash"] == {"set": None}
+    assert field_update("a1", 5, {"md5_hash": None})["md5_hash"] == {"set": None}
 
 
 def test_page_sizing_follows_the_documents_size_within_its_bounds():
