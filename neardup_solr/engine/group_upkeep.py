@@ -96,7 +96,7 @@ class GroupUpkeep:
             raise ValueError("GroupUpkeep.group_signed needs the collection's settings (to look its documents up)")
         grouped = self._group(signed)
         if self.mirror:
-            mirror_groups(self.client, [doc_id for doc_id, _ in signed])
+            mirror_groups(self.collection, [doc_id for doc_id, _ in signed])
         return grouped
 
     def _group(self, signed: list[tuple[str, str]]) -> int:
@@ -184,4 +184,4 @@ class GroupUpkeep:
             log.info("promoted %d document(s) to kept after their group's kept document was deleted",
                      len(promoted))
             if self.mirror:
-                mirror_groups(self.client, [doc_id for doc_id, _ in promoted])
+                mirror_groups(self.collection, [doc_id for doc_id, _ in promoted])

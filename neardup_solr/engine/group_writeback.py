@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from neardup_solr.errors import GroupWritebackIncomplete
 from neardup_solr.pairs.groups import Group, group_pairs, id_key
 from neardup_solr.batching import chunks
-from neardup_solr.solr.collection import Collection, SolrClient, collection_of, group_update
+from neardup_solr.solr.collection import Collection, SolrTarget, collection_of, group_update
 from neardup_solr.solr.companion import mirror_groups
 from neardup_solr.validation import check_choice, check_int
 
@@ -116,7 +116,7 @@ def _as_edge(pair: Any) -> tuple[str, str]:
 
 
 def write_groups(
-    client: SolrClient,
+    client: SolrTarget,
     pairs: Iterable[Any],
     *,
     representative: str = "earliest",
@@ -124,7 +124,8 @@ def write_groups(
     batch_size: int = 1000,
 ) -> WritebackSummary:
     """Give every document (of ``dataset``, or of the collection) its near-duplicate group and kept flag in the
-    collection. ``pairs``: ``(id_a, id_b[, distance])`` tuples or :class:`~neardup_solr.pairs.similar_pairs.
+    collection (``client``: a SolrClient, or any :class:`~neardup_solr.solr.collection.Collection`). ``pairs``:
+    ``(id_a, id_b[, distance])`` tuples or :class:`~neardup_solr.pairs.similar_pairs.
     SimilarPair` objects (a report's pairs), over the same documents. ``representative``: ``earliest`` or
     ``longest``, as for :func:`~neardup_solr.pairs.groups.group_pairs`. Updates go in batches of ``batch_size``.
 
@@ -187,7 +188,7 @@ def write_groups(
     summary.updated = len(changed) - len(gone)
     _verify(coll, [i for i in changed if i not in gone], wanted)
     # A companion whose install asked for folding in the user's own searches: the groups go there too.
-    summary.mirrored = mirror_groups(client)
+    summary.mirrored = mirror_groups(coll)
     summary.seconds = round(time.perf_counter() - started, 3)
     log.info("groups written: %s", summary.format())
     return summary

@@ -26,10 +26,10 @@ from typing import Any, Callable, Iterator
 from neardup_solr.options import LookupReportOptions, ReportOptions, ThresholdOptions, option_names
 from neardup_solr.processes import process_alive
 from neardup_solr.io.outputs import PROGRESS_SUFFIX
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.validation import parse_tsv_id
 from neardup_solr.engine.find import run_report
-from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
 from neardup_solr.solr.searcher import Searcher
 from neardup_solr.errors import InvalidRecordError
 from neardup_solr.solr.indexer import Indexer
@@ -148,7 +148,7 @@ def run_report_job(client: SolrClient, directory: Path, params: dict[str, Any]) 
                  work_dir=directory if isinstance(options, ThresholdOptions) else None)
     documents = result.documents
     if documents is None:
-        documents = client.count(params=filter_params([USER_DOCUMENTS]))
+        documents = SolrCollection(client).count()
     final: dict[str, Any] = {"pairs": result.pairs, "done": documents, "total": documents}
     if isinstance(result.options, ThresholdOptions):
         final["stats"] = result.stats

@@ -33,7 +33,14 @@ from neardup_solr.errors import CollectionSetupError, InstallRefused, LauncherEr
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr import settings as solr_settings
 from neardup_solr.solr.client import SolrClient
-from neardup_solr.solr.collection import EVERY_DOCUMENT, Selection, SolrCollection, selection_filters, source_filters
+from neardup_solr.solr.collection import (
+    EVERY_DOCUMENT,
+    Collection,
+    Selection,
+    SolrCollection,
+    selection_filters,
+    source_filters,
+)
 from neardup_solr.batching import chunks
 from neardup_solr.solr.group_fields import GROUP_FIELD, KEEP_FIELD
 from neardup_solr.solr.companion_link import (
@@ -60,7 +67,6 @@ from neardup_solr.solr.companion_link import (
 )
 from neardup_solr.solr.queries import (
     Filter,
-    USER_DOCUMENTS,
     filter_params,
     has_key,
     key_after,
@@ -548,7 +554,7 @@ def uninstall(client: SolrClient, *, companion: str | None = None, batch_size: i
                                  "and no fields of an earlier install: nothing to uninstall; nothing was changed")
         target, user, link = found, client, read_link(found)
         assert link is not None
-    documents = target.count(params=filter_params([USER_DOCUMENTS]))
+    documents = SolrCollection(target).count()
     removed = remove_fold_fields(user, link)
     drop_collection(target)
     log.info("uninstalled %s: dropped %s", user.url, target.collection)
@@ -665,11 +671,17 @@ def check_in_place(client: SolrClient) -> None:
                              "install without --fold to stop folding in your collection)")
 
 
-def mirror_groups(companion: SolrClient, ids: Sequence[str] | None = None, *, batch_size: int = 1000) -> int:
+def mirror_groups(companion: SolrClient | Collection, ids: Sequence[str] | None = None, *,
+                  batch_size: int = 1000) -> int:
     """Copy the companion's groups into the user's documents where install --fold asked for it (else nothing):
     of ``ids``, or of every document. Only what differs is written, by in-place updates that name the document's
     existence (``_version_`` 1), so a document deleted meanwhile is not brought back. Returns how many were
-    written."""
+    written. A collection that is not in a Solr (:class:`~neardup_solr.solr.memory_collection.MemoryCollection`)
+    is nobody's companion: nothing."""
+    if isinstance(companion, Collection):
+        if not isinstance(companion, SolrCollection):
+            return 0
+        companion = companion.client
     link = read_link(companion)
     if link is None or not link.folds_source:
         return 0

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Sequence
 
 from neardup_solr.signing.settings import TOKEN_FIELDS
-from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params
+from neardup_solr.solr.collection import SolrCollection
 from neardup_solr.solr.client import SolrClient
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class IdfWeights:
         # A whole-collection run over shingles meets tens of millions of distinct tokens; the cache starts over
         # past this many (about 200 MB) rather than growing with the collection.
         self.max_cached = max_cached
-        self.num_docs = max(1, client.count(params=filter_params([USER_DOCUMENTS])))
+        self.num_docs = max(1, SolrCollection(client).count())
         self._df: dict[str, int] = {}
 
     def document_frequencies(self, tokens: Iterable[str], batch: int | None = None) -> dict[str, int]:

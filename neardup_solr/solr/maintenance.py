@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass
 
 from neardup_solr.signing.settings import IndexSettings
-from neardup_solr.solr.queries import ALL_DOCUMENTS, USER_DOCUMENTS, dataset_query, filter_params
+from neardup_solr.solr.collection import SolrCollection
+from neardup_solr.solr.queries import ALL_DOCUMENTS, dataset_query
 from neardup_solr.solr.settings_store import INSTALLED_SETTINGS_FIELD
 from neardup_solr.errors import ForeignCollectionError, NeardupError
 from neardup_solr.solr.recent import recent_adds
@@ -101,7 +102,7 @@ def clear(client: SolrClient, dataset: str | None = None, *, everything: bool = 
     client.commit()
     if everything:
         query = ALL_DOCUMENTS
-        count = client.count(params=filter_params([USER_DOCUMENTS]))
+        count = SolrCollection(client).count()
     else:
         # A query that needs no $param (dataset_query): SolrCloud forwards a delete-by-query to the other shard
         # leaders without the request's parameters, so a reference would clear only the receiving node's shard.

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from neardup_solr.errors import ParameterTypeError, SettingsConflictError, StoredSettingsError, ForeignCollectionError
 from neardup_solr.signing.builder import DocumentBuilder
 from neardup_solr.signing.settings import META_DATASET, SETTINGS_DOC_ID, IndexSettings, unicode_mismatch
-from neardup_solr.solr.queries import USER_DOCUMENTS, filter_params, select_params
+from neardup_solr.solr.collection import SolrCollection
+from neardup_solr.solr.queries import USER_DOCUMENTS, select_params
 from neardup_solr.text import LATEST_NORMALIZER_VERSION
 from neardup_solr.validation import check_int
 from neardup_solr.solr.companion_link import companion_problem, read_link
@@ -38,7 +39,7 @@ def settings_document(settings: IndexSettings) -> dict:
 
 def holds_no_documents(client: SolrClient) -> bool:
     """Whether the collection holds none of the user's documents (the settings and other records aside)."""
-    return client.count(params=filter_params([USER_DOCUMENTS])) == 0
+    return SolrCollection(client).count() == 0
 
 
 def _stored_settings_json(client: SolrClient) -> str | None:
