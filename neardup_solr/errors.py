@@ -308,6 +308,11 @@ class RecordModelError(NeardupError, ValueError):
     the records indexed there (other fields): train it again on the indexed records."""
 
 
+class EncoderError(NeardupError, RuntimeError):
+    """An encoder (the in-package model, or yours) that cannot be loaded, or that answered something other than one
+    finite vector per text."""
+
+
 class UsageError(NeardupError, ValueError):
     """A combination of command-line options the command refuses."""
 
@@ -363,6 +368,7 @@ OUTCOMES: dict[type[BaseException], Outcome] = {
     SparkUnavailableError: Outcome(EXIT_USAGE, 500),
     SparkMemoryError: Outcome(EXIT_USAGE, 500),
     PinnedUnicodeError: Outcome(EXIT_USAGE, 500),
+    EncoderError: Outcome(EXIT_USAGE, 502),
     # bugs
     SignatureDisagreementError: Outcome(EXIT_INTERNAL, 500),
     ClientClosedError: Outcome(EXIT_INTERNAL, 500),

@@ -53,8 +53,8 @@ __all__ = [
 ]
 
 MODES = ("shingles", "minhash", "lsh")
-SIMILARITIES = ("jaccard", "idf")
-METHODS = ("exact", "lsh")
+SIMILARITIES = ("jaccard", "idf", "cosine")
+METHODS = ("exact", "lsh", "knn")
 # The tokens similarity="idf" weighs: the words, or the words and their character 4-grams.
 IDF_TOKENS = ("words", "grams")
 #: ``min_jaccard``'s default for lookups: the collection's own threshold (its stored ``lsh_threshold``).
@@ -317,6 +317,13 @@ class _PairOptions:
         check_float("threshold", self.threshold, "threshold")
         check_choice("similarity", self.similarity, SIMILARITIES)
         check_choice("method", self.method, METHODS)
+        if self.similarity == "cosine" and self.method == "lsh":
+            raise InvalidParameterError("method", "'exact' or 'knn' with similarity 'cosine' (the LSH bands are "
+                                        "of the words; the vectors' candidates come from their own graph)", self.method)
+        if self.method == "knn" and self.similarity != "cosine":
+            raise InvalidParameterError("method", "'exact' or 'lsh' with similarity "
+                                        f"{self.similarity!r} ('knn' walks the graph of the vectors: similarity "
+                                        "'cosine')", self.method)
         _check_weights(self.field_weights)
         check_choice("idf_tokens", self.idf_tokens, IDF_TOKENS, none_ok=True)
         if self.similarity != "idf":
@@ -342,6 +349,9 @@ class _PairOptions:
         if resume and self.method == "lsh":
             raise InvalidParameterError("resume", "False with method 'lsh'", resume,
                                         "an lsh run is one batch job that does not resume: run it again")
+        if resume and self.similarity == "cosine":
+            raise InvalidParameterError("resume", "False with similarity 'cosine'", resume,
+                                        "a run by meaning is one pass that does not resume: run it again")
         if snapshot:
             check_snapshot(self.similarity, self.method)
 
@@ -464,9 +474,13 @@ def report_options_from_given(given: Mapping[str, Any],
         raise InvalidParameterError("threshold", "given with similarity 'idf' (IDF-weighted similarity has a scale "
                                     "of its own: 0.4 finds the restaurant pairs, for example)", None,
                                     show_value=False)
+    if given.get("similarity") == "cosine" and "threshold" not in given:
+        raise InvalidParameterError("threshold", "given with similarity 'cosine' (the cosine of two vectors of meaning "
+                                    "has a scale of its own, which depends on the encoder: docs/meaning.md)", None,
+                                    show_value=False)
     if collection is not None:
         given.setdefault("threshold", collection.lsh_threshold)
-        if "shingles" not in collection.fields:
+        if "shingles" not in collection.fields and given.get("similarity") != "cosine":
             given.setdefault("method", "lsh")
     return _options_of(ThresholdOptions, given)
 

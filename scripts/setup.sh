@@ -17,7 +17,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
    || [ neardup_solr/text/_kernel.c -nt "$stamp" ] || ! kernel_built; then
   echo "setup: installing neardup-solr and its dependencies into .venv"
   log=.venv/pip-install.log
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench,service,parquet,zstd,spark,cloud,docs]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[test,bench,service,parquet,zstd,spark,cloud,docs,meaning]'; } >"$log" 2>&1; then
     tail -30 "$log" >&2
     echo "setup: pip install failed (full log: $log)" >&2
     exit 1

@@ -21,6 +21,7 @@ from typing import Any, Callable, NoReturn, Sequence, TypeVar
 from neardup_solr.errors import EXIT_USAGE, UsageError, InvalidParameterError, SolrUnavailableError
 from neardup_solr.options import WRITEUP_LOOKUP
 from neardup_solr.validation import LIMITS, Limit, check_label, parse_value
+from neardup_solr.signing.encoder import IN_PACKAGE, in_package_encoder
 from neardup_solr.signing.settings import META_DATASET, TOKEN_FIELDS, IndexSettings
 from neardup_solr.solr.companion_link import resolve as resolve_companion
 from neardup_solr.solr.client import RetryPolicy, SolrClient
@@ -304,6 +305,10 @@ def add_index_settings_options(p: argparse.ArgumentParser, *, fields_default: st
                         "the write-up's MinHash mode; 'lsh' alone "
                         "is fastest and enough for LSH lookups and whole-collection dedup; grams: words and their "
                         "character 4-grams, for --similarity idf --idf-tokens grams)")
+    p.add_argument("--encoder", choices=sorted(IN_PACKAGE), default=None,
+                   help="also write each text's vector of meaning, made by this in-package model (wordllama: "
+                        "256 dimensions, in the wordllama package, installed by neardup-solr[meaning]), for "
+                        "--similarity cosine; your own encoder: Python, neardup_solr.use_encoder (docs/meaning.md)")
 
 
 def _fields(raw: str) -> tuple[str, ...]:
@@ -317,7 +322,8 @@ def _fields(raw: str) -> tuple[str, ...]:
 
 INDEX_SETTINGS_FLAGS = {"ngram": "--ngram", "unit": "--unit", "num_hashes": "--num-hashes",
                         "lsh_threshold": "--lsh-threshold", "bands": "--bands", "rows_per_band": "--rows-per-band",
-                        "sample_mod": "--sample-mod", "fields": "--fields", "shingle_tokens": "--shingle-tokens"}
+                        "sample_mod": "--sample-mod", "fields": "--fields", "shingle_tokens": "--shingle-tokens",
+                        "encoder": "--encoder"}
 
 
 def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None":
@@ -327,7 +333,8 @@ def index_settings_from_args(args: argparse.Namespace) -> "IndexSettings | None"
         return None
     given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes,
              "lsh_threshold": args.lsh_threshold, "bands": args.bands, "rows": args.rows_per_band,
-             "sample_mod": args.sample_mod, "fields": args.fields, "shingle_tokens": args.shingle_tokens}
+             "sample_mod": args.sample_mod, "fields": args.fields, "shingle_tokens": args.shingle_tokens,
+             "encoder": in_package_encoder(args.encoder).spec if args.encoder is not None else None}
     # "is not None", never "or": --num-hashes 0 used to mean the default instead of an error.
     return IndexSettings(**{k: v for k, v in given.items() if v is not None})
 

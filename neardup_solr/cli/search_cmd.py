@@ -38,11 +38,12 @@ from neardup_solr.options import (
     LookupReportOptions,
     ReportOptions,
     ShareLookup,
+    SimilarityLookup,
     ThresholdOptions,
     lookup_from_given,
     report_options_from_given,
 )
-from neardup_solr.engine.find import run_report, find_cross_pairs
+from neardup_solr.engine.find import find_cross_pairs, find_similar_documents, run_report
 from neardup_solr.io.outputs import check_output_path
 from neardup_solr.engine.weighted_lsh import IdfSnapshot
 from neardup_solr.io.readers import Record, RecordReader, input_format
@@ -118,6 +119,8 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
                   "with --min-share, which lists every document holding that share of the shingles")
     lookup = lookup_options_from_args(args)
     searcher = open_searcher(args)
+    if isinstance(lookup, SimilarityLookup):
+        return _near_dups_at_threshold(args, searcher, lookup)
     if isinstance(lookup, ShareLookup):
         text = args.text if args.text is not None else searcher.get_by_id(args.id).content
         shared = [(i, share) for i, share in searcher.find_by_shingle_share(text, lookup.min_share) if i != args.id]
@@ -129,7 +132,7 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
             if not shared:
                 print(f"no document holds {lookup.min_share:.0%} of its shingles")
         return 0
-    assert isinstance(lookup, LookupOptions)  # near-dups has no --threshold lookup
+    assert isinstance(lookup, LookupOptions)
     source_label, text = "text", args.text
     if args.id is not None:
         source = searcher.get_by_id(args.id)
@@ -145,6 +148,25 @@ def cmd_near_dups(args: argparse.Namespace) -> int:
         why = (f" at Jaccard >= {limit:g} (the collection's threshold; --min-jaccard 0 keeps every candidate)"
                if collection else " within the limits")
         print(f"no near duplicates of {source_label}{why}")
+    return 0
+
+
+def _near_dups_at_threshold(args: argparse.Namespace, searcher: Searcher, lookup: SimilarityLookup) -> int:
+    """near-dups --threshold: every document at or above it by --similarity (the service's threshold lookup)."""
+    source_label, text = "text", args.text
+    if args.id is not None:
+        source = searcher.get_by_id(args.id)
+        source_label, text = source.id, source.content
+    found = find_similar_documents(searcher, lookup, text, exclude_id=args.id)
+    if args.json:
+        print(json.dumps([{"id": i, "similarity": round(s, 6)} for i, s in found], ensure_ascii=False, indent=2))
+        return 0
+    print(f"{source_label}: {_one_line(text)}")
+    texts = {d["id"]: d.get("content", "") for d in searcher.client.get_by_ids([i for i, _ in found], "id,content")}
+    for doc_id, similarity in found:
+        print(f"  {doc_id}: {_one_line(texts.get(doc_id, ''))}  ({lookup.similarity} {similarity:.3f})")
+    if not found:
+        print(f"no document at {lookup.similarity} >= {lookup.threshold:g}")
     return 0
 
 
@@ -175,6 +197,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.similarity == "idf" and args.threshold is None:
             raise UsageError("--similarity idf needs --threshold: IDF-weighted similarity has a scale of its own "
                              "(0.4 finds the restaurant pairs, for example), not the collection's Jaccard threshold")
+        if args.similarity == "cosine" and args.threshold is None:
+            raise UsageError("--similarity cosine needs --threshold: the cosine of vectors of meaning has a scale of "
+                             "its own, which depends on the encoder (docs/meaning.md), not the collection's Jaccard "
+                             "threshold")
     options = report_options_from_args(args)
     snapshot = _load_snapshot(args)  # a bad file is refused before any Solr work
     check_output_path(args.out)  # before any Solr work
@@ -214,7 +240,8 @@ def lookup_options_from_args(args: argparse.Namespace) -> AnyLookup:
     ranking with --writeup-ranking), checked by the options."""
     given = lookup_given(args)
     lookup = options_from_flags(lambda: lookup_from_given(
-        {**without_no_limit(given), "min_share": args.min_share}, WRITEUP_LOOKUP if args.writeup_ranking else None),
+        {**without_no_limit(given), "min_share": args.min_share, "threshold": args.threshold,
+         "similarity": args.similarity}, WRITEUP_LOOKUP if args.writeup_ranking else None),
         NUM_HASHES_WORDS)
     return with_no_limit(lookup, given) if isinstance(lookup, LookupOptions) else lookup
 
@@ -426,6 +453,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-share", type=number("--min-share", "min_share"), default=None,
                    help="instead: every document holding at least this share of the text's shingles "
                         "(write-up 003's lookup; exact duplicates by MD5 first)")
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
+                   help="instead: every document whose --similarity reaches this (no row cap)")
+    p.add_argument("--similarity", choices=SIMILARITIES, default=None,
+                   help="with --threshold: jaccard of shingles (default), idf (IDF-weighted words), or cosine of the "
+                        "vectors of meaning (a collection indexed with --encoder)")
     p.add_argument("--json", action="store_true")
     add_search_options(p, lookup=True)
     add_solr_options(p)
@@ -474,13 +506,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="every pair with similarity >= this, verified exactly (no row cap, no first-word filter; "
                         "default: the collection's similarity threshold, the --lsh-threshold it was indexed with); "
                         "writes id, neighbor_id, similarity")
-    p.add_argument("--similarity", choices=["jaccard", "idf"], default=None,
-                   help="threshold mode: shingle Jaccard (default) or IDF-weighted word Jaccard (see --idf-tokens)")
-    p.add_argument("--method", choices=["exact", "lsh"], default=None,
+    p.add_argument("--similarity", choices=SIMILARITIES, default=None,
+                   help="threshold mode: shingle Jaccard (default), IDF-weighted word Jaccard (see --idf-tokens), "
+                        "or cosine of the vectors of meaning (a collection indexed with --encoder; needs --threshold)")
+    p.add_argument("--method", choices=METHODS, default=None,
                    help="threshold mode candidates: 'exact' = complete (plain Jaccard: the texts read once and "
-                        "joined in the client; idf: one bounded query per document), "
+                        "joined in the client; idf: one bounded query per document; cosine: every vector against "
+                        "every other in the client), "
                         "'lsh' = LSH bands over exported signatures (fast on large collections; the default on a "
-                        "collection indexed without shingle tokens, as dedupe's are)")
+                        "collection indexed without shingle tokens, as dedupe's are), 'knn' = with cosine, a walk "
+                        "of Solr's HNSW graph of the vectors from every document")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="threshold mode: only pairs within this data set")
     p.add_argument("--field-weights", default=None,
@@ -517,7 +552,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
                    help="similarity a pair must reach (default: with jaccard, the collection's similarity "
                         f"threshold, the --lsh-threshold it was indexed with; with idf, {JoinOptions.threshold})")
-    p.add_argument("--similarity", choices=SIMILARITIES, default=None, help="jaccard (default) or idf")
+    p.add_argument("--similarity", choices=SIMILARITIES, default=None,
+                   help="jaccard (default), idf, or cosine of the vectors of meaning (an indexed side with --encoder: "
+                        "each streamed text encoded, its neighbours found by Solr's HNSW graph, verified)")
     p.add_argument("--method", choices=METHODS, default=None,
                    help="'exact' = one bounded query per streamed record (complete); 'lsh' = the record's LSH bands, "
                         "every candidate verified exactly: with plain Jaccard, records none of whose bands the "

@@ -183,7 +183,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="keep pairs whose exact similarity (see --similarity) is >= this")
     p.add_argument("--out", required=True, help="pairs file (TSV, as report --threshold writes)")
     p.add_argument("--parquet", default=None, help="also write the pairs as a Parquet directory here")
-    p.add_argument("--similarity", choices=SIMILARITIES, default=None,
+    p.add_argument("--similarity", choices=[s for s in SIMILARITIES if s != "cosine"], default=None,
                    help="jaccard of shingle sets (default), or idf: IDF-weighted jaccard of the words, as "
                         "--similarity idf --method lsh does on the Solr side; the IDF snapshot used is written to "
                         "OUT.idf.json")

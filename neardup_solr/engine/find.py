@@ -29,8 +29,8 @@ from typing import Any, Iterable, Iterator, Union
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.readers import Record
 from neardup_solr.io.outputs import is_stdout
-from neardup_solr.options import JoinOptions, LookupReportOptions, ReportOptions, ThresholdOptions
-from neardup_solr.pairs.similar_pairs import SimilarPair, write_pairs
+from neardup_solr.options import JoinOptions, LookupReportOptions, ReportOptions, SimilarityLookup, ThresholdOptions
+from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one as greedy_one_to_one, write_pairs
 from neardup_solr.solr.collection import SolrClient
 from neardup_solr.signing.settings import META_DATASET
 from neardup_solr.solr.searcher import Searcher
@@ -38,10 +38,11 @@ from neardup_solr.validation import check_label
 from neardup_solr.engine.weighted_lsh import snapshot_path, idf_lsh_pairs, idf_lsh_join
 from neardup_solr.engine.threshold import ThresholdFinder, threshold_pairs, join_pairs
 from neardup_solr.engine.report import report_near_dups
+from neardup_solr.engine.meaning import cosine_join, cosine_pairs, similar_by_meaning
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PairsResult", "ReportResult", "find_pairs", "find_cross_pairs", "run_report"]
+__all__ = ["PairsResult", "ReportResult", "find_pairs", "find_cross_pairs", "find_similar_documents", "run_report"]
 
 
 @dataclass
@@ -99,6 +100,20 @@ def _finder(searcher: Searcher, options: ThresholdOptions | JoinOptions):
                            idf_tokens=options.tokens)
 
 
+def find_similar_documents(client: SolrClient | Searcher, lookup: SimilarityLookup, text: str, *,
+                           exclude_id: str | None = None) -> list[tuple[str, float]]:
+    """``(id, similarity)`` of every indexed document at or above ``lookup.threshold`` by ``lookup.similarity``
+    to ``text`` (``exclude_id``, the stored document it came from, left out), best first: the threshold lookup
+    of every front door (near-dups --threshold, /v1/near-dups with threshold, the page)."""
+    if not isinstance(lookup, SimilarityLookup):
+        raise ParameterTypeError("lookup", "a SimilarityLookup", lookup)
+    searcher = _searcher(client)
+    if lookup.similarity == "cosine":
+        return similar_by_meaning(searcher, lookup.threshold, text=text, exclude_id=exclude_id)
+    finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
+    return finder.similar_to_text(text, exclude_id=exclude_id)
+
+
 def find_pairs(
     client: SolrClient | Searcher,
     options: ThresholdOptions,
@@ -125,6 +140,11 @@ def find_pairs(
     check_label("dataset", options.dataset, reserved=(META_DATASET,))
     searcher = _searcher(client)
     started = time.monotonic()
+    if options.similarity == "cosine":
+        pairs = cosine_pairs(searcher, options.threshold, method=options.method, dataset=options.dataset,
+                             workers=max(2, options.lookups_in_flight), progress=progress)
+        _write_batch(pairs, out)
+        return PairsResult(pairs, options, f"cosine_pairs ({options.method})", time.monotonic() - started)
     if options.method == "lsh" and options.similarity == "idf":
         weighted = idf_lsh_pairs(_finder(searcher, options), dataset=options.dataset, snapshot=snapshot,
                                  split_bucket=options.split_bucket)
@@ -162,6 +182,14 @@ def find_cross_pairs(
     options.check_run(resume=resume, snapshot=snapshot is not None)
     searcher = _searcher(client)
     started = time.monotonic()
+    if options.similarity == "cosine":
+        items = [(r.id, r.text) if isinstance(r, Record) else (str(r[0]), r[1]) for r in records]
+        pairs = cosine_join(searcher, items, options.threshold, indexed_dataset=options.indexed_dataset,
+                            workers=options.lookups_in_flight, progress=progress)
+        if options.one_to_one:
+            pairs = greedy_one_to_one(pairs)
+        _write_batch(pairs, out)
+        return PairsResult(pairs, options, "cosine_join", time.monotonic() - started)
     if options.method == "lsh" and options.similarity == "jaccard":
         from neardup_solr.engine.lsh_join import lsh_join
 

@@ -32,7 +32,7 @@ from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.solr.record_model import stored_revision
 from neardup_solr.solr.settings_store import read_index_settings
 from neardup_solr.solr.searcher import Query, Searcher
-from neardup_solr.engine.threshold import ThresholdFinder
+from neardup_solr.engine.find import find_similar_documents
 
 
 class SearcherCache:
@@ -121,9 +121,7 @@ def options_in_force(lookup: AnyLookup) -> dict[str, Any]:
 def run(searcher: Searcher, query: Query, lookup: AnyLookup) -> list[Match]:
     """The near duplicates of ``query`` (a stored document's when ``query.id`` is set, which is left out)."""
     if isinstance(lookup, SimilarityLookup):
-        finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
-        found = finder.similar_to_text(query.text, exclude_id=query.id)
-        return describe(searcher, query, found)
+        return describe(searcher, query, find_similar_documents(searcher, lookup, query.text, exclude_id=query.id))
     if isinstance(lookup, ShareLookup):
         shared = [(i, s) for i, s in searcher.find_by_shingle_share(query.text, lookup.min_share) if i != query.id]
         return describe(searcher, query, shared)

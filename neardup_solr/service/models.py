@@ -38,7 +38,9 @@ class LookupRequest(BaseModel):
         None, description="only candidates with the same first word (the write-up's filter; default off)")
     num_hashes: StrictInt | None = Field(None, description="MinHash values to query with (mode minhash)")
     threshold: float | None = Field(None, description="every document with similarity >= this (no row cap)")
-    similarity: Literal["jaccard", "idf"] | None = Field(None, description="threshold lookups: jaccard or idf")
+    similarity: Literal["jaccard", "idf", "cosine"] | None = Field(
+        None, description="threshold lookups: jaccard, idf, or cosine (vectors of meaning; a collection indexed with "
+                          "an encoder)")
     min_share: float | None = Field(None, description="every document holding this share of the shingles")
     with_text: StrictBool = Field(False, description="include each result's text")
 
@@ -102,8 +104,8 @@ class ReportRequest(BaseModel):
         None, description="the reference write-up's report: one lookup per document, first-word filter, 10 rows, "
                           "word edit distance <= 2 (the lookup options given override them)")
     threshold: float | None = Field(None, description="default: the collection's similarity threshold")
-    similarity: Literal["jaccard", "idf"] | None = None
-    method: Literal["exact", "lsh"] | None = None
+    similarity: Literal["jaccard", "idf", "cosine"] | None = None
+    method: Literal["exact", "lsh", "knn"] | None = None
     dataset: StrictStr | None = None
     field_weights: dict[StrictStr, float] | None = Field(
         None, description="similarity idf on records of several text columns: column -> weight")

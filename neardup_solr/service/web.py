@@ -39,7 +39,7 @@ from neardup_solr.service.diff import word_diff
 from neardup_solr.service.jobs import PAIRS_FILE, run_index, run_report_job, threshold_report_params
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
-WEB_MODES = ("threshold", "lsh", "shingles", "minhash")
+WEB_MODES = ("threshold", "meaning", "lsh", "shingles", "minhash")
 UPLOAD_SUFFIXES = {".txt", ".tsv", ".jsonl", ".json", ".csv"}
 NEAR_THRESHOLD_PAIRS = 10  # the borderline pairs a report page shows side by side
 LARGEST_GROUPS = 10
@@ -105,6 +105,8 @@ def _form_lookup(mode: str, threshold: str, max_edit_distance: str) -> AnyLookup
     value = parse_value("threshold", threshold or "0.5", "threshold")
     if mode == "threshold":
         return lookups.resolve({"threshold": value})
+    if mode == "meaning":
+        return lookups.resolve({"threshold": value, "similarity": "cosine"})
     # The page's one similarity field is the least similarity shown in every mode: people judging by eye set it
     # once, whichever query finds the candidates.
     options: dict[str, Any] = {"mode": mode, "min_jaccard": value}

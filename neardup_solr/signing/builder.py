@@ -12,6 +12,7 @@ import numpy as np
 
 from neardup_solr.errors import InvalidTextError
 from neardup_solr.pairs.lsh import band_keys, band_tokens
+from neardup_solr.signing.encoder import Encoder, encoder_for, vector_field, vector_value
 from neardup_solr.signing.settings import RESERVED_IDS, IndexSettings
 from neardup_solr.signing.tokens import (
     encode_signature,
@@ -48,8 +49,10 @@ def word_tokens(normalizer: Normalizer, text: str) -> list[str]:
 class DocumentBuilder:
     """Computes every field of the Solr documents of a batch, signing the batch in one vectorised pass."""
 
-    def __init__(self, settings: IndexSettings):
+    def __init__(self, settings: IndexSettings, encoder: Encoder | None = None):
         self.settings = settings
+        # The collection's encoder (its settings name it): vectors of meaning beside the signatures.
+        self.encoder = encoder_for(settings.encoder, encoder) if settings.encoder is not None else None
         self.shingler = Shingler(ngram=settings.ngram, unit=settings.unit, seed=settings.seed,
                                  normalizer=settings.normalizer())
         self.unspaced = UnspacedTextCheck(settings.unit)
@@ -151,7 +154,19 @@ class DocumentBuilder:
             out.documents.append(self._document(doc_id, text, normalized, words, count, shingle_value,
                                                 signatures[row], {f: values[row] for f, values in tokens.items()},
                                                 dataset, rest[0] if rest else None))
+        if self.encoder is not None:
+            self._add_vectors(out.documents, [items[index][1] for index, *_ in kept])
         return out
+
+    def _add_vectors(self, documents: list[dict], texts: list[str]) -> None:
+        """The encoder's vector of each document's text, in the field of its dimension (none for a text the
+        encoder finds nothing in)."""
+        assert self.encoder is not None
+        field = vector_field(self.encoder.dimension)
+        for doc, row in zip(documents, self.encoder.encode(texts)):
+            value = vector_value(row)
+            if value is not None:
+                doc[field] = value
 
     def _sign_in_kernel(self, items: Sequence[tuple], out: BuiltBatch,
                         kept: list) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -204,8 +219,11 @@ class DocumentBuilder:
             count = int(np.unique(processed.shingle_hashes).size)
         else:
             shingle_value, count = self.shingle_tokens(processed), len(processed.shingles)
-        return self._document(doc_id, text, processed.normalized, processed.words, count, shingle_value, signature,
-                              {f: values[0] for f, values in tokens.items()}, dataset, None)
+        doc = self._document(doc_id, text, processed.normalized, processed.words, count, shingle_value, signature,
+                             {f: values[0] for f, values in tokens.items()}, dataset, None)
+        if self.encoder is not None:
+            self._add_vectors([doc], [text])
+        return doc
 
     def _document(self, doc_id: str, text: str, normalized: str, words: list[str] | None, num_shingles: int,
                   shingle_value: str | list[str], signature: np.ndarray, signature_tokens_row: dict,

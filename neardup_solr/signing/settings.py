@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.pairs.lsh import LSHParams, recall_params
+from neardup_solr.signing.encoder import VECTOR_DIMENSIONS
 from neardup_solr.text import LATEST_NORMALIZER_VERSION, Normalizer
 from neardup_solr.validation import check_choice, check_float, check_int
 
@@ -94,6 +95,9 @@ class IndexSettings:
     fold_digits: bool = False
     # How shingles are indexed (SHINGLE_FIELDS): "hash" for new collections, "text" for those stored before.
     shingle_tokens: str = "hash"
+    # The encoder whose unit vectors the collection holds beside the signatures (neardup_solr.signing.encoder):
+    # its spec, "name@version/dimension"; None: no vectors (lookups by meaning are refused, naming it).
+    encoder: str | None = None
     # The Unicode version the collection's texts were normalised with. Not compared: it follows from the normaliser
     # and the Python that signed, and ensure_index_settings checks it on its own (refusing to write, warning on
     # lookups). Not filled in here: settings copied with dataclasses.replace to another normaliser version would
@@ -120,6 +124,8 @@ class IndexSettings:
                 and self.unicode_version != normalizer.unicode_version):
             raise InvalidParameterError("unicode_version", f"{normalizer.unicode_version} with normaliser version "
                                         f"{self.normalizer_version} (its Unicode is pinned)", self.unicode_version)
+        if self.encoder is not None:
+            check_encoder_spec(self.encoder)
         if isinstance(self.fields, str) or not isinstance(self.fields, (tuple, list, set, frozenset)):
             raise ParameterTypeError("fields", "a tuple of token field names such as ('lsh',)", self.fields,
                                      f"choose from {', '.join(TOKEN_FIELDS)}")
@@ -137,6 +143,11 @@ class IndexSettings:
             raise InvalidParameterError(
                 "bands", f"such that bands * rows <= num_hashes ({self.num_hashes})", self.bands,
                 f"bands * rows = {self.bands * self.rows}; lower one of them or raise num_hashes")
+
+    @property
+    def vector_dimension(self) -> int | None:
+        """The dimension of the collection's vectors (None: it holds none)."""
+        return int(self.encoder.rsplit("/", 1)[1]) if self.encoder is not None else None
 
     def require(self, kind: str) -> None:
         """Raise a clear error when a query needs a token field this collection was indexed without."""
@@ -186,6 +197,19 @@ class IndexSettings:
         """These settings with ``unicode_version`` the Unicode this Python signs them with (for a collection's
         first writer, and for Spark's driver, whose executors must sign alike)."""
         return replace(self, unicode_version=self.normalizer().unicode_version)
+
+
+def check_encoder_spec(spec: object) -> str:
+    """An encoder's spec as settings record it: ``name@version/dimension``, the dimension one the configset has a
+    vector field for."""
+    if not isinstance(spec, str):
+        raise ParameterTypeError("encoder", "an encoder spec such as 'wordllama-l2_supercat@0.4.0.post1/256'", spec)
+    name, at, rest = spec.partition("@")
+    version, slash, dimension = rest.rpartition("/")
+    if not (name and at and version and slash and dimension.isdigit()) or int(dimension) not in VECTOR_DIMENSIONS:
+        raise InvalidParameterError("encoder", "'name@version/dimension' with a dimension of "
+                                    f"{', '.join(map(str, VECTOR_DIMENSIONS))}", spec)
+    return spec
 
 
 # IndexSettings.unicode_version of settings stored before it was recorded: the first client that writes records its

@@ -1,6 +1,7 @@
 """The candidate searches of the exact engines, beside :class:`~neardup_solr.solr.searcher.Searcher`'s band lookups:
 documents sharing an LSH band with a record (the LSH join), documents whose weighted token overlap reaches a bound
-(the threshold engine), and the records that overlap most with a record (online record matching). Each builds its
+(the threshold engine), the records that overlap most with a record (online record matching), and documents close
+in meaning (their vectors, by the HNSW graph). Each builds its
 query here, from tokens and numbers only, and returns documents; the engines verify them exactly."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from neardup_solr.solr.queries import (
     select_params,
     terms_query,
     top_overlap_params,
+    within_cosine,
 )
 from neardup_solr.solr.searcher import cursor_docs
 
@@ -55,3 +57,14 @@ def most_overlapping(client: SolrClient, field: str, searched: Sequence[tuple[st
         params += rest_params
     params.append(("fl", fields))
     return list(client.select(params)["response"]["docs"])
+
+
+def close_in_meaning(client: SolrClient, field: str, vector: Sequence[float], min_cosine: float, *,
+                     dataset: str | None = None, except_id: str | None = None, page_size: int = 500,
+                     fields: str = "id") -> Iterator[dict]:
+    """The user's documents (of ``dataset``, but ``except_id``) whose vector in ``field`` is within
+    ``min_cosine`` of ``vector`` by the HNSW graph (:func:`~neardup_solr.solr.queries.within_cosine`), a page at
+    a time in id order; ``fields`` to return (the vector field itself, to verify the cosine exactly)."""
+    params = select_params(selection_filters(Selection(dataset=dataset, except_id=except_id)),
+                           query=within_cosine(field, vector, min_cosine), fields=fields, sort="id asc")
+    yield from cursor_docs(client, params, page_size)

@@ -346,3 +346,19 @@ def expand_params(rows: int, group_field: str, filters: Sequence[Filter]) -> Par
     segment yields a document to read."""
     return ([("expand", "true"), ("expand.rows", int(rows))]
             + [("expand.fq", f.query) for f in [*filters, has_group(group_field)]])
+
+
+def vector_text(vector: Sequence[float]) -> str:
+    """A vector as the dense vector query parsers read it: ``[x1,x2,...]`` of numbers we computed."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def within_cosine(field: str, vector: Sequence[float], min_cosine: float, traverse_below: float = 0.1) -> Filter:
+    """Documents whose unit vector in ``field`` has a cosine of at least ``min_cosine`` with ``vector`` (a unit
+    vector), found by walking the HNSW graph (Solr's ``vectorSimilarity`` parser, Lucene's VectorSimilarityQuery) through
+    every node within ``traverse_below`` of that cosine. With the dot-product similarity of unit vectors Lucene's
+    similarity is (1 + cosine) / 2, which both bounds are given in. The vector is a parameter, never pasted."""
+    result = (1.0 + min_cosine) / 2.0
+    traverse = max(0.0, (1.0 + min_cosine - traverse_below) / 2.0)
+    return Filter(f"{{!vectorSimilarity f={field} minReturn={result!r} minTraverse={traverse!r} v=$nd.vec}}",
+                  (("nd.vec", vector_text(vector)),))

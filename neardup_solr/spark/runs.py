@@ -143,6 +143,9 @@ class _SparkPairOptions:
            **rest: Any):
         """The options from plain keywords: ``threshold``, ``similarity`` and ``split_bucket`` make the pair
         options, the rest are this class's fields."""
+        if similarity == "cosine":
+            raise InvalidParameterError("similarity", "'jaccard' or 'idf' on Spark (pairs by meaning are found in "
+                                        "Solr: report --similarity cosine)", similarity)
         return cls(pairs=ThresholdOptions(threshold=threshold, similarity=similarity, method="lsh",
                                           split_bucket=split_bucket), **rest)
 

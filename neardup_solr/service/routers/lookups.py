@@ -33,7 +33,7 @@ def near_dups_of_id(
     first_word_filter: bool | None = None,
     num_hashes: int | None = None,
     threshold: float | None = None,
-    similarity: Literal["jaccard", "idf"] | None = None,
+    similarity: Literal["jaccard", "idf", "cosine"] | None = None,
     min_share: float | None = None,
     with_text: bool = False,
 ) -> Response:

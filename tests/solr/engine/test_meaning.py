@@ -1,0 +1,180 @@
+"""Near duplicates by meaning against a real Solr: vectors written by the indexer, threshold lookups through the
+HNSW graph, reports (exact and knn) and joins, each held to the cosines the encoder gives in NumPy; and the
+refusals (a collection without vectors, a client with another encoder)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from neardup_solr import SettingsConflictError
+from neardup_solr.engine.find import find_cross_pairs, find_pairs, find_similar_documents
+from neardup_solr.engine.meaning import similar_by_meaning, stored_vectors
+from neardup_solr.options import JoinOptions, SimilarityLookup, ThresholdOptions
+from neardup_solr.signing.encoder import CallableEncoder, in_package_encoder, use_encoder
+from neardup_solr.signing.settings import IndexSettings
+from neardup_solr.solr.indexer import Indexer
+from neardup_solr.solr.searcher import Searcher
+
+pytestmark = pytest.mark.solr
+
+TEXTS = {
+    "cat-en": "The cat sat quietly on the warm mat by the kitchen window all afternoon.",
+    "cat-en2": "All afternoon the cat was sitting quietly on the warm mat near the kitchen window.",
+    "cat-de": "Die Katze saß den ganzen Nachmittag ruhig auf der warmen Matte am Küchenfenster.",
+    "bank-en": "The central bank raised interest rates again to slow the rise in consumer prices.",
+    "bank-en2": "Interest rates were raised once more by the central bank to curb rising consumer prices.",
+    "rain-en": "Heavy rain flooded the valley roads and the village was cut off for two days.",
+    "code-en": "To install the package run pip install and then import the module in your script.",
+    "empty": "!!! ??? ...",
+}
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return in_package_encoder()
+
+
+@pytest.fixture
+def indexed(solr, encoder):
+    Indexer(solr, IndexSettings(encoder=encoder.spec)).index_records(TEXTS.items())
+    return solr
+
+
+def _truth(encoder, threshold):
+    ids = [k for k in TEXTS if k != "empty"]
+    vectors = encoder.encode([TEXTS[k] for k in ids]).astype(np.float64)
+    out = {}
+    for (a, va), (b, vb) in itertools.combinations(zip(ids, vectors), 2):
+        cosine = float(np.dot(va, vb))
+        if cosine >= threshold:
+            out[tuple(sorted((a, b)))] = cosine
+    return out
+
+
+def test_index_writes_unit_vectors_the_encoder_gives(indexed, encoder):
+    ids, matrix = stored_vectors(Searcher(indexed))
+    expected = encoder.encode([TEXTS[i] for i in ids])
+    assert matrix.shape == (len(ids), 256)
+    assert np.allclose(matrix, expected, atol=1e-6)
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_lookup_by_meaning_finds_every_document_at_the_threshold_with_its_exact_cosine(indexed, encoder):
+    searcher = Searcher(indexed)
+    truth = _truth(encoder, 0.0)
+    for threshold in (0.3, 0.5, 0.7):
+        found = dict(similar_by_meaning(searcher, threshold, doc_id="cat-en"))
+        expected = {(set(pair) - {"cat-en"}).pop(): cos for pair, cos in truth.items()
+                    if "cat-en" in pair and cos >= threshold}
+        assert set(found) == set(expected)
+        for doc_id, cosine in found.items():
+            assert cosine == pytest.approx(expected[doc_id], abs=1e-5)
+    # A text that is not indexed, through the lookup every front door runs.
+    found = find_similar_documents(searcher, SimilarityLookup(0.5, "cosine"), TEXTS["bank-en2"], exclude_id="bank-en2")
+    assert [doc_id for doc_id, _ in found][:1] == ["bank-en"]
+    assert all(a[1] >= b[1] for a, b in zip(found, found[1:]))
+
+
+@pytest.mark.parametrize("method", ["exact", "knn"])
+def test_a_cosine_report_equals_every_pair_numpy_finds(indexed, encoder, method, tmp_path):
+    for threshold in (0.4, 0.6):
+        truth = _truth(encoder, threshold)
+        result = find_pairs(indexed, ThresholdOptions(threshold=threshold, similarity="cosine", method=method),
+                            out=tmp_path / f"{method}-{threshold}.tsv")
+        found = {(p.id, p.neighbor_id): p.similarity for p in result.pairs}
+        assert set(found) == set(truth)
+        assert all(found[pair] == pytest.approx(truth[pair], abs=1e-5) for pair in found)
+        assert (tmp_path / f"{method}-{threshold}.tsv").read_text().count("\n") == len(found) + 2  # header lines
+    assert len(_truth(encoder, 0.4)) >= 2
+
+
+def test_a_join_by_meaning_pairs_streamed_texts_with_indexed_ones(indexed, encoder):
+    records = [("q1", "The cat was sitting on the mat by the window in the kitchen."),
+               ("q2", "Completely unrelated: the train timetable changes next month.")]
+    result = find_cross_pairs(indexed, records, JoinOptions(threshold=0.6, similarity="cosine"))
+    query = encoder.encode([records[0][1]]).astype(np.float64)[0]
+    stored = dict(zip(*stored_vectors(Searcher(indexed))))
+    expected = {("q1", i) for i, v in stored.items() if float(np.dot(query, v)) >= 0.6}
+    assert {(p.id, p.neighbor_id) for p in result.pairs} == expected
+    assert ("q1", "cat-en") in expected
+
+
+def test_a_collection_without_vectors_is_refused_with_the_way_out(solr):
+    Indexer(solr, IndexSettings()).index_records(list(TEXTS.items())[:3])
+    with pytest.raises(ValueError, match="--encoder"):
+        find_similar_documents(solr, SimilarityLookup(0.5, "cosine"), "a text")
+    with pytest.raises(ValueError, match="--encoder"):
+        find_pairs(solr, ThresholdOptions(threshold=0.5, similarity="cosine"))
+
+
+def test_a_client_with_another_encoder_is_refused_naming_both(indexed, encoder):
+    other = use_encoder(CallableEncoder(lambda texts: np.random.default_rng(0).random((len(texts), 256)),
+                                        name="random", version="1", dimension=256))
+    with pytest.raises(SettingsConflictError) as caught:
+        Indexer(indexed, IndexSettings(encoder=other.spec)).index_records([("new", "a text of another model")])
+    assert other.spec in str(caught.value) and encoder.spec in str(caught.value)
+    assert not indexed.get_by_ids(["new"], "id")  # nothing written
+
+
+def test_your_own_encoder_given_once_indexes_and_looks_up(solr):
+    def fake(texts):  # a deterministic "model": the letters' counts, as a 128-dimensional vector
+        out = np.zeros((len(texts), 128))
+        for row, text in enumerate(texts):
+            for ch in text.lower():
+                out[row, ord(ch) % 128] += 1
+        return out
+
+    mine = use_encoder(CallableEncoder(fake, name="letters", version="2026.12", dimension=128))
+    Indexer(solr, IndexSettings(encoder=mine.spec)).index_records([("a", "abc abc abc"), ("b", "abc abc abd"),
+                                                                   ("c", "xyz xyz xyz")])
+    found = dict(similar_by_meaning(Searcher(solr), 0.9, doc_id="a"))
+    assert set(found) == {"b"}
+    assert found["b"] == pytest.approx(float(np.dot(*[v / np.linalg.norm(v) for v in fake(["abc abc abc",
+                                                                                          "abc abc abd"])])))
+
+
+def test_the_command_line_indexes_with_an_encoder_and_finds_by_meaning(solr, tmp_path, capsys, encoder):
+    from cli_run import run
+
+    data = tmp_path / "texts.tsv"
+    data.write_text("id\ttext\n" + "".join(f"{k}\t{v}\n" for k, v in TEXTS.items() if k != "empty"), encoding="utf-8")
+    code, out, err = run(["index", str(data), "--encoder", "wordllama", "--solr-url", solr.url], capsys)
+    assert code == 0, err
+    code, out, err = run(["near-dups", "cat-en", "--similarity", "cosine", "--threshold", "0.5", "--json",
+                          "--solr-url", solr.url], capsys)
+    assert code == 0, err
+    expected = sorted(((set(p) - {"cat-en"}).pop(), c) for p, c in _truth(encoder, 0.5).items() if "cat-en" in p)
+    assert sorted((m["id"], m["similarity"]) for m in json.loads(out)) == [(i, round(c, 6)) for i, c in expected]
+    out_file = tmp_path / "pairs.tsv"
+    code, out, err = run(["report", "--similarity", "cosine", "--threshold", "0.6", "--method", "knn",
+                          "--out", str(out_file), "--quiet", "--solr-url", solr.url], capsys)
+    assert code == 0, err
+    lines = [line.split("\t") for line in out_file.read_text().splitlines() if not line.startswith(("#", "id\t"))]
+    assert {tuple(sorted(line[:2])) for line in lines} == set(_truth(encoder, 0.6))
+    # Refusals in the command line's words: cosine without a threshold, knn without cosine.
+    code, out, err = run(["report", "--similarity", "cosine", "--out", str(out_file), "--solr-url", solr.url], capsys)
+    assert code == 2 and "--threshold" in err
+    code, out, err = run(["report", "--method", "knn", "--threshold", "0.5", "--out", str(out_file),
+                          "--solr-url", solr.url], capsys)
+    assert code == 2 and "cosine" in err
+
+
+def test_the_service_answers_a_lookup_by_meaning(indexed, tmp_path, encoder):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from neardup_solr.service import ServiceConfig, create_app
+
+    with TestClient(create_app(ServiceConfig(solr_url=indexed.url, jobs_dir=tmp_path / "jobs"))) as api:
+        answer = api.get("/v1/documents/bank-en/near-dups", params={"threshold": 0.5, "similarity": "cosine"})
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["options"] == {"threshold": 0.5, "similarity": "cosine"}
+        expected = {(set(p) - {"bank-en"}).pop() for p in _truth(encoder, 0.5) if "bank-en" in p}
+        assert {m["id"] for m in body["results"]} == expected and "bank-en2" in expected
+        text = api.post("/v1/near-dups", json={"text": TEXTS["cat-en2"], "threshold": 0.5, "similarity": "cosine"})
+        assert text.status_code == 200 and "cat-en2" in {m["id"] for m in text.json()["results"]}
