@@ -10,12 +10,21 @@ SolrCloud collection in ``tests/solr/solr/``). The protocols built on the primit
 :mod:`neardup_solr.solr.claims` and the group numbers of :mod:`neardup_solr.solr.group_fields` — are written
 once, against the port, and run unchanged on either.
 
-What the primitives promise is Solr's own behaviour, named rather than re-invented: a write may carry a
-``_version_`` (-1: only if the id is free; 1: only if the document exists; any other: only if it is at that
-version), a write refused for its version raises :class:`~neardup_solr.errors.SolrRequestError` with status 409 at
-that document (those before it in the request are written, as a single core does), and real-time reads
-(:meth:`Collection.by_ids`) see uncommitted writes while searches (:meth:`Collection.count`, :meth:`pages`,
-:meth:`search_ids`) see only what was committed.
+What the primitives promise is Solr's own behaviour, named rather than re-invented:
+
+- a write may carry a ``_version_``: -1, only if the id is free; 1, only if the document exists; any other, only
+  at that very version. A write refused for its version raises :class:`~neardup_solr.errors.SolrRequestError`
+  with status 409 at that document (those before it in the request are written, as a single core does, and the
+  request's commit is not made); with ``skip_conflicts`` (Solr's ``failOnVersionConflicts=false``) it is skipped
+  instead and the rest go on;
+- a document whose fields are ``{"set": value}`` is an atomic update of those fields (None removes one), every
+  other field kept; a whole document replaces the one of its id; every write gives the document a new, higher
+  ``_version_``;
+- real-time reads (:meth:`Collection.by_ids`) see every write at once and never return the docValues-only group
+  fields; searches (:meth:`Collection.count`, :meth:`pages`, :meth:`search_ids`, :meth:`highest`) see what the
+  last commit made visible;
+- a :class:`~neardup_solr.solr.selection.Selection` never holds the package's own documents (settings, claims,
+  counters: the reserved data set), which only :meth:`Collection.by_ids` and ``highest(field, None)`` see.
 """
 
 from __future__ import annotations

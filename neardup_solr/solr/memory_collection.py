@@ -2,7 +2,7 @@
 :mod:`neardup_solr.solr.collection` as a single Solr core keeps it.
 
 What it is for: the engines' tests without a JVM (an engine given a ``MemoryCollection`` counts, pages, claims,
-versions and groups exactly as on a core, in microseconds), and a user's experiments with the engines' logic
+versions and groups as on a core), and a user's experiments with the engines' logic
 before there is a Solr. ``tests/unit/solr/test_collection_contract.py`` holds it to the same suite as a real
 core and a SolrCloud collection (``tests/solr/solr/test_collection_contract_solr.py``).
 
@@ -23,9 +23,12 @@ What it keeps of Solr, and how:
 - Whole documents replace the one of their id (a None or empty-list value is no value); a document with any
   ``{"op": value}`` field is an atomic update of the fields it names (``set``, None removing the field; ``add``,
   ``add-distinct``, ``remove``, ``inc``), the others kept; of an id not there it makes a document, as Solr does.
-- ``fields`` as Solr's ``fl``: names separated by commas or spaces, ``*`` for every field, globs such as
-  ``nd_*``; ``score`` is ignored. ``*`` and globs leave out ``nd_group`` and ``nd_keep``, which the configset
-  keeps as docValues not used as stored; named, they are returned (by searches and real-time reads alike).
+- ``fields`` as Solr's ``fl``: names separated by commas or spaces, ``*`` (or nothing) for every field, globs
+  such as ``nd_*``; ``score`` is 1 in a search (the port's searches are filters) and nothing in a real-time read.
+  ``nd_group`` and ``nd_keep`` are docValues the configset does not use as stored: a search returns them only
+  when named, a real-time read never (Solr's real-time get leaves them out, named or not).
+- Time to live as the configset's update chain has it: a document written with a ``ttl`` (Solr date math such as
+  ``+30DAYS``) gets ``expire_at`` = now + ttl. Nothing expires, though (Solr's deleter runs once a minute).
 - Selections as :func:`neardup_solr.solr.collection.selection_filters` writes them for Solr: never the
   package's own documents (``dataset`` the reserved data set), which only :meth:`~MemoryCollection.by_ids` and
   ``highest(field, None)`` see; pages in id order (Unicode code point order, which is Solr's order of a string
@@ -33,15 +36,15 @@ What it keeps of Solr, and how:
 
 What it does not do: text search. The candidate lookups (shingle, band and word queries, scores, folded search,
 IDF) stay Solr's, and so do the schema (values are kept as written: a single value is not made a list, nothing is
-left out as unstored, ``nd_group`` is not refused as a string), time to live (``ttl`` is kept as a field, but no
-``expire_at`` is computed and nothing expires), durability across processes, and sharding (it is one core:
-:meth:`~MemoryCollection.is_single_core` is True). Everything lives in one process: two "processes" are two
-threads, which it serialises with one lock.
+left out as unstored, no field is refused for its type), the deletion of expired documents, durability across
+processes, and sharding (it is one core: :meth:`~MemoryCollection.is_single_core` is True). Everything lives in
+one process: two "processes" are two threads, which it serialises with one lock.
 """
 
 from __future__ import annotations
 
 import bisect
+import calendar
 import fnmatch
 import itertools
 import json
@@ -49,7 +52,7 @@ import re
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from neardup_solr.errors import SolrRequestError
 from neardup_solr.signing.settings import META_DATASET
@@ -62,6 +65,14 @@ _NOT_AS_STORED = frozenset(GROUP_FIELDS)
 _ATOMIC_OPERATIONS = frozenset({"set", "add", "add-distinct", "remove", "inc"})
 _FIELD_LIST_SEPARATORS = re.compile(r"[,\s]+")
 _names = itertools.count(1)
+# The configset's time to live: a document's "ttl" (Solr date math, "+30DAYS") gives it "expire_at".
+TTL_FIELD = "ttl"
+EXPIRE_FIELD = "expire_at"
+_DATE_MATH = re.compile(r"([+-])(\d+)([A-Z]+)|/([A-Z]+)")
+_UNITS = {"YEAR": "year", "YEARS": "year", "MONTH": "month", "MONTHS": "month", "DAY": "day", "DAYS": "day",
+          "DATE": "day", "HOUR": "hour", "HOURS": "hour", "MINUTE": "minute", "MINUTES": "minute",
+          "SECOND": "second", "SECONDS": "second", "MILLI": "milli", "MILLIS": "milli", "MILLISECOND": "milli",
+          "MILLISECONDS": "milli"}
 
 
 class MemoryCollection(Collection):
@@ -114,7 +125,8 @@ class MemoryCollection(Collection):
     def by_ids(self, ids: Sequence[str], fields: str = "*", *, from_leaders: bool = False) -> list[dict]:
         wanted = _field_list(fields)
         with self._lock:
-            return [_projected(self._docs[doc_id], wanted) for doc_id in dict.fromkeys(str(i) for i in ids)
+            # As Solr's real-time get: an id asked twice is answered twice, docValues not used as stored never.
+            return [_projected(self._docs[doc_id], wanted, real_time=True) for doc_id in (str(i) for i in ids)
                     if doc_id in self._docs]
 
     def search_ids(self, ids: Sequence[str], fields: str) -> list[dict]:
@@ -153,6 +165,9 @@ class MemoryCollection(Collection):
                     written = _updated(current or {"id": doc_id}, body)
                 else:
                     written = {name: value for name, value in body.items() if value is not None and value != []}
+                    if isinstance(written.get(TTL_FIELD), str):
+                        # The configset's DocExpirationUpdateProcessor: expire_at = NOW + ttl (nothing expires here).
+                        written[EXPIRE_FIELD] = _expiry(doc_id, written[TTL_FIELD], datetime.now(timezone.utc))
                 written["id"] = doc_id
                 written["_version_"] = self._next_version()
                 self._docs[doc_id] = written
@@ -267,27 +282,38 @@ def _copied(value: Any) -> Any:
     return value
 
 
-def _field_list(fields: str) -> tuple[bool, list[str]]:
-    """Solr's ``fl``: (every field, the names and globs named). ``score`` means nothing here; nor may a field be
-    renamed or computed (``alias:field``, functions), which only Solr does."""
-    names = [n for n in _FIELD_LIST_SEPARATORS.split(fields or "") if n and n != "score"]
+class _FieldList(NamedTuple):
+    every: bool  # "*" (or no fl at all)
+    names: list[str]  # names and globs
+    score: bool
+
+
+def _field_list(fields: str) -> _FieldList:
+    """Solr's ``fl``. No field may be renamed or computed (``alias:field``, functions, transformers), which only
+    Solr does."""
+    names = [n for n in _FIELD_LIST_SEPARATORS.split(fields or "") if n]
     for name in names:
         if ":" in name or "(" in name or name.startswith("["):
             raise ValueError(f"MemoryCollection reads fields by name (or *, or a glob), not {name!r}")
-    if not names and not (fields or "").strip():
-        return True, []
-    return "*" in names, [n for n in names if n != "*"]
+    plain = [n for n in names if n not in ("*", "score")]
+    return _FieldList(not names or "*" in names, plain, "score" in names)
 
 
-def _projected(doc: Mapping[str, Any], wanted: tuple[bool, list[str]]) -> dict:
-    """The fields of ``doc`` that ``wanted`` (:func:`_field_list`) asks for, copied."""
-    every, names = wanted
+def _projected(doc: Mapping[str, Any], wanted: _FieldList, *, real_time: bool = False) -> dict:
+    """The fields of ``doc`` that ``wanted`` asks for, copied, as a search returns them (a score of 1: the port's
+    searches are filters), or as a real-time get does (``real_time``: no score, and no docValues that are not
+    used as stored, even named)."""
     out = {}
     for name, value in doc.items():
-        if (every and name not in _NOT_AS_STORED) or name in names or any(
-                ("*" in n or "?" in n) and name not in _NOT_AS_STORED and fnmatch.fnmatchcase(name, n)
-                for n in names):
-            out[name] = _copied(value)
+        if name in _NOT_AS_STORED:
+            if real_time or name not in wanted.names:
+                continue
+        elif not (wanted.every or name in wanted.names
+                  or any(("*" in n or "?" in n) and fnmatch.fnmatchcase(name, n) for n in wanted.names)):
+            continue
+        out[name] = _copied(value)
+    if wanted.score and not real_time:
+        out["score"] = 1.0
     return out
 
 
@@ -322,6 +348,42 @@ def _selected(selection: Selection, doc: Mapping[str, Any]) -> bool:
     if selection.group is not None and _number(doc.get(GROUP_FIELD)) != int(selection.group):
         return False
     return True
+
+
+def _expiry(doc_id: str, ttl: str, now: datetime) -> str:
+    """``now`` moved by Solr date math (``+30DAYS``, ``+1MONTH/DAY``, ...) as Solr writes a date."""
+    math = ttl.strip().upper()
+    moves = list(_DATE_MATH.finditer(math))
+    if not moves or "".join(m.group(0) for m in moves) != math:
+        raise SolrRequestError(f"Can't parse ttl as date math: {ttl!r} (document {doc_id})", status=400)
+    at = now
+    for move in moves:
+        sign, amount, unit, rounding = move.groups()
+        name = _UNITS.get(unit or rounding)
+        if name is None:
+            raise SolrRequestError(f"Can't parse ttl as date math: unit {(unit or rounding)!r} (document {doc_id})",
+                                   status=400)
+        if rounding:
+            at = _rounded(at, name)
+            continue
+        n = int(amount) * (1 if sign == "+" else -1)
+        if name in ("year", "month"):
+            months = at.year * 12 + at.month - 1 + (n * 12 if name == "year" else n)
+            year, month = divmod(months, 12)
+            day = min(at.day, calendar.monthrange(year, month + 1)[1])
+            at = at.replace(year=year, month=month + 1, day=day)
+        else:
+            at += timedelta(**{"days" if name == "day" else "milliseconds" if name == "milli" else f"{name}s": n})
+    millis = at.microsecond // 1000
+    return at.strftime("%Y-%m-%dT%H:%M:%S") + (f".{millis:03d}" if millis else "") + "Z"
+
+
+def _rounded(at: datetime, unit: str) -> datetime:
+    """``at`` rounded down to the start of its ``unit`` (date math's ``/DAY``)."""
+    keep = ["year", "month", "day", "hour", "minute", "second", "milli"].index(unit)
+    return datetime(at.year, at.month if keep >= 1 else 1, at.day if keep >= 2 else 1, at.hour if keep >= 3 else 0,
+                    at.minute if keep >= 4 else 0, at.second if keep >= 5 else 0,
+                    at.microsecond // 1000 * 1000 if keep >= 6 else 0, tzinfo=at.tzinfo)
 
 
 def _number(value: Any) -> float | None:
