@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 _FLOAT32_SLACK = 1e-4
 # Every vector compared with this many others at once at most (the block of products, float32).
 _BLOCK_CELLS = 16_000_000
+# Pairs a report by meaning holds at most before it stops: an encoder that finds most of a corpus alike at the
+# threshold (averaged static embeddings of long texts, templates) would otherwise fill the memory with pairs.
+MAX_PAIRS = 20_000_000
 _PAGE = 1000
 
 
@@ -115,19 +118,29 @@ def stored_vectors(searcher: Searcher, dataset: str | None = None,
     return ids, (np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
 
 
+def _too_many(threshold: float) -> ValueError:
+    return ValueError(f"more than {MAX_PAIRS:,} pairs reach cosine {threshold:g}: the encoder finds most of this "
+                      "collection alike at that threshold (long texts averaged into one vector, templates, one "
+                      "subject). Raise --threshold (docs/meaning.md shows how cosines spread)")
+
+
 def _exact_pairs(ids: list[str], matrix: np.ndarray, threshold: float) -> Iterator[SimilarPair]:
     """Every pair of rows whose cosine reaches ``threshold``, by blocks of float32 products; each pair's cosine is
     then computed again in float64, which decides."""
     n = len(ids)
     block = max(1, _BLOCK_CELLS // max(1, n))
+    found = 0
     for start in range(0, n, block):
         stop = min(n, start + block)
         products = matrix[start:stop] @ matrix[start:].T  # each row against itself and every later row
         rows, cols = np.nonzero(products >= threshold - _FLOAT32_SLACK)
+        later = cols > rows  # column c is row start + c: only the pairs of a row with a later one
+        rows, cols = rows[later], cols[later]
+        found += len(rows)
+        if found > MAX_PAIRS:
+            raise _too_many(threshold)
         for r, c in zip(rows.tolist(), cols.tolist()):
             i, j = start + r, start + c
-            if j <= i:
-                continue
             cosine = float(np.dot(matrix[i].astype(np.float64), matrix[j].astype(np.float64)))
             if cosine >= threshold:
                 yield SimilarPair(ids[i], ids[j], cosine)
@@ -154,6 +167,8 @@ def _knn_pairs(searcher: Searcher, ids: list[str], matrix: np.ndarray, threshold
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for found in pool.map(neighbours, range(len(ids))):
                 seen.update(found)
+                if len(seen) > MAX_PAIRS:
+                    raise _too_many(threshold)
                 bar.update(1)
     finally:
         bar.close()

@@ -69,3 +69,14 @@ def test_your_encoder_is_found_by_its_spec_and_another_is_refused_naming_both():
         DocumentBuilder(IndexSettings(encoder="someone-elses@3/384"))
     with pytest.raises(InvalidParameterError):
         CallableEncoder(lambda t: None, name="x", version="1", dimension=100)  # no vector field of 100
+
+
+def test_a_report_by_meaning_that_would_flood_stops_with_the_way_out(monkeypatch):
+    from neardup_solr.engine import meaning
+
+    monkeypatch.setattr(meaning, "MAX_PAIRS", 3)
+    matrix = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (4, 1))  # four identical vectors: six pairs
+    with pytest.raises(ValueError, match="Raise --threshold"):
+        list(meaning._exact_pairs(["a", "b", "c", "d"], matrix, 0.9))
+    monkeypatch.setattr(meaning, "MAX_PAIRS", 6)
+    assert len(list(meaning._exact_pairs(["a", "b", "c", "d"], matrix, 0.9))) == 6

@@ -1,0 +1,224 @@
+"""Near duplicates by meaning in Solr (issue 50): what the vectors cost and what a cosine finds on the planted corpus.
+
+    flock /tmp/bench.lock python benchmarks/meaning_solr.py --docs 100000
+
+Starts its own local Solr (free port, throwaway data dir). For each N, on the planted corpus of
+:mod:`benchmarks.corpus` (pseudo-words: a lexical corpus, the kind the cosine must not flood):
+
+1. ``index`` without an encoder, then, into an emptied core, with ``--encoder wordllama``: documents/s of each, and
+   the index size of each after a commit and a merge to one segment (the growth a document's vector costs);
+2. lookups by meaning: ``--lookups`` documents chosen at random, each looked up at ``--threshold`` through Solr's
+   HNSW graph (``similar_by_meaning``, what ``near-dups --similarity cosine`` runs): p50/p99;
+3. the whole collection at several cosines, counted exactly in the client (every vector against every other, in
+   blocks): pairs, and the recall of the planted near-duplicate pairs, beside ``report --threshold 0.8 --method
+   lsh`` (Jaccard) on the same corpus: how many more pairs the cosine reports at the recall Jaccard reaches;
+4. ``report --similarity cosine`` at ``--threshold`` with method exact and knn: time, pairs, and the share of the
+   exact pairs the graph walk finds.
+
+Writes ``benchmarks/results/<date>-meaning-solr-<machine>.json`` and ``.md`` (``--out-dir``, ``--machine``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.corpus import generate, iter_documents  # noqa: E402
+from benchmarks.own_collection import index_bytes, percentiles  # noqa: E402
+from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
+from neardup_solr import Indexer, IndexSettings, SolrClient  # noqa: E402
+from neardup_solr.engine.find import find_pairs  # noqa: E402
+from neardup_solr.engine.meaning import similar_by_meaning, stored_vectors  # noqa: E402
+from neardup_solr.options import ThresholdOptions  # noqa: E402
+from neardup_solr.signing.encoder import in_package_encoder  # noqa: E402
+from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
+from neardup_solr.solr.searcher import Searcher  # noqa: E402
+
+COSINES = (0.9, 0.93, 0.95, 0.96, 0.97, 0.98, 0.99)
+_BLOCK_CELLS = 16_000_000
+
+
+def planted_pairs(corpus: Path) -> set[tuple[str, str]]:
+    pairs = set()
+    with open(corpus / "truth.tsv", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith(("#", "id")) or not line.strip():
+                continue
+            a, b = line.split("\t")[:2]
+            pairs.add((min(a, b), max(a, b)))
+    return pairs
+
+
+def count_by_cosine(ids: list[str], matrix: np.ndarray, cosines: Sequence[float],
+                    planted: set[tuple[str, str]]) -> dict[float, dict]:
+    """Pairs at or above each cosine, and the planted pairs among them, counted by blocks (never held)."""
+    n = len(ids)
+    block = max(1, _BLOCK_CELLS // max(1, n))
+    counts = {c: {"pairs": 0, "planted_found": 0} for c in cosines}
+    row_of = {doc_id: i for i, doc_id in enumerate(ids)}
+    planted_rows = {(min(row_of[a], row_of[b]), max(row_of[a], row_of[b]))
+                    for a, b in planted if a in row_of and b in row_of}
+    planted_cos = {pair: float(np.dot(matrix[pair[0]], matrix[pair[1]])) for pair in planted_rows}
+    lowest = min(cosines)
+    for start in range(0, n, block):
+        products = matrix[start:start + block] @ matrix[start:].T
+        rows, cols = np.nonzero(products >= lowest)
+        later = cols > rows
+        values = products[rows[later], cols[later]]
+        for c in cosines:
+            counts[c]["pairs"] += int(np.count_nonzero(values >= c))
+    for c in cosines:
+        counts[c]["planted_found"] = sum(1 for v in planted_cos.values() if v >= c)
+        counts[c]["planted_recall"] = round(counts[c]["planted_found"] / max(1, len(planted_rows)), 4)
+        counts[c]["other_pairs"] = counts[c]["pairs"] - counts[c]["planted_found"]
+    return counts
+
+
+def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> dict:
+    corpus = work / f"corpus-{n}"
+    if not (corpus / "docs.jsonl").exists():
+        generate(n, args.seed, corpus)
+    docs = list(iter_documents(corpus))
+    planted = planted_pairs(corpus)
+    client = SolrClient(f"{solr.base_url}/{solr.core}")
+    out: dict = {"docs": n, "planted_pairs": len(planted)}
+
+    # 1. index without and with the encoder
+    encoder = in_package_encoder()
+    for label, settings in (("words only", IndexSettings()), ("with vectors", IndexSettings(encoder=encoder.spec))):
+        client.delete_all()
+        started = time.monotonic()
+        Indexer(client, settings).index_records(docs)
+        seconds = time.monotonic() - started
+        client.get_json("update", {"optimize": "true", "maxSegments": "1", "waitSearcher": "true"})
+        out[label] = {"seconds": round(seconds, 1), "docs_per_s": round(n / seconds), "index_bytes":
+                      index_bytes(solr.base_url, solr.core)}
+        if label == "words only":
+            jaccard = find_pairs(client, ThresholdOptions(threshold=0.8, method="lsh"))
+            found = {(min(p.id, p.neighbor_id), max(p.id, p.neighbor_id)) for p in jaccard.pairs}
+            out["jaccard_0.8_lsh"] = {"pairs": len(found), "planted_found": len(found & planted),
+                                      "planted_recall": round(len(found & planted) / max(1, len(planted)), 4),
+                                      "seconds": round(jaccard.seconds, 1)}
+    grown = out["with vectors"]["index_bytes"] - out["words only"]["index_bytes"]
+    out["growth_bytes_per_doc"] = round(grown / n)
+    out["encode_docs_per_s"] = _encode_rate(encoder, [t for _, t in docs[:20_000]])
+
+    # 2. lookups by meaning
+    searcher = Searcher(client)
+    rng = random.Random(args.seed)
+    sample = rng.sample([doc_id for doc_id, _ in docs], min(args.lookups, n))
+    for doc_id in sample[:20]:  # warm-up
+        similar_by_meaning(searcher, args.threshold, doc_id=doc_id)
+    times, found_counts = [], []
+    for doc_id in sample:
+        started = time.perf_counter()
+        found_counts.append(len(similar_by_meaning(searcher, args.threshold, doc_id=doc_id)))
+        times.append(time.perf_counter() - started)
+    out["lookup_ms"] = percentiles(times)
+    out["lookup_matches_mean"] = round(float(np.mean(found_counts)), 2)
+
+    # 3. pairs and planted recall by cosine, exactly
+    ids, matrix = stored_vectors(searcher)
+    started = time.monotonic()
+    out["by_cosine"] = {str(c): v for c, v in count_by_cosine(ids, matrix, COSINES, planted).items()}
+    out["count_seconds"] = round(time.monotonic() - started, 1)
+
+    # 4. the report, exact and knn
+    reports = {}
+    for method in ("exact", "knn"):
+        result = find_pairs(client, ThresholdOptions(threshold=args.threshold, similarity="cosine", method=method,
+                                                     workers=2 if method == "knn" else None))
+        reports[method] = {"seconds": round(result.seconds, 1), "pairs": len(result.pairs),
+                           "set": {(p.id, p.neighbor_id) for p in result.pairs}}
+    exact, knn = reports["exact"].pop("set"), reports["knn"].pop("set")
+    reports["knn"]["share_of_exact_pairs"] = round(len(exact & knn) / max(1, len(exact)), 4)
+    out["report_at_threshold"] = reports
+    return out
+
+
+def _encode_rate(encoder, texts: list[str]) -> int:
+    started = time.monotonic()
+    encoder.encode(texts)
+    return round(len(texts) / (time.monotonic() - started))
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# Near duplicates by meaning in Solr ({report['machine']})", "",
+             f"`python benchmarks/meaning_solr.py --docs {','.join(str(r['docs']) for r in report['results'])} "
+             f"--threshold {report['threshold']}`; encoder {report['encoder']}; Solr heap {report['solr_heap']}, one "
+             f"core; load average at start {report['load_average']['start']}, at end {report['load_average']['end']}.",
+             "", "The corpus is `benchmarks/corpus.py`'s planted one: pseudo-word texts with planted near-duplicate "
+             "copies (Jaccard 0.5-1). Pseudo-words mean nothing to an encoder trained on real language, so this is "
+             "the lexical case a cosine mode must not flood.", ""]
+    for r in report["results"]:
+        w, v = r["words only"], r["with vectors"]
+        lines += [f"## {r['docs']:,} documents", "",
+                  "| | index docs/s | index size |", "|---|---:|---:|",
+                  f"| words only (default fields) | {w['docs_per_s']:,} | {w['index_bytes'] / 1e6:,.1f} MB |",
+                  f"| with vectors (`--encoder wordllama`) | {v['docs_per_s']:,} | {v['index_bytes'] / 1e6:,.1f} MB |",
+                  "", f"A vector costs {r['growth_bytes_per_doc']:,} bytes of index a document (stored and HNSW); "
+                  f"encoding alone runs at {r['encode_docs_per_s']:,} documents/s.", "",
+                  f"Lookups by meaning at cosine >= {report['threshold']} (graph walk, verified): p50 "
+                  f"{r['lookup_ms']['p50_ms']} ms, p99 {r['lookup_ms']['p99_ms']} ms over {report['lookups']} documents "
+                  f"({r['lookup_matches_mean']} matches on average).", "",
+                  f"Every pair by cosine, counted exactly ({r['count_seconds']} s), against the "
+                  f"{r['planted_pairs']:,} planted pairs; Jaccard (`report --threshold 0.8 --method lsh`): "
+                  f"{r['jaccard_0.8_lsh']['pairs']:,} pairs, planted recall "
+                  f"{r['jaccard_0.8_lsh']['planted_recall']}.", "",
+                  "| cosine >= | pairs | planted found | planted recall | other pairs |", "|---:|---:|---:|---:|---:|"]
+        for c, row in r["by_cosine"].items():
+            lines.append(f"| {c} | {row['pairs']:,} | {row['planted_found']:,} | {row['planted_recall']} | "
+                         f"{row['other_pairs']:,} |")
+        rep = r["report_at_threshold"]
+        lines += ["", f"`report --similarity cosine --threshold {report['threshold']}`: method exact "
+                  f"{rep['exact']['seconds']} s ({rep['exact']['pairs']:,} pairs), method knn {rep['knn']['seconds']} s "
+                  f"({rep['knn']['pairs']:,} pairs, {rep['knn']['share_of_exact_pairs']:.2%} of the exact ones).", ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", default="100000", help="comma-separated collection sizes")
+    parser.add_argument("--threshold", type=float, default=0.97)
+    parser.add_argument("--lookups", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--heap", default="2g")
+    parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--machine", default=f"{os.cpu_count()}core")
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.docs.split(",") if x.strip()]
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-meaning-"))
+    work.mkdir(parents=True, exist_ok=True)
+    load_at_start = load_average_text()
+    solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
+    solr.start()
+    try:
+        results = [run_size(solr, n, work, args) for n in sizes]
+    finally:
+        solr.stop()
+    report = {"benchmark": "meaning-solr", "machine": args.machine, "platform": platform.platform(),
+              "solr_heap": args.heap, "threshold": args.threshold, "lookups": args.lookups,
+              "encoder": in_package_encoder().spec,
+              "load_average": {"start": load_at_start, "end": load_average_text()}, "results": results}
+    stem = args.out_dir / f"{date.today().isoformat()}-meaning-solr-{args.machine}"
+    write_result_files(stem, report, markdown(report))
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
