@@ -762,3 +762,27 @@ def test_a_deletion_is_found_by_counting_key_ranges_and_reading_only_the_range_t
     monkeypatch.setattr(companion_sync, "find_gone", missing_one)
     user_core.delete(["doc-0010", "doc-0020"])
     assert syncer.reconcile() == 2 and syncer.last_reconcile == "every key"
+
+
+def test_install_with_an_encoder_gives_the_companion_vectors_and_your_collection_stays_untouched(user_core):
+    """Near duplicates by meaning on a collection of yours: the vectors live in the companion, beside the
+    signatures; a rewording is found by cosine, and your documents and schema are byte for byte as they were."""
+    from neardup_solr.signing.encoder import in_package_encoder
+
+    texts = {"a": "The cat sat quietly on the warm mat by the kitchen window all afternoon.",
+             "b": "All afternoon the cat was sitting quietly on the warm mat near the kitchen window.",
+             "c": "Heavy rain flooded the valley roads and the village was cut off for two days."}
+    post_by_other_clients(user_core, [user_doc(i, t, n) for n, (i, t) in enumerate(texts.items())])
+    schema_before, docs_before = user_core.schema(), user_core.raw_documents()
+    code, _, err = run_cli("install", "--solr-url", user_core.url, "--text-field", "body", "--encoder", "wordllama")
+    assert code == 0, err
+    code, out, err = run_cli("backfill", "--solr-url", user_core.url, "--no-progress")
+    assert code == 0, err
+    code, out, err = run_cli("near-dups", "a", "--similarity", "cosine", "--threshold", "0.8", "--json",
+                             "--solr-url", user_core.url)
+    assert code == 0, err
+    vectors = in_package_encoder().encode([texts["a"], texts["b"]])
+    found = json.loads(out)
+    assert [m["id"] for m in found] == ["b"]
+    assert found[0]["similarity"] == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-5)
+    assert user_core.schema() == schema_before and user_core.raw_documents() == docs_before
