@@ -137,17 +137,16 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
     out["count_seconds"] = round(time.monotonic() - started, 1)
 
     # 4. the report, exact and knn (knn is one graph walk a document: up to --knn-max documents)
-    if n > args.knn_max:
-        out["report_at_threshold"] = None
-        return out
-    reports = {}
-    for method in ("exact", "knn"):
+    reports: dict = {}
+    for method in ("exact", "knn") if n <= args.knn_max else ("exact",):
         result = find_pairs(client, ThresholdOptions(threshold=args.threshold, similarity="cosine", method=method,
                                                      workers=2 if method == "knn" else None))
         reports[method] = {"seconds": round(result.seconds, 1), "pairs": len(result.pairs),
                            "set": {(p.id, p.neighbor_id) for p in result.pairs}}
-    exact, knn = reports["exact"].pop("set"), reports["knn"].pop("set")
-    reports["knn"]["share_of_exact_pairs"] = round(len(exact & knn) / max(1, len(exact)), 4)
+    exact = reports["exact"].pop("set")
+    if "knn" in reports:
+        knn = reports["knn"].pop("set")
+        reports["knn"]["share_of_exact_pairs"] = round(len(exact & knn) / max(1, len(exact)), 4)
     out["report_at_threshold"] = reports
     return out
 
@@ -186,13 +185,11 @@ def markdown(report: dict) -> str:
             lines.append(f"| {c} | {row['pairs']:,} | {row['planted_found']:,} | {row['planted_recall']} | "
                          f"{row['other_pairs']:,} |")
         rep = r["report_at_threshold"]
-        if rep is None:
-            lines += ["", f"(`report --similarity cosine --method knn` is measured up to {report['knn_max']:,} "
-                      "documents: one graph walk a document.)", ""]
-            continue
+        knn = (f"method knn {rep['knn']['seconds']} s ({rep['knn']['pairs']:,} pairs, "
+               f"{rep['knn']['share_of_exact_pairs']:.2%} of the exact ones)" if "knn" in rep else
+               f"method knn measured up to {report['knn_max']:,} documents (one graph walk a document)")
         lines += ["", f"`report --similarity cosine --threshold {report['threshold']}`: method exact "
-                  f"{rep['exact']['seconds']} s ({rep['exact']['pairs']:,} pairs), method knn {rep['knn']['seconds']} s "
-                  f"({rep['knn']['pairs']:,} pairs, {rep['knn']['share_of_exact_pairs']:.2%} of the exact ones).", ""]
+                  f"{rep['exact']['seconds']} s ({rep['exact']['pairs']:,} pairs), {knn}.", ""]
     return "\n".join(lines) + "\n"
 
 
