@@ -13,6 +13,7 @@ from neardup_solr.pairs.candidates import DEFAULT_MAX_BUCKET
 from neardup_solr.validation import Limit
 from neardup_solr.cli.common import NEVER_SPLIT, split_bucket_arg, add_solr_options, label, number, open_client, options_from_flags
 from neardup_solr.errors import EXIT_INCOMPLETE, EXIT_REJECTED, UsageError
+from neardup_solr.signing.encoder import IN_PACKAGE, in_package_encoder
 from neardup_solr.signing.settings import IndexSettings
 from neardup_solr.pairs.lsh import LSHParams
 from neardup_solr.engine.weighted_lsh import IdfSnapshot
@@ -25,7 +26,8 @@ def _session(args: argparse.Namespace):
 
 
 def _settings(args: argparse.Namespace):
-    given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes}
+    given = {"ngram": args.ngram, "unit": args.unit, "num_hashes": args.num_hashes,
+             "encoder": in_package_encoder(args.encoder).spec if getattr(args, "encoder", None) else None}
     return IndexSettings(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -103,6 +105,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
+    if not args.to_solr and args.encoder is not None:
+        raise UsageError("--encoder applies to --to-solr only (the vectors go into the documents loaded into Solr; "
+                         "the pairs of a Spark job are by words)")
     pair_options, settings, lsh_params, snapshot = _options(args), _settings(args), _lsh(args), _snapshot(args)
     options = options_from_flags(lambda: SparkDedupeOptions(
         pairs=pair_options, settings=settings, lsh_params=lsh_params, max_bucket=args.max_bucket, snapshot=snapshot,
@@ -251,6 +256,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also load the records into the Solr core/collection as the indexer would, check them, and "
                         "write each document's near-duplicate group into it (nd_group, nd_keep: see groups --to-solr)")
     p.add_argument("--dataset", type=label("--dataset"), default=None, help="data set name for --to-solr")
+    p.add_argument("--encoder", choices=sorted(IN_PACKAGE), default=None,
+                   help="with --to-solr: the documents loaded also carry their vectors of meaning, encoded on the "
+                        "executors by this in-package model (for --similarity cosine in Solr; docs/meaning.md)")
     add_solr_options(p)
     p.set_defaults(func=_explaining_memory_errors(cmd_dedup))
 
