@@ -484,8 +484,6 @@ def main(argv=None) -> int:
     for k, v in _thread_env().items():
         if k.endswith(("_THREADS", "_POLICY")) or k == "TOKENIZERS_PARALLELISM":
             os.environ[k] = v
-    import numpy as np
-
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     started = _uptime()
     a.work.mkdir(parents=True, exist_ok=True)
