@@ -594,3 +594,30 @@ def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list
         assert [m for m in group.members if held[m][1] == 1] == [group.representative]
         assert len({held[m][0] for m in group.members}) == 1
     assert run.groups_in_solr is not None and run.groups_in_solr.groups == len(groups)
+
+
+def test_dedup_to_solr_with_an_encoder_loads_the_vectors_the_indexer_would_write(spark, addresses, solr, solr_url,
+                                                                               tmp_path, capsys):
+    """spark dedup --to-solr --encoder: the executors encode as they load; the vectors in Solr are the in-package
+    model's, as index --encoder writes them, and a lookup by meaning runs on them."""
+    import numpy as np
+
+    from neardup_solr.engine.meaning import similar_by_meaning, stored_vectors
+    from neardup_solr.signing.encoder import in_package_encoder
+    from neardup_solr.solr.searcher import Searcher
+    from neardup_solr.cli import main
+
+    rows = addresses["fodors"][:60]
+    path = tmp_path / "restaurants.tsv"
+    path.write_text("".join(f"{i}\t{t}\n" for i, t in rows), encoding="utf-8")
+    code = main(["spark", "dedup", str(path), "--threshold", "0.5", "--out", str(tmp_path / "pairs.tsv"),
+                 "--to-solr", "--encoder", "wordllama", "--solr-url", solr_url])
+    assert code == 0, capsys.readouterr().err
+    ids, matrix = stored_vectors(Searcher(solr))
+    texts = dict(rows)
+    assert sorted(ids) == sorted(texts)
+    assert np.allclose(matrix, in_package_encoder().encode([texts[i] for i in ids]), atol=1e-6)
+    assert similar_by_meaning(Searcher(solr), 0.99, text=texts[ids[0]])[0][0] == ids[0]
+    code = main(["spark", "dedup", str(path), "--threshold", "0.5", "--out", str(tmp_path / "p2.tsv"),
+                 "--encoder", "wordllama"])
+    assert code == 2 and "--to-solr" in capsys.readouterr().err
