@@ -245,4 +245,5 @@ def cosine_pairs(searcher: Searcher, threshold: float, *, method: str = "exact",
     return pairs
 
 
-__all__ = ["similar_by_meaning", "cosine_pairs", "cosine_join", "stored_vectors", "text_vector", "stored_vector", "vectors_field"]
+__all__ = ["similar_by_meaning", "cosine_pairs", "cosine_join", "stored_vectors", "text_vector", "stored_vector",
+           "vectors_field"]

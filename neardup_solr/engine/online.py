@@ -320,7 +320,8 @@ def _check_again_after_losing_locks(searcher: Searcher, query: Query, doc_id: st
                 doc_id)
     held = band_locks.acquire(client, searcher.band_keys_of(query), doc_id)
     try:
-        collection_of(client).commit(soft=True)  # the taker's add, should the taker have failed before making it visible
+        # The taker's add, should the taker have failed before making it visible.
+        collection_of(client).commit(soft=True)
         matches = find_similar(searcher, query, threshold, exclude_id=doc_id)
         if matches:
             log.warning("check_and_add: %r is removed again: %r, checked while its locks had lapsed, was added "

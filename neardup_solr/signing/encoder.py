@@ -241,8 +241,9 @@ def in_package_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
 
 def encoder_for(spec: str, given: Encoder | None = None) -> Encoder:
     """The encoder a collection recorded as ``spec``: ``given`` when it is that one, else one :func:`use_encoder`
-    was given, else the in-package model of that name and version. Raises :class:`~neardup_solr.errors.SettingsConflictError` naming both when ``given``
-    (or the installed model) is another."""
+    was given, else the in-package model of that name and version. Raises
+    :class:`~neardup_solr.errors.SettingsConflictError` naming both when ``given`` (or the installed model) is
+    another."""
     if given is not None:
         if given.spec != spec:
             raise SettingsConflictError(f"the collection's vectors were made by the encoder {spec}; this client's is "

@@ -247,5 +247,6 @@ class SolrCollection(Collection):
 
 
 __all__ = ["Collection", "SolrCollection", "Selection", "EVERY_DOCUMENT", "SolrTarget", "collection_of",
-           "field_update", "version_of", "SIGNING_FIELDS", "SolrClient", "AddOnceOutcome", "ClaimOutcome", "CLAIM_PREFIX",
-           "CLAIM_LEASE_SECONDS", "claim_id", "GROUP_FIELD", "KEEP_FIELD", "group_update", "selection_filters", "source_filters"]
+           "field_update", "version_of", "SIGNING_FIELDS", "SolrClient", "AddOnceOutcome", "ClaimOutcome",
+           "CLAIM_PREFIX", "CLAIM_LEASE_SECONDS", "claim_id", "GROUP_FIELD", "KEEP_FIELD", "group_update",
+           "selection_filters", "source_filters"]

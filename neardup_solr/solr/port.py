@@ -86,8 +86,8 @@ class CollectionPrimitives(ABC):
             raise
 
     def set_fields(self, updates: Sequence[dict], *, commit_within_ms: int | None = None) -> None:
-        """Send :func:`~neardup_solr.solr.selection.field_update` writes; one whose document moved on to another version is skipped, not
-        failed (it is read and written again on the next pass)."""
+        """Send :func:`~neardup_solr.solr.selection.field_update` writes; one whose document moved on to another
+        version is skipped, not failed (it is read and written again on the next pass)."""
         if updates:
             self.put(list(updates), commit_within_ms=commit_within_ms, skip_conflicts=True)
 

@@ -355,9 +355,10 @@ def vector_text(vector: Sequence[float]) -> str:
 
 def within_cosine(field: str, vector: Sequence[float], min_cosine: float, traverse_below: float = 0.3) -> Filter:
     """Documents whose unit vector in ``field`` has a cosine of at least ``min_cosine`` with ``vector`` (a unit
-    vector), found by walking the HNSW graph (Solr's ``vectorSimilarity`` parser, Lucene's VectorSimilarityQuery) through
-    every node within ``traverse_below`` of that cosine. With the dot-product similarity of unit vectors Lucene's
-    similarity is (1 + cosine) / 2, which both bounds are given in. The vector is a parameter, never pasted.
+    vector), found by walking the HNSW graph (Solr's ``vectorSimilarity`` parser, Lucene's VectorSimilarityQuery)
+    through every node within ``traverse_below`` of that cosine. With the dot-product similarity of unit vectors
+    Lucene's similarity is (1 + cosine) / 2, which both bounds are given in. The vector is a parameter, never
+    pasted.
     ``traverse_below`` 0.3: on the planted corpus (3,000 documents, cosine 0.97) a walk through the nodes within
     0.1 found 77% of the neighbours an exhaustive comparison finds, within 0.2 94%, within 0.4 97.5% (a
     ``{!knn}`` search of the 1,000 nearest, 97.5% too): vectors packed close together make the graph hard to
