@@ -68,6 +68,11 @@ from importlib import metadata
 from itertools import permutations
 from pathlib import Path
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.provenance import write_result_files  # noqa: E402
+
 THREADS = 2
 THRESHOLDS = [round(0.70 + 0.05 * i, 2) for i in range(6)]
 FINE = [round(0.30 + 0.01 * i, 2) for i in range(70)]
@@ -552,12 +557,9 @@ def main(argv=None) -> int:
                       "cpu": cpu, "commands": [cmd_corpus, cmd_self],
                       "corpus": {k: corpus_meta[k] for k in ("docs_per_lang", "pairs", "pairs_total", "trim_chars")}
                       | {"packages": {k: v["version"] for k, v in corpus_meta["packages"].items()}}}
-    a.out_dir.mkdir(parents=True, exist_ok=True)
-    out = a.out_dir / f"{report['meta']['date']}-meaning-models-{machine}.md"
-    out.write_text(render_md(report))
-    if a.json:
-        a.json.write_text(json.dumps(report, indent=1, default=str))
-    print(out)
+    stem = a.out_dir / f"{report['meta']['date']}-meaning-models-{machine}"
+    write_result_files(stem, report, render_md(report), json_path=a.json)
+    print(stem.with_suffix(".md"))
     return 0
 
 
