@@ -46,25 +46,6 @@ _SHARED_WORKER_GROUPS = {
 }
 
 
-# The longest groups, in worker-seconds (measured one group at a time on the 2-core machine, December 2026): the
-# workers take them first, and the many short modules fill in behind them, so that both workers end at about the
-# same time. xdist would otherwise order the groups by their number of tests (``--loadscope-reorder``, its
-# default), and a group of ten minutes could start last.
-_GROUP_SECONDS = {
-    "spark": 750,
-    "faults": 690,
-    "shared-cloud": 450,
-    "tests/doors/docs/test_docs_examples.py": 390,
-    "tree-builds": 150,
-}
-
-
-def pytest_configure(config):
-    if getattr(config.option, "dist", "no") == "loadgroup":
-        # The groups in the order the items come in: the longest first (pytest_collection_modifyitems).
-        config.option.loadscopereorder = False
-
-
 def _worker_group(nodeid: str) -> str | None:
     for group, prefixes in _SHARED_WORKER_GROUPS.items():
         if nodeid.startswith(prefixes):
@@ -84,12 +65,6 @@ def pytest_collection_modifyitems(config, items):
             group = ("shared-cloud" if item.path in on_shared_cloud
                      else _worker_group(item.nodeid) or item.nodeid.split("::", 1)[0])
             item.add_marker(pytest.mark.xdist_group(group))
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's collection: the order the scheduler hands groups out
-        def seconds(item) -> int:
-            mark = item.get_closest_marker("xdist_group")
-            return _GROUP_SECONDS.get(mark.args[0] if mark.args else mark.kwargs.get("name"), 0)
-
-        items.sort(key=seconds, reverse=True)  # stable: a group's and a module's tests keep their order
 
 
 @pytest.fixture(scope="session")
