@@ -57,8 +57,10 @@ def venv_python(version: str, python: str) -> str:
         _pip_install(interpreter, wanted.split("\n"))
         stamp.write_text(wanted)
     # A no-op when the kernel for this interpreter is newer than _kernel.c.
-    subprocess.run([str(interpreter), "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT, check=True,
-                   capture_output=True)
+    build = subprocess.run([str(interpreter), "setup.py", "-q", "build_ext", "--inplace"], cwd=ROOT,
+                           capture_output=True, text=True)
+    if build.returncode != 0:  # its own words, not only an exit status (seen once in a fresh worktree)
+        raise RuntimeError(f"building the kernel for Python {version} failed:\n{build.stderr[-3000:]}")
     return str(interpreter)
 
 
