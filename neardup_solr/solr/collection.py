@@ -133,7 +133,8 @@ def _change_filters(selection: Selection) -> list[Filter]:
     return filters
 
 
-def _filters(selection: Selection) -> list[Filter]:
+def selection_filters(selection: Selection) -> list[Filter]:
+    """The filter queries of ``selection`` (also for the solr layer's own searches that add a main query)."""
     filters = documents_of(selection.dataset)
     if selection.seen is not None:
         filters.append(Filter("md5_hash:[* TO *]" if selection.seen else "-md5_hash:[* TO *]"))
@@ -157,11 +158,6 @@ def source_filters(changes: Selection) -> list[Filter]:
     return _change_filters(changes)
 
 
-def selection_filters(selection: Selection) -> list[Filter]:
-    """The filter queries of ``selection`` (for the solr layer's own searches that add a main query)."""
-    return _filters(selection)
-
-
 class SolrCollection(Collection):
     """The port kept over a :class:`~neardup_solr.solr.client.SolrClient` (a core or a SolrCloud collection)."""
 
@@ -176,11 +172,11 @@ class SolrCollection(Collection):
         return f"SolrCollection({self.client.url!r})"
 
     def count(self, selection: Selection = EVERY_DOCUMENT) -> int:
-        return self.client.count(params=filter_params(_filters(selection)))
+        return self.client.count(params=filter_params(selection_filters(selection)))
 
     def pages(self, selection: Selection, fields: str, page_size: int = 500, *,
               from_leaders: bool = False) -> Iterator[list[dict]]:
-        params = select_params(_filters(selection), fields=fields, sort="id asc")
+        params = select_params(selection_filters(selection), fields=fields, sort="id asc")
         if from_leaders:
             params.append(FROM_LEADERS)
         yield from self.client.cursor_pages(params, page_size, until_short_page=True)
@@ -202,7 +198,7 @@ class SolrCollection(Collection):
         return out
 
     def highest(self, field: str, selection: Selection | None = None) -> Any:
-        filters = _filters(selection) if selection is not None else []
+        filters = selection_filters(selection) if selection is not None else []
         params = select_params(filters, sort=f"{field} desc", fields=field, rows=1) + [FROM_LEADERS]
         docs = self.client.select(params)["response"]["docs"]
         return docs[0].get(field) if docs else None
@@ -211,27 +207,22 @@ class SolrCollection(Collection):
             skip_conflicts: bool = False) -> None:
         if not docs:
             return
-        params: list[tuple[str, object]] = [("wt", "json")]
-        if skip_conflicts:
-            params.append(("failOnVersionConflicts", "false"))
+        params: list[tuple[str, object]] = [("failOnVersionConflicts", "false")] if skip_conflicts else []
         if soft_commit:
             params.append(("softCommit", "true"))
         elif commit_within_ms is not None:
             params.append(("commitWithin", commit_within_ms))
-        self.client.request("POST", "update", params=params,
-                            data=json.dumps(list(docs), ensure_ascii=False).encode("utf-8"),
-                            headers={"Content-Type": "application/json"})
+        self._update(list(docs), params)
 
     def delete(self, ids: Sequence[str], *, soft_commit: bool = False) -> None:
-        if not ids:
-            return
-        if soft_commit:
-            params = [("wt", "json"), ("softCommit", "true")]
-            self.client.request("POST", "update", params=params,
-                                data=json.dumps({"delete": list(ids)}, ensure_ascii=False).encode("utf-8"),
-                                headers={"Content-Type": "application/json"})
-        else:
-            self.client.delete_ids(list(ids))
+        if ids:
+            self._update({"delete": list(ids)}, [("softCommit", "true")] if soft_commit else [])
+
+    def _update(self, body: Any, params: list[tuple[str, object]]) -> None:
+        """One JSON update request (the body encoded here, non-ASCII kept as it is)."""
+        self.client.request("POST", "update", params=[("wt", "json"), *params],
+                            data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                            headers={"Content-Type": "application/json"})
 
     def commit(self, *, soft: bool = False, visible: bool = True) -> None:
         if soft:
