@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
 
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
-from neardup_solr.io.readers import Record
+from neardup_solr.io.readers import Record, record_item
 from neardup_solr.io.outputs import is_stdout
 from neardup_solr.options import JoinOptions, LookupReportOptions, ReportOptions, SimilarityLookup, ThresholdOptions
 from neardup_solr.pairs.similar_pairs import SimilarPair, one_to_one as greedy_one_to_one, write_pairs
@@ -183,7 +183,7 @@ def find_cross_pairs(
     searcher = _searcher(client)
     started = time.monotonic()
     if options.similarity == "cosine":
-        items = [(r.id, r.text) if isinstance(r, Record) else (str(r[0]), r[1]) for r in records]
+        items = [record_item(r)[:2] for r in records]
         pairs = cosine_join(searcher, items, options.threshold, indexed_dataset=options.indexed_dataset,
                             workers=options.lookups_in_flight, progress=progress)
         if options.one_to_one:

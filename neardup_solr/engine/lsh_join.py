@@ -26,7 +26,7 @@ import numpy as np
 from neardup_solr.pairs.allpairs import TOLERANCE, token_sets
 from neardup_solr.pairs.bloom import BloomFilter
 from neardup_solr.pairs.lsh import band_keys, band_tokens
-from neardup_solr.io.readers import Record
+from neardup_solr.io.readers import Record, record_item
 from neardup_solr.engine.report import ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.solr.candidates import sharing_a_band
@@ -120,7 +120,7 @@ def lsh_join(
     searcher.warn_if_bands_miss(threshold)  # the indexed side's bands were chosen for its own threshold
     started = time.perf_counter()
     summary = LshJoinSummary()
-    items = [(r.id, r.text) if isinstance(r, Record) else (str(r[0]), r[1]) for r in records]
+    items = [record_item(r)[:2] for r in records]
     summary.records = len(items)
     filt = None
     if bloom:

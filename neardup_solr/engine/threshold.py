@@ -35,7 +35,7 @@ from neardup_solr.errors import InvalidParameterError, ParameterTypeError
 from neardup_solr.io.outputs import ResumableOutput, digest_of
 from neardup_solr.io.progress import progress_bar
 from neardup_solr.pairs.prefix_filter import count_prefix, weighted_prefix
-from neardup_solr.io.readers import Record
+from neardup_solr.io.readers import Record, record_item
 from neardup_solr.engine.report import iter_documents, ordered_map
 from neardup_solr.pairs._arrays import sorted_jaccard
 from neardup_solr.solr.candidates import reaching_overlap
@@ -401,7 +401,7 @@ def join_pairs(
     ``one_to_one`` keeps each id in at most one pair (see :func:`one_to_one`). With ``out`` the pairs are also
     written there, and ``resume=True`` continues a stopped join after the records it had done.
     """
-    items = [(r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None) for r in records]
+    items = [record_item(r) for r in records]
     with ResumableOutput(out, job="join", resume=resume, unit="records") as output:
         params = {**_finder_params(finder), "indexed_dataset": indexed_dataset, "one_to_one": one_to_one,
                   "indexed_documents": collection_of(finder.client).count(),

@@ -69,7 +69,7 @@ from neardup_solr.pairs.candidates import (
 from neardup_solr.errors import InvalidParameterError
 from neardup_solr.pairs.lsh import LSHParams, optimal_params
 from neardup_solr.io.outputs import write_atomically
-from neardup_solr.io.readers import Record
+from neardup_solr.io.readers import Record, record_item
 from neardup_solr.engine.report import iter_documents
 from neardup_solr.pairs.similar_pairs import id_sort_key
 from neardup_solr.text.weighted import SCHEMES, BoostedMinHash, WeightedMinHash, token_hashes
@@ -449,7 +449,7 @@ def idf_lsh_join(
     sets = TokenSets()
     ids: list[str] = []
     for r in records:
-        rid, text, fields = (r.id, r.text, r.fields) if isinstance(r, Record) else (str(r[0]), r[1], None)
+        rid, text, fields = record_item(r)
         try:
             tokens = finder.word_tokens(text, fields)
         except ValueError as exc:  # as the exact join: a record without words cannot match

@@ -84,6 +84,14 @@ class ReadStats:
 ReadItem = Union[Record, InvalidRecordError]
 
 
+def record_item(record: "Record | tuple") -> tuple[str, str, dict | None]:
+    """``(id, text, fields)`` of a :class:`Record` or of an ``(id, text)`` pair: the streamed side of a join, given
+    either way."""
+    if isinstance(record, Record):
+        return record.id, record.text, record.fields
+    return str(record[0]), record[1], None
+
+
 def guess_format(path: str | Path) -> str:
     """The input format a file name suggests (after a compression suffix such as .gz): .tsv, .jsonl/.ndjson,
     .csv, .parquet/.pq, else 'lines'."""
