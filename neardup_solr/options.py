@@ -45,7 +45,7 @@ from neardup_solr.validation import (
 )
 
 __all__ = [
-    "MODES", "SIMILARITIES", "METHODS", "IDF_TOKENS", "COLLECTION_THRESHOLD", "MinJaccard",
+    "MODES", "SIMILARITIES", "METHODS", "GRAPH_METHODS", "IDF_TOKENS", "COLLECTION_THRESHOLD", "MinJaccard",
     "LookupOptions", "LookupReportOptions", "ThresholdOptions", "JoinOptions", "ReportOptions", "SimilarityLookup",
     "ShareLookup", "AnyLookup", "WRITEUP_LOOKUP", "DEFAULT_SPLIT_BUCKET", "DEFAULT_BLOOM_FP_RATE", "NOT_GIVEN",
     "not_applicable", "check_snapshot", "lookup_from_given", "report_options_from_given", "option_names",
@@ -54,7 +54,9 @@ __all__ = [
 
 MODES = ("shingles", "minhash", "lsh")
 SIMILARITIES = ("jaccard", "idf", "cosine")
-METHODS = ("exact", "lsh", "knn")
+METHODS = ("exact", "lsh", "knn", "hybrid")
+# The methods that find the candidates of a pair by meaning in the HNSW graph (hybrid: and in the LSH bands).
+GRAPH_METHODS = ("knn", "hybrid")
 # The tokens similarity="idf" weighs: the words, or the words and their character 4-grams.
 IDF_TOKENS = ("words", "grams")
 #: ``min_jaccard``'s default for lookups: the collection's own threshold (its stored ``lsh_threshold``).
@@ -244,15 +246,39 @@ WRITEUP_LOOKUP = LookupReportOptions().lookup
 
 @dataclass(frozen=True)
 class SimilarityLookup:
-    """A lookup of every indexed document whose ``similarity`` (exact shingle Jaccard, or IDF-weighted word
-    Jaccard) with the text reaches ``threshold``: no row cap, no first-word filter, no edit-distance limit."""
+    """A lookup of every indexed document whose ``similarity`` (exact shingle Jaccard, IDF-weighted word
+    Jaccard, or the cosine of the vectors of meaning) with the text reaches ``threshold``: no row cap, no
+    first-word filter, no edit-distance limit.
+
+    ``method`` says where a lookup by meaning finds its candidates: ``knn`` (None's meaning there) walks the HNSW
+    graph, ``hybrid`` also takes the documents sharing an LSH band with the text (a lexical copy the walk misses
+    is still found); every candidate is verified by the exact cosine either way. A lookup by words has one way,
+    exact (its bounded query verified): None or ``exact``."""
 
     threshold: float
     similarity: str = "jaccard"
+    method: str | None = None
 
     def __post_init__(self) -> None:
         check_float("threshold", self.threshold, "threshold")
         check_choice("similarity", self.similarity, SIMILARITIES)
+        check_choice("method", self.method, METHODS, none_ok=True)
+        if self.similarity == "cosine" and self.method not in (None, *GRAPH_METHODS):
+            raise InvalidParameterError("method", "'knn' or 'hybrid' with a lookup by similarity 'cosine' (it walks "
+                                        "the graph of the vectors; 'hybrid' adds the documents sharing an LSH "
+                                        "band)", self.method)
+        if self.similarity != "cosine" and self.method not in (None, "exact"):
+            raise InvalidParameterError("method", f"'exact' (or left out) with a lookup by similarity "
+                                        f"{self.similarity!r}, which verifies every candidate of its bounded query "
+                                        "('knn' and 'hybrid' find candidates by meaning: similarity 'cosine')",
+                                        self.method)
+
+    @property
+    def method_in_force(self) -> str:
+        """The method this lookup runs with: the one given, else its similarity's own."""
+        if self.method is not None:
+            return self.method
+        return "knn" if self.similarity == "cosine" else "exact"
 
 
 @dataclass(frozen=True)
@@ -269,9 +295,9 @@ AnyLookup = Union[LookupOptions, SimilarityLookup, ShareLookup]
 
 
 def lookup_from_given(given: Mapping[str, Any], defaults: LookupOptions | None = None) -> AnyLookup:
-    """The lookup a front door was asked for (None: not given): ``threshold`` (with ``similarity``) asks for a
-    :class:`SimilarityLookup`, ``min_share`` for a :class:`ShareLookup`, else the lookup options over
-    ``defaults``. Options of another kind of lookup are refused, never ignored."""
+    """The lookup a front door was asked for (None: not given): ``threshold`` (with ``similarity`` and
+    ``method``) asks for a :class:`SimilarityLookup`, ``min_share`` for a :class:`ShareLookup`, else the lookup
+    options over ``defaults``. Options of another kind of lookup are refused, never ignored."""
     given = {k: v for k, v in given.items() if v is not None}
     search_given = [k for k in option_names(LookupOptions) if k in given]
     if "threshold" in given:
@@ -279,9 +305,12 @@ def lookup_from_given(given: Mapping[str, Any], defaults: LookupOptions | None =
             raise not_applicable(search_given + (["min_share"] if "min_share" in given else []),
                                  "with threshold, which returns every document at or above it (no row cap, no "
                                  "first-word filter, no edit-distance limit)")
-        return SimilarityLookup(given["threshold"], given.get("similarity", SimilarityLookup.similarity))
-    if "similarity" in given:
-        raise not_applicable(["similarity"], "without threshold (it chooses the threshold lookup's similarity)")
+        return SimilarityLookup(given["threshold"], given.get("similarity", SimilarityLookup.similarity),
+                                given.get("method"))
+    about_threshold = [k for k in ("similarity", "method") if k in given]
+    if about_threshold:
+        raise not_applicable(about_threshold, "without threshold (they choose the threshold lookup's similarity "
+                                              "and how its candidates are found)")
     if "min_share" in given:
         if search_given:
             raise not_applicable(search_given, "with min_share, which lists every document holding that share of "
@@ -318,12 +347,13 @@ class _PairOptions:
         check_choice("similarity", self.similarity, SIMILARITIES)
         check_choice("method", self.method, METHODS)
         if self.similarity == "cosine" and self.method == "lsh":
-            raise InvalidParameterError("method", "'exact' or 'knn' with similarity 'cosine' (the LSH bands are "
-                                        "of the words; the vectors' candidates come from their own graph)", self.method)
-        if self.method == "knn" and self.similarity != "cosine":
+            raise InvalidParameterError("method", "'exact', 'knn' or 'hybrid' with similarity 'cosine' (the LSH "
+                                        "bands alone are of the words; 'hybrid' adds them to the graph's "
+                                        "candidates)", self.method)
+        if self.method in GRAPH_METHODS and self.similarity != "cosine":
             raise InvalidParameterError("method", "'exact' or 'lsh' with similarity "
-                                        f"{self.similarity!r} ('knn' walks the graph of the vectors: similarity "
-                                        "'cosine')", self.method)
+                                        f"{self.similarity!r} ({self.method!r} walks the graph of the vectors: "
+                                        "similarity 'cosine')", self.method)
         _check_weights(self.field_weights)
         check_choice("idf_tokens", self.idf_tokens, IDF_TOKENS, none_ok=True)
         if self.similarity != "idf":
@@ -361,8 +391,11 @@ class ThresholdOptions(_PairOptions):
     """Every pair of the collection (or of one ``dataset``) whose similarity reaches ``threshold``.
 
     ``method`` 'exact' finds every pair (prefix-filtered queries, or the texts joined in the client);
-    'lsh' finds the pairs LSH bands make candidates, each verified exactly (fast on large collections).
-    ``workers``: lookups in flight with method exact (default 1; a batch job with lsh, which takes none).
+    'lsh' finds the pairs LSH bands make candidates, each verified exactly (fast on large collections). With
+    similarity 'cosine', 'exact' compares every vector with every other, 'knn' takes the candidates the HNSW graph
+    walk from each document reaches, 'hybrid' those and the documents sharing an LSH band (each pair verified
+    by the exact cosine). ``workers``: lookups in flight with method exact (default 1; a batch job with lsh,
+    which takes none).
     ``split_bucket``: method lsh refines band buckets of more members than this (``None``: never)."""
 
     dataset: str | None = None

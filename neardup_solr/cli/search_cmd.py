@@ -241,7 +241,7 @@ def lookup_options_from_args(args: argparse.Namespace) -> AnyLookup:
     given = lookup_given(args)
     lookup = options_from_flags(lambda: lookup_from_given(
         {**without_no_limit(given), "min_share": args.min_share, "threshold": args.threshold,
-         "similarity": args.similarity}, WRITEUP_LOOKUP if args.writeup_ranking else None),
+         "similarity": args.similarity, "method": args.method}, WRITEUP_LOOKUP if args.writeup_ranking else None),
         NUM_HASHES_WORDS)
     return with_no_limit(lookup, given) if isinstance(lookup, LookupOptions) else lookup
 
@@ -458,6 +458,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", choices=SIMILARITIES, default=None,
                    help="with --threshold: jaccard of shingles (default), idf (IDF-weighted words), or cosine of the "
                         "vectors of meaning (a collection indexed with --encoder)")
+    p.add_argument("--method", choices=METHODS, default=None,
+                   help="with --threshold --similarity cosine: where the candidates come from, 'knn' (default: a walk "
+                        "of Solr's HNSW graph) or 'hybrid' (that walk and the documents sharing an LSH band, which a "
+                        "walk can miss); every candidate verified by its exact cosine. A lookup by words is 'exact'")
     p.add_argument("--json", action="store_true")
     add_search_options(p, lookup=True)
     add_solr_options(p)
@@ -515,7 +519,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "every other in the client), "
                         "'lsh' = LSH bands over exported signatures (fast on large collections; the default on a "
                         "collection indexed without shingle tokens, as dedupe's are), 'knn' = with cosine, a walk "
-                        "of Solr's HNSW graph of the vectors from every document")
+                        "of Solr's HNSW graph of the vectors from every document, 'hybrid' = with cosine, those walks "
+                        "and every pair sharing an LSH band (a copy the walk misses is still found; needs the "
+                        "collection's lsh tokens); every pair verified by its exact similarity")
     p.add_argument("--dataset", type=label("--dataset"), default=None,
                    help="threshold mode: only pairs within this data set")
     p.add_argument("--field-weights", default=None,
@@ -559,7 +565,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="'exact' = one bounded query per streamed record (complete); 'lsh' = the record's LSH bands, "
                         "every candidate verified exactly: with plain Jaccard, records none of whose bands the "
                         "indexed side holds (a Bloom filter) are never queried; with --similarity idf, weighted "
-                        "MinHash bands over both sides")
+                        "MinHash bands over both sides; with --similarity cosine each record is looked up in the "
+                        "HNSW graph ('exact', 'knn'), 'hybrid' adds the indexed documents sharing an LSH band with "
+                        "it")
     p.add_argument("--bloom-fp-rate", type=number("--bloom-fp-rate", "bloom_fp_rate"), default=None,
                    help="--method lsh: share of the records without any indexed band that the Bloom filter still lets "
                         "through to a query (default 0.01)")

@@ -10,6 +10,9 @@ jaccard        exact       :func:`~neardup_solr.engine.threshold.threshold_pairs
 idf            exact       :func:`~neardup_solr.engine.threshold.threshold_pairs` (prefix-filtered queries)
 jaccard        lsh         :func:`~neardup_solr.engine.collection.dedupe_collection`
 idf            lsh         :func:`~neardup_solr.engine.weighted_lsh.idf_lsh_pairs`
+cosine         exact       :func:`~neardup_solr.engine.meaning.cosine_pairs` (every vector against every other)
+cosine         knn         :func:`~neardup_solr.engine.meaning.cosine_pairs` (a graph walk from each document)
+cosine         hybrid      :func:`~neardup_solr.engine.meaning.cosine_pairs` (the walks, and the LSH band buckets)
 =============  ==========  =====================================================================
 
 and for joins :func:`~neardup_solr.engine.threshold.join_pairs`, :func:`~neardup_solr.engine.lsh_join.lsh_join`
@@ -109,7 +112,8 @@ def find_similar_documents(client: SolrClient | Searcher, lookup: SimilarityLook
         raise ParameterTypeError("lookup", "a SimilarityLookup", lookup)
     searcher = _searcher(client)
     if lookup.similarity == "cosine":
-        return similar_by_meaning(searcher, lookup.threshold, text=text, exclude_id=exclude_id)
+        return similar_by_meaning(searcher, lookup.threshold, text=text, exclude_id=exclude_id,
+                                  method=lookup.method_in_force)
     finder = ThresholdFinder(searcher, threshold=lookup.threshold, similarity=lookup.similarity)
     return finder.similar_to_text(text, exclude_id=exclude_id)
 
@@ -184,8 +188,11 @@ def find_cross_pairs(
     started = time.monotonic()
     if options.similarity == "cosine":
         items = [record_item(r)[:2] for r in records]
+        # A join by meaning always looks each record up in the graph (there is no all-against-all of a stream):
+        # 'hybrid' adds the bands, 'exact' and 'knn' are that lookup.
         pairs = cosine_join(searcher, items, options.threshold, indexed_dataset=options.indexed_dataset,
-                            workers=options.lookups_in_flight, progress=progress)
+                            workers=options.lookups_in_flight, progress=progress,
+                            method="hybrid" if options.method == "hybrid" else "knn")
         if options.one_to_one:
             pairs = greedy_one_to_one(pairs)
         _write_batch(pairs, out)

@@ -4,7 +4,8 @@ once, then run through the library.
 The options and their meaning are the command line's (``near-dups``) and the Python API's, from one place
 (:mod:`neardup_solr.options`): ``mode`` shingles|minhash|lsh with ``max_edit_distance``, ``min_jaccard``,
 ``rows``, ``first_word_filter`` and ``num_hashes`` (minhash mode), a :class:`~neardup_solr.options.LookupOptions`;
-or ``threshold`` with ``similarity`` jaccard|idf (every document at or above it, no row cap), a
+or ``threshold`` with ``similarity`` jaccard|idf|cosine (every document at or above it, no row cap; by cosine
+with ``method`` knn|hybrid), a
 :class:`~neardup_solr.options.SimilarityLookup`; or ``min_share``, a :class:`~neardup_solr.options.ShareLookup`.
 An option left out (or null) takes its default there; options that do not apply to the chosen lookup are
 refused, never ignored, as on the command line.
@@ -114,8 +115,14 @@ def resolve(options: dict[str, Any]) -> AnyLookup:
 
 
 def options_in_force(lookup: AnyLookup) -> dict[str, Any]:
-    """The options in force, as the answer reports them (the keys the request gives them by)."""
-    return asdict(lookup)
+    """The options in force, as the answer reports them (the keys the request gives them by). A threshold lookup
+    names its method only where there is a choice (by meaning: knn or hybrid); one by words has only its own."""
+    options = asdict(lookup)
+    if isinstance(lookup, SimilarityLookup):
+        options.pop("method")
+        if lookup.similarity == "cosine":
+            options["method"] = lookup.method_in_force
+    return options
 
 
 def run(searcher: Searcher, query: Query, lookup: AnyLookup) -> list[Match]:

@@ -41,6 +41,9 @@ class LookupRequest(BaseModel):
     similarity: Literal["jaccard", "idf", "cosine"] | None = Field(
         None, description="threshold lookups: jaccard, idf, or cosine (vectors of meaning; a collection indexed with "
                           "an encoder)")
+    method: Literal["exact", "knn", "hybrid"] | None = Field(
+        None, description="threshold lookups by cosine: knn (default: the HNSW graph walk) or hybrid (the walk and "
+                          "the documents sharing an LSH band); a lookup by words is exact")
     min_share: float | None = Field(None, description="every document holding this share of the shingles")
     with_text: StrictBool = Field(False, description="include each result's text")
 
@@ -105,7 +108,7 @@ class ReportRequest(BaseModel):
                           "word edit distance <= 2 (the lookup options given override them)")
     threshold: float | None = Field(None, description="default: the collection's similarity threshold")
     similarity: Literal["jaccard", "idf", "cosine"] | None = None
-    method: Literal["exact", "lsh", "knn"] | None = None
+    method: Literal["exact", "lsh", "knn", "hybrid"] | None = None
     dataset: StrictStr | None = None
     field_weights: dict[StrictStr, float] | None = Field(
         None, description="similarity idf on records of several text columns: column -> weight")

@@ -34,12 +34,13 @@ def near_dups_of_id(
     num_hashes: int | None = None,
     threshold: float | None = None,
     similarity: Literal["jaccard", "idf", "cosine"] | None = None,
+    method: Literal["exact", "knn", "hybrid"] | None = None,
     min_share: float | None = None,
     with_text: bool = False,
 ) -> Response:
     lookup = lookups.resolve(dict(mode=mode, max_edit_distance=max_edit_distance, min_jaccard=min_jaccard,
                                   rows=rows, first_word_filter=first_word_filter, num_hashes=num_hashes,
-                                  threshold=threshold, similarity=similarity, min_share=min_share))
+                                  threshold=threshold, similarity=similarity, method=method, min_share=min_share))
     searcher = request.app.state.searchers.get()
     source = searcher.get_by_id(user_id(doc_id))
     query = searcher.prepare(source.content, source.id)

@@ -1,6 +1,7 @@
 """Near duplicates by meaning against a real Solr: vectors written by the indexer, threshold lookups through the
-HNSW graph, reports (exact and knn) and joins, each held to the cosines the encoder gives in NumPy; and the
-refusals (a collection without vectors, a client with another encoder)."""
+HNSW graph (and the LSH bands: method hybrid), reports (exact, knn, hybrid) and joins, each held to the cosines the
+encoder gives in NumPy; groups and the keep list from a report by meaning; and the refusals (a collection without
+vectors or without band tokens, a client with another encoder)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from neardup_solr import SettingsConflictError
 from neardup_solr.engine.find import find_cross_pairs, find_pairs, find_similar_documents
+from neardup_solr.engine import meaning
 from neardup_solr.engine.meaning import similar_by_meaning, stored_vectors
 from neardup_solr.options import JoinOptions, SimilarityLookup, ThresholdOptions
 from neardup_solr.signing.encoder import CallableEncoder, in_package_encoder, use_encoder
@@ -79,7 +81,7 @@ def test_a_lookup_by_meaning_finds_every_document_at_the_threshold_with_its_exac
     assert all(a[1] >= b[1] for a, b in zip(found, found[1:]))
 
 
-@pytest.mark.parametrize("method", ["exact", "knn"])
+@pytest.mark.parametrize("method", ["exact", "knn", "hybrid"])
 def test_a_cosine_report_equals_every_pair_numpy_finds(indexed, encoder, method, tmp_path):
     for threshold in (0.4, 0.6):
         truth = _truth(encoder, threshold)
@@ -90,6 +92,67 @@ def test_a_cosine_report_equals_every_pair_numpy_finds(indexed, encoder, method,
         assert all(found[pair] == pytest.approx(truth[pair], abs=1e-5) for pair in found)
         assert (tmp_path / f"{method}-{threshold}.tsv").read_text().count("\n") == len(found) + 2  # header lines
     assert len(_truth(encoder, 0.4)) >= 2
+
+
+def test_hybrid_finds_every_pair_knn_finds_and_only_pairs_at_the_threshold(indexed, encoder):
+    searcher = Searcher(indexed)
+    for threshold in (0.3, 0.5, 0.7):
+        truth = _truth(encoder, threshold)
+        knn = {(p.id, p.neighbor_id) for p in find_pairs(searcher, ThresholdOptions(
+            threshold=threshold, similarity="cosine", method="knn")).pairs}
+        hybrid = find_pairs(searcher, ThresholdOptions(threshold=threshold, similarity="cosine", method="hybrid"))
+        assert knn <= {(p.id, p.neighbor_id) for p in hybrid.pairs}
+        assert hybrid.engine == "cosine_pairs (hybrid)"
+        for p in hybrid.pairs:
+            assert p.similarity >= threshold and p.similarity == pytest.approx(truth[(p.id, p.neighbor_id)], abs=1e-5)
+        lookup = SimilarityLookup(threshold, "cosine", "hybrid")
+        found = dict(find_similar_documents(searcher, lookup, TEXTS["cat-en"], exclude_id="cat-en"))
+        assert set(found) == {(set(pair) - {"cat-en"}).pop() for pair in truth if "cat-en" in pair}
+
+
+# A lexical copy of cat-en (one word added: 12 of its 13 word 3-shingles are cat-en's), which shares LSH bands
+# with it at the collection's Jaccard 0.8, unlike cat-en2, which says the same in other words.
+COPY = {"cat-copy": TEXTS["cat-en"] + " Again."}
+
+
+def test_when_the_graph_walk_misses_the_bands_still_find_the_lexical_copy(solr, encoder, monkeypatch):
+    Indexer(solr, IndexSettings(encoder=encoder.spec)).index_records([*TEXTS.items(), *COPY.items()])
+    searcher = Searcher(solr)
+    ids, matrix = stored_vectors(searcher)
+    row = {doc_id: i for i, doc_id in enumerate(ids)}
+    cosine = float(np.dot(matrix[row["cat-en"]].astype(np.float64), matrix[row["cat-copy"]].astype(np.float64)))
+    assert cosine >= 0.9 and float(np.dot(matrix[row["cat-en"]], matrix[row["cat-en2"]])) >= 0.9
+    # HNSW can miss a neighbour on a large graph; on this small one it never does, so the walk is made to lead
+    # nowhere, as a miss would.
+    monkeypatch.setattr(meaning, "close_in_meaning", lambda *args, **kwargs: iter(()))
+    options = {"threshold": 0.9, "similarity": "cosine"}
+    assert find_pairs(searcher, ThresholdOptions(**options, method="knn")).pairs == []
+    hybrid = find_pairs(searcher, ThresholdOptions(**options, method="hybrid")).pairs
+    # The copy is found by its bands and verified by its exact cosine; the rewording, which shares no band, is
+    # the walk's to find and stays missed.
+    assert [(p.id, p.neighbor_id) for p in hybrid] == [("cat-copy", "cat-en")]
+    assert hybrid[0].similarity == pytest.approx(cosine, abs=1e-6)
+    lookup = dict(find_similar_documents(searcher, SimilarityLookup(0.9, "cosine", "hybrid"), TEXTS["cat-en"],
+                                         exclude_id="cat-en"))
+    assert set(lookup) == {"cat-copy"}
+    assert find_similar_documents(searcher, SimilarityLookup(0.9, "cosine"), TEXTS["cat-en"], exclude_id="cat-en") == []
+    assert set(dict(similar_by_meaning(searcher, 0.9, doc_id="cat-copy", method="hybrid"))) == {"cat-en"}
+    joined = find_cross_pairs(searcher, [("q", TEXTS["cat-en"])], JoinOptions(**options, method="hybrid"))
+    assert {p.neighbor_id for p in joined.pairs} == {"cat-en", "cat-copy"}
+    assert find_cross_pairs(searcher, [("q", TEXTS["cat-en"])], JoinOptions(**options, method="knn")).pairs == []
+
+
+def test_hybrid_on_a_collection_without_band_tokens_is_refused_naming_the_way_out(solr, encoder):
+    Indexer(solr, IndexSettings(encoder=encoder.spec, fields=("shingles",))).index_records(TEXTS.items())
+    searcher = Searcher(solr)
+    hybrid = {"threshold": 0.5, "similarity": "cosine", "method": "hybrid"}
+    for attempt in (lambda: find_pairs(searcher, ThresholdOptions(**hybrid)),
+                    lambda: find_similar_documents(searcher, SimilarityLookup(0.5, "cosine", "hybrid"), "a cat"),
+                    lambda: find_cross_pairs(searcher, [("q", "a cat")], JoinOptions(**hybrid))):
+        with pytest.raises(ValueError, match="without band tokens.*--fields including lsh.*'knn'"):
+            attempt()
+    # The graph alone needs no bands.
+    assert find_pairs(searcher, ThresholdOptions(threshold=0.5, similarity="cosine", method="knn")).pairs
 
 
 def test_a_join_by_meaning_pairs_streamed_texts_with_indexed_ones(indexed, encoder):
@@ -149,6 +212,13 @@ def test_the_command_line_indexes_with_an_encoder_and_finds_by_meaning(solr, tmp
     assert code == 0, err
     expected = sorted(((set(p) - {"cat-en"}).pop(), c) for p, c in _truth(encoder, 0.5).items() if "cat-en" in p)
     assert sorted((m["id"], m["similarity"]) for m in json.loads(out)) == [(i, round(c, 6)) for i, c in expected]
+    code, out, err = run(["near-dups", "cat-en", "--similarity", "cosine", "--threshold", "0.5", "--method", "hybrid",
+                          "--json", "--solr-url", solr.url], capsys)
+    assert code == 0, err
+    assert sorted((m["id"], m["similarity"]) for m in json.loads(out)) == [(i, round(c, 6)) for i, c in expected]
+    code, out, err = run(["near-dups", "cat-en", "--threshold", "0.5", "--method", "hybrid", "--solr-url", solr.url],
+                         capsys)
+    assert code == 2 and "--method" in err and "cosine" in err
     out_file = tmp_path / "pairs.tsv"
     code, out, err = run(["report", "--similarity", "cosine", "--threshold", "0.6", "--method", "knn",
                           "--out", str(out_file), "--quiet", "--solr-url", solr.url], capsys)
@@ -173,11 +243,18 @@ def test_the_service_answers_a_lookup_by_meaning(indexed, tmp_path, encoder):
         answer = api.get("/v1/documents/bank-en/near-dups", params={"threshold": 0.5, "similarity": "cosine"})
         assert answer.status_code == 200, answer.text
         body = answer.json()
-        assert body["options"] == {"threshold": 0.5, "similarity": "cosine"}
+        assert body["options"] == {"threshold": 0.5, "similarity": "cosine", "method": "knn"}  # the one in force
         expected = {(set(p) - {"bank-en"}).pop() for p in _truth(encoder, 0.5) if "bank-en" in p}
         assert {m["id"] for m in body["results"]} == expected and "bank-en2" in expected
         text = api.post("/v1/near-dups", json={"text": TEXTS["cat-en2"], "threshold": 0.5, "similarity": "cosine"})
         assert text.status_code == 200 and "cat-en2" in {m["id"] for m in text.json()["results"]}
+        hybrid = api.get("/v1/documents/bank-en/near-dups",
+                         params={"threshold": 0.5, "similarity": "cosine", "method": "hybrid"})
+        assert hybrid.status_code == 200, hybrid.text
+        assert hybrid.json()["options"]["method"] == "hybrid"
+        assert {m["id"] for m in hybrid.json()["results"]} == expected
+        refused = api.post("/v1/near-dups", json={"text": "a cat", "threshold": 0.5, "method": "hybrid"})
+        assert refused.status_code in (400, 422) and "method" in refused.text
 
 
 def test_the_multilingual_model_finds_a_translation_that_the_fast_one_misses(solr):

@@ -291,3 +291,52 @@ def test_lookup_options_from_given_takes_only_known_keys():
     assert LookupOptions.from_given({}, WRITEUP_LOOKUP) == WRITEUP_LOOKUP
     with pytest.raises(InvalidParameterError, match="max_distance"):
         LookupOptions.from_given({"max_distance": 2})  # the Python name is not a request key
+
+
+@pytest.mark.parametrize("cls", [ThresholdOptions, JoinOptions])
+def test_method_hybrid_is_for_similarity_cosine_only(cls):
+    assert cls(threshold=0.9, similarity="cosine", method="hybrid").method == "hybrid"
+    for similarity in ("jaccard", "idf"):
+        with pytest.raises(InvalidParameterError, match="'cosine'") as caught:
+            cls(threshold=0.5, similarity=similarity, method="hybrid")
+        assert caught.value.param == "method"
+    with pytest.raises(InvalidParameterError, match="'hybrid'") as caught:
+        cls(threshold=0.9, similarity="cosine", method="lsh")  # the bands alone are of the words
+    assert caught.value.param == "method"
+
+
+def test_a_threshold_lookup_takes_a_method_only_where_there_is_a_choice():
+    by_meaning = lookup_from_given({"threshold": 0.9, "similarity": "cosine", "method": "hybrid"})
+    assert by_meaning == SimilarityLookup(0.9, "cosine", "hybrid") and by_meaning.method_in_force == "hybrid"
+    assert lookup_from_given({"threshold": 0.9, "similarity": "cosine"}).method_in_force == "knn"
+    assert lookup_from_given({"threshold": 0.5, "method": "exact"}).method_in_force == "exact"
+    for given in ({"threshold": 0.9, "similarity": "cosine", "method": "exact"},
+                  {"threshold": 0.9, "similarity": "cosine", "method": "lsh"},
+                  {"threshold": 0.5, "method": "hybrid"},
+                  {"threshold": 0.5, "similarity": "idf", "method": "knn"}):
+        with pytest.raises(InvalidParameterError) as caught:
+            lookup_from_given(given)
+        assert caught.value.param == "method", given
+
+
+def test_a_lookup_refuses_a_method_without_threshold():
+    from neardup_solr.errors import OptionError
+
+    with pytest.raises(OptionError) as caught:
+        lookup_from_given({"method": "hybrid", "similarity": "cosine"})
+    assert caught.value.options == ["similarity", "method"]
+
+
+def test_the_doors_offer_the_hybrid_method():
+    from neardup_solr.cli.search_cmd import lookup_options_from_args, report_options_from_args
+
+    args = parse(["near-dups", "x", "--threshold", "0.9", "--similarity", "cosine", "--method", "hybrid"])
+    assert lookup_options_from_args(args) == SimilarityLookup(0.9, "cosine", "hybrid")
+    assert report_options_from_args(parse(["report", "--out", "x", "--threshold", "0.9", "--similarity", "cosine",
+                                           "--method", "hybrid"])) == \
+        ThresholdOptions(threshold=0.9, similarity="cosine", method="hybrid")
+    body = service_app.TextLookup(text="t", threshold=0.9, similarity="cosine", method="hybrid")
+    assert lookup_from_given(body.model_dump(exclude={"text", "with_text"})) == SimilarityLookup(0.9, "cosine", "hybrid")
+    report = service_app.ReportRequest(threshold=0.9, similarity="cosine", method="hybrid")
+    assert report_options_from_given(report.model_dump()) == \
+        ThresholdOptions(threshold=0.9, similarity="cosine", method="hybrid")
