@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -27,7 +28,8 @@ from neardup_solr.errors import (
     IndexIncomplete,
     IndexingInterrupted,
 )
-from neardup_solr.engine.dedupe import DedupeOptions, check_files, dedupe_file
+from neardup_solr.engine.dedupe import DEDUPE_SETTINGS, DEDUPE_SIMILARITIES, DedupeOptions, check_files, dedupe_file
+from neardup_solr.options import METHODS
 
 # Rejected records named on the terminal before the summary (all of them are in the rejects file).
 REJECTIONS_PRINTED = 20
@@ -40,17 +42,24 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
         raise UsageError("give --clear (this --dataset) or --clear-all (the whole collection), not both")
     clear = "all" if args.clear_all else "dataset" if args.clear else None
     # The rules are DedupeOptions'; the flags say them in their words.
+    # The similarity's default is the options' own: a flag not given is left out.
+    compared = {"similarity": args.similarity} if args.similarity is not None else {}
     options = options_from_flags(lambda: DedupeOptions(
         threshold=args.threshold, representative=args.representative, dataset=args.dataset, clear=clear,
-        resume=args.resume, batch_size=args.batch_size, workers=args.workers, sign_processes=args.sign_processes),
+        resume=args.resume, batch_size=args.batch_size, workers=args.workers, sign_processes=args.sign_processes,
+        method=args.method, **compared),
         {"clear": "--clear deletes the documents of --dataset first: give --dataset, or --clear-all",
          "resume": "--resume continues a stopped run; --clear/--clear-all would delete what it indexed"})
+    settings = index_settings_from_args(args)
+    if settings is not None and args.fields is None:
+        # --fields' default is dedupe's own (what it reads), also when other settings, --encoder say, are given.
+        settings = dataclasses.replace(settings, fields=DEDUPE_SETTINGS.fields)
     check_files(args.file, args.out, args.format, pairs_out=args.pairs, groups_out=args.groups, keep_out=args.keep,
                 rejects_path=args.rejects)  # before Solr is asked anything
     try:
         summary = dedupe_file(
             open_client(args), args.file, args.out, options=options, fmt=args.format, id_field=args.id_column,
-            text_field=args.text_column, on_decode_error=args.on_decode_error, settings=index_settings_from_args(args),
+            text_field=args.text_column, on_decode_error=args.on_decode_error, settings=settings,
             pairs_out=args.pairs, groups_out=args.groups, keep_out=args.keep, rejects_path=args.rejects,
             progress=not args.quiet)
     except IndexingInterrupted as exc:
@@ -71,7 +80,7 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.json:
         print(json.dumps({k: getattr(summary, k) for k in (
-            "source", "out", "threshold", "records", "kept", "dropped", "rejected", "repeated_ids", "pairs",
+            "source", "out", "threshold", "similarity", "records", "kept", "dropped", "rejected", "repeated_ids", "pairs",
             "groups", "foreign_pairs", "resumed", "rejects_path", "pairs_path", "groups_path", "keep_path")}
                          | {"seconds": round(summary.seconds, 3), "stages": summary.stages,
                             "sign_processes": summary.sign_processes}))
@@ -87,7 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "dedupe", help="write a corpus without its near duplicates (index, pairs, groups, kept records)",
         description="Index a file of records, find every pair with Jaccard >= --threshold (LSH candidates, each "
-                    "verified exactly, as report --method lsh), group the pairs (as groups) and write to --out the "
+                    "verified exactly, as report --method lsh; or with --similarity cosine every pair whose vectors "
+                    "of meaning reach that cosine, as report --similarity cosine), group the pairs (as groups) and write to --out the "
                     "records that are in no pair and each group's representative: the input's own lines (or "
                     "Parquet rows), in input order, in the input's format, compressed by --out's suffix (.gz, "
                     ".bz2, .xz, .zst). Rejected records are named and not written. A stopped run continues with "
@@ -95,8 +105,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="the input file (lines, TSV, JSONL, CSV or Parquet; compressed files are read as "
                                 "they are); read more than once, so not standard input")
     p.add_argument("--out", required=True, help="the deduplicated records (written complete or not at all)")
-    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=0.8,
-                   help="Jaccard similarity of a pair of near duplicates (default 0.8)")
+    p.add_argument("--threshold", type=number("--threshold", "threshold"), default=None,
+                   help="similarity of a pair of near duplicates (Jaccard: default 0.8; --similarity cosine needs "
+                        "one, its scale depends on the encoder: docs/meaning.md)")
+    p.add_argument("--similarity", choices=DEDUPE_SIMILARITIES, default=None,
+                   help="jaccard of the shingles (default), or cosine of the vectors of meaning (needs --encoder "
+                        "and --threshold)")
+    p.add_argument("--method", choices=METHODS, default=None,
+                   help="how the pairs are found: 'lsh' with jaccard (the only one: dedupe indexes band tokens, not "
+                        "shingles); with cosine 'exact' (default: every vector against every other), 'knn' or "
+                        "'hybrid' (report --similarity cosine's methods)")
     p.add_argument("--representative", choices=["earliest", "longest"], default="earliest",
                    help="which record of a group is kept: the smallest id (default) or the longest text")
     p.add_argument("--format", choices=["lines", "tsv", "jsonl", "csv", "parquet"], default=None,

