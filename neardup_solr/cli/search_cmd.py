@@ -28,6 +28,7 @@ from neardup_solr.cli.common import (
 )
 from neardup_solr.options import (
     DEFAULT_SPLIT_BUCKET,
+    GRAPH_METHODS,
     METHODS,
     SIMILARITIES,
     WRITEUP_LOOKUP,
@@ -458,7 +459,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", choices=SIMILARITIES, default=None,
                    help="with --threshold: jaccard of shingles (default), idf (IDF-weighted words), or cosine of the "
                         "vectors of meaning (a collection indexed with --encoder)")
-    p.add_argument("--method", choices=METHODS, default=None,
+    p.add_argument("--method", choices=("exact", *GRAPH_METHODS), default=None,
                    help="with --threshold --similarity cosine: where the candidates come from, 'knn' (default: a walk "
                         "of Solr's HNSW graph) or 'hybrid' (that walk and the documents sharing an LSH band, which a "
                         "walk can miss); every candidate verified by its exact cosine. A lookup by words is 'exact'")
