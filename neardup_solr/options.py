@@ -307,7 +307,7 @@ def lookup_from_given(given: Mapping[str, Any], defaults: LookupOptions | None =
                                  "first-word filter, no edit-distance limit)")
         return SimilarityLookup(given["threshold"], given.get("similarity", SimilarityLookup.similarity),
                                 given.get("method"))
-    about_threshold = [k for k in ("similarity", "method") if k in given]
+    about_threshold: list[str] = [k for k in ("similarity", "method") if k in given]
     if about_threshold:
         raise not_applicable(about_threshold, "without threshold (they choose the threshold lookup's similarity "
                                               "and how its candidates are found)")

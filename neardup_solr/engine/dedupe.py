@@ -148,6 +148,7 @@ class DedupeOptions:
 
     def pair_options(self) -> ThresholdOptions:
         """The report these options find their pairs with (``report``'s options: the same rules, the same engine)."""
+        assert self.threshold is not None and self.method is not None  # __post_init__ fills them
         return ThresholdOptions(threshold=self.threshold, similarity=self.similarity, method=self.method,
                                 dataset=self.dataset)
 
@@ -360,8 +361,8 @@ def dedupe_file(
         threshold=threshold, representative=representative, dataset=dataset, clear=clear, resume=resume,
         batch_size=batch_size, workers=workers, sign_processes=sign_processes, similarity=similarity,
         method=method))
-    threshold, representative, dataset, resume = run.threshold, run.representative, run.dataset, run.resume
-    assert threshold is not None  # the options fill it
+    representative, dataset, resume = run.representative, run.dataset, run.resume
+    threshold = run.pair_options().threshold
     check_str("id_field", id_field)
     check_str("text_field", text_field)
     check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
