@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -185,9 +186,14 @@ class NetCloud:
         self.lab.popen("zk", java_command("128m", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain",
                                           str(cfg), props={"zookeeper.admin.enableServer": "false"}),
                        zk_dir / "zookeeper.out")
+        deadline = time.monotonic() + timeout
+        # A node gives up on ZooKeeper after 30 s, and on a loaded machine ZooKeeper's own start took longer
+        # (a suite run on 6 December: "Could not connect to ZooKeeper ... within 30000 ms"): nodes start after it.
+        while not self.zk_answers():
+            assert time.monotonic() < deadline, f"ZooKeeper did not start; see {zk_dir / 'zookeeper.out'}"
+            time.sleep(0.5)
         for name in self.nodes:
             self.start_node(name, classpath)
-        deadline = time.monotonic() + timeout
         for name in self.nodes:
             while not self.answers(name):
                 assert time.monotonic() < deadline, f"Solr node {name} did not start; see {self.workdir / name}"
@@ -222,6 +228,14 @@ class NetCloud:
                                 "root"], capture_output=True)
             return
         self.impairment_file(name).write_text(json.dumps({"delay_ms": delay_ms, "loss": loss}))
+
+    def zk_answers(self) -> bool:
+        try:
+            with socket.create_connection((self.lab.address["zk"], self.ZK_PORT), timeout=2) as sock:
+                sock.sendall(b"ruok")
+                return sock.recv(16) == b"imok"
+        except OSError:
+            return False
 
     def answers(self, name: str) -> bool:
         try:

@@ -20,6 +20,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -192,8 +193,12 @@ def test_a_node_cut_off_during_a_report_loses_or_invents_no_pair(cloud, tmp_path
     assert again == clean
 
 
+# Longer than a node's ZooKeeper session (30 s), so the cluster gives the cut node up during the race: strict adds
+# then end while it is away (21 of 60 in a trial run), the rest after the heal, during its replicas' recovery.
+_CUT_SECONDS = float(os.environ.get("NEARDUP_CUT_SECONDS", "45"))
+
 _ADDER = """
-import json, sys
+import json, sys, time
 from neardup_solr.engine.online import check_and_add
 from neardup_solr.solr.client import RetryPolicy, SolrClient
 # min_replicas=2: a claim only the cut-off leader acknowledged is lost with it when a replica takes over, and
@@ -203,7 +208,8 @@ strict = sys.argv[3] == "strict"
 out = []
 for doc_id, text in json.loads(sys.argv[2]):
     # Strict: near duplicates at the collection's threshold; otherwise identical texts at 0.9.
-    out.append([doc_id, check_and_add(client, doc_id, text, None if strict else 0.9, strict=strict).added])
+    added = check_and_add(client, doc_id, text, None if strict else 0.9, strict=strict).added
+    out.append([doc_id, added, time.time()])
 print(json.dumps(out))
 """
 
@@ -215,16 +221,33 @@ def _race_with_a_node_cut(cloud, work: dict, strict: bool) -> tuple[set, list]:
                                "strict" if strict else "claims"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for side in ("a", "b")]
     victim = cloud.nodes[2]
-    timer = threading.Timer(2.0, cloud.lab.cut, args=(victim,))
-    timer.start()
+    # The cut starts 2 s in and lasts _CUT_SECONDS, so the adds meet the cut, the heal and the replicas' recovery.
+    # A cut until both processes had finished made the pair of race tests take 190-300 s in the suite; 120 s now.
+    when: dict[str, float] = {}
+
+    def at(step: str, act) -> None:
+        act(victim)
+        when[step] = time.time()
+
+    cut = threading.Timer(2.0, at, args=("cut", cloud.lab.cut))
+    heal = threading.Timer(2.0 + _CUT_SECONDS, at, args=("healed", cloud.lab.heal))
+    cut.start()
+    heal.start()
     try:
         outputs = [proc.communicate(timeout=600) for proc in procs]
     finally:
-        timer.join()
+        cut.join()
+        heal.cancel()
         cloud.lab.heal(victim)
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err[-2000:]
-    added = {doc_id for out, _ in outputs for doc_id, was_added in json.loads(out) if was_added}
+    results = [row for out, _ in outputs for row in json.loads(out)]
+    finished = sorted(t for _, _, t in results)
+    # The node was cut while the processes were still adding (a race over before the cut would test nothing).
+    assert "cut" in when and finished[-1] > when["cut"], (when, finished)
+    during = sum(when["cut"] <= t < when.get("healed", float("inf")) for t in finished)
+    print(f"{len(finished)} adds: {during} ended while the node was cut, {sum(t >= when.get('healed', float('inf')) for t in finished)} after the heal")
+    added = {doc_id for doc_id, was_added, _ in results if was_added}
     return added, [err[-3000:] for _, err in outputs]
 
 
