@@ -7,7 +7,8 @@ A page's fenced blocks are run by their language:
   ports and data directories of the Solr the test uses are masked on both sides; ``...`` in an expected line
   matches anything.
 - ``bash``: the whole block runs as one ``set -e`` script and must succeed.
-- ``python``: the block runs in this process, in one namespace per page, in the page's directory.
+- ``python``: the block runs in one Python process per page (``docs_python.py``), in one namespace, in the page's
+  directory, as a reader's session would.
 
 Other blocks (``text``, plain fences) are displays and are not run. A block that cannot run here says why in an
 HTML comment on the line before its fence, which readers of the rendered page do not see:
@@ -22,13 +23,17 @@ compared as console output is.
 
 from __future__ import annotations
 
-import contextlib
-import io
+import json
 import os
 import re
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
+
+from repo_paths import REPO
 
 RUN_LANGUAGES = ("console", "bash", "python")
 DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(skip|run-only|output)\s*(?:\((.+)\))?\s*-->\s*$")
@@ -156,8 +161,9 @@ class PageRun:
     directory: Path
     env: dict[str, str]
     replacements: list[tuple[str, str]]  # (what the test's run prints, what the page shows)
-    namespace: dict = field(default_factory=dict)
     python_output: list[str] = field(default_factory=list)
+    interpreter: subprocess.Popen | None = None
+    interpreter_log: IO[bytes] | None = None
     ran: list[str] = field(default_factory=list)
     # Output that differs from the page is collected, and the page runs on, so one run shows every drift.
     mismatches: list[str] = field(default_factory=list)
@@ -219,22 +225,43 @@ class PageRun:
             self.rewritten.append((block, printed if printed.endswith("\n") else printed + "\n"))
 
     def _python(self, block: Block) -> None:
-        buffer = io.StringIO()
-        previous_dir, previous_env = Path.cwd(), dict(os.environ)
-        os.chdir(self.directory)
-        os.environ.clear()
-        os.environ.update(self.env)
-        try:
-            with contextlib.redirect_stdout(buffer):
-                exec(compile(block.code, block.where, "exec"), self.namespace)
-        except Exception as exc:
+        if self.interpreter is None:
+            self.interpreter_log = tempfile.TemporaryFile()
+            # The checkout on the path, as for a reader who runs the page there (records.md imports benchmarks/).
+            env = {**self.env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), self.env.get("PYTHONPATH")]))}
+            self.interpreter = subprocess.Popen([sys.executable, str(Path(__file__).with_name("docs_python.py"))],
+                                                cwd=self.directory, env=env, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=self.interpreter_log, text=True)
+        assert self.interpreter.stdin is not None and self.interpreter.stdout is not None
+        self.interpreter.stdin.write(json.dumps({"code": block.code, "where": block.where}) + "\n")
+        self.interpreter.stdin.flush()
+        line = self.interpreter.stdout.readline()
+        answer = json.loads(line) if line else {"printed": "", "error": f"the interpreter ended:\n{self._log_tail()}"}
+        self.python_output.append(answer["printed"])
+        if answer["error"]:
             earlier = "".join(f"\n\nearlier, {mismatch}" for mismatch in self.mismatches)
-            raise AssertionError(f"{block.where} failed: {exc!r}\n{block.code}{earlier}") from exc
-        finally:
-            os.chdir(previous_dir)
-            os.environ.clear()
-            os.environ.update(previous_env)
-            self.python_output.append(buffer.getvalue())
+            raise AssertionError(f"{block.where} failed:\n{answer['error']}\n{block.code}{earlier}")
+
+    def _log_tail(self) -> str:
+        if self.interpreter_log is None:
+            return ""
+        self.interpreter_log.seek(0)
+        return self.interpreter_log.read().decode("utf-8", "replace")[-3000:]
+
+    def close(self) -> None:
+        """Ends the page's Python process, if it started one."""
+        if self.interpreter is not None:
+            assert self.interpreter.stdin is not None
+            self.interpreter.stdin.close()
+            try:
+                self.interpreter.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.interpreter.kill()
+                self.interpreter.wait()
+            self.interpreter = None
+        if self.interpreter_log is not None:
+            self.interpreter_log.close()
+            self.interpreter_log = None
 
 
 def rewrite_page(text: str, rewritten: list[tuple[Block, str]]) -> str:

@@ -145,6 +145,7 @@ def test_the_page_runs_as_written(page, solr, solr_url, tmp_path):
         for block in blocks:
             run.run(block)
     finally:
+        run.close()
         if own_port is not None:
             subprocess.run([sys.executable, "-m", "neardup_solr.cli", "solr", "stop", "--port", str(own_port)],
                            env=env, capture_output=True, timeout=120)
