@@ -14,6 +14,7 @@ one worker, and the fault tests (which start clusters of their own) another.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import tempfile
 from pathlib import Path
@@ -46,6 +47,25 @@ _SHARED_WORKER_GROUPS = {
 }
 
 
+# The longest groups, in worker-seconds (measured one group at a time on the 2-core machine, December 2026): the
+# workers take them first, and the many short modules fill in behind them, so that both workers end at about the
+# same time. xdist would otherwise order the groups by their number of tests (``--loadscope-reorder``, its
+# default), and a group of ten minutes could start last.
+_GROUP_SECONDS = {
+    "spark": 750,
+    "faults": 690,
+    "shared-cloud": 450,
+    "tests/doors/docs/test_docs_examples.py": 390,
+    "tree-builds": 150,
+}
+
+
+def pytest_configure(config):
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        # The groups in the order the items come in: the longest first (pytest_collection_modifyitems).
+        config.option.loadscopereorder = False
+
+
 def _worker_group(nodeid: str) -> str | None:
     for group, prefixes in _SHARED_WORKER_GROUPS.items():
         if nodeid.startswith(prefixes):
@@ -65,6 +85,12 @@ def pytest_collection_modifyitems(config, items):
             group = ("shared-cloud" if item.path in on_shared_cloud
                      else _worker_group(item.nodeid) or item.nodeid.split("::", 1)[0])
             item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's collection: the order the scheduler hands groups out
+        def seconds(item) -> int:
+            mark = item.get_closest_marker("xdist_group")
+            return _GROUP_SECONDS.get(mark.args[0] if mark.args else mark.kwargs.get("name"), 0)
+
+        items.sort(key=seconds, reverse=True)  # stable: a group's and a module's tests keep their order
 
 
 @pytest.fixture(scope="session")
@@ -115,6 +141,51 @@ def solr(solr_url) -> SolrClient:
     client = SolrClient(solr_url)
     client.delete_all()
     return client
+
+
+SPARK_SHUFFLE_PARTITIONS = 4
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one local SparkSession (local[2], 4 shuffle partitions, a driver of 2 GB) of the session, started when
+    the first test asks: one driver JVM for every Spark test module instead of one a module (the modules share a
+    worker).
+
+    Its driver compiles with C2 as well (NEARDUP_JAVA_OPTIONS is left out of its options): it lives for the whole
+    Spark group, minutes of jobs, long enough for C2 to pay for itself, where the CLI's and the benchmarks'
+    short-lived drivers stay on C1. A CLI run in this process (``main(["spark", ...])``) reuses it (getOrCreate)
+    and sets its own shuffle partitions: ``_spark_partitions`` sets them back before each test."""
+    pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup-solr[spark]')")
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'neardup-solr[spark]')")
+    from neardup_solr.spark.session import LOG_CONFIG, java_executable, spark_session
+
+    if java_executable() is None:
+        pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark")
+    session = spark_session("local[2]", shuffle_partitions=SPARK_SHUFFLE_PARTITIONS, app_name="neardup-solr-tests",
+                            driver_memory="2g",
+                            config={"spark.driver.extraJavaOptions":
+                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _spark_partitions(request):
+    """Every test that uses ``spark`` starts with its 4 shuffle partitions, whatever a test before it set, and
+    leaves nothing behind in the driver: its cached and checkpointed data are dropped once the test's objects are
+    gone (Python's collector releases their JVM handles, the JVM's collector lets Spark's cleaner drop the
+    blocks). Without that the driver's heap filled up test after test: the last tests of a module ran twice as
+    long as alone, and one session for every module ran out of heap."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    session.conf.set("spark.sql.shuffle.partitions", str(SPARK_SHUFFLE_PARTITIONS))
+    yield
+    session.catalog.clearCache()
+    gc.collect()
+    session.sparkContext._jvm.System.gc()
 
 
 @pytest.fixture(scope="session")

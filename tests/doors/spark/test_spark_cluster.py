@@ -1,7 +1,8 @@
 """The Spark jobs on a real standalone cluster: a master and a worker in their own JVMs, started from the pyspark
 package's own ``spark-class`` (nothing downloaded). The dedup is submitted with ``spark-submit`` (the package's
 ``neardup_solr/cli/spark_submit.py``, the master from spark-submit's ``--master``), the join by the CLI with
-``--master spark://``. Both must write the files a ``local`` run writes, byte for byte."""
+``--master spark://``. Both must write the files a ``local`` run writes, byte for byte (the local runs: the CLI in
+this process, on the session's local[2] SparkSession)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return _run([sys.executable, "-m", "neardup_solr.cli", *args])
 
 
+def _local(*args: str) -> None:
+    """A ``local[2]`` run of the CLI in this process: it reuses the session's SparkSession (``spark`` in
+    tests/conftest.py, local[2] as well), so no driver JVM is started for the reference runs."""
+    from neardup_solr.cli import main
+
+    assert main([*args, "--master", "local[2]"]) == 0
+
+
 def _submit(master: str, *args: str) -> subprocess.CompletedProcess:
     """``spark-submit`` as a cluster's users run it, with the package's submit file and no --master of ours."""
     from neardup_solr.cli import spark_submit
@@ -105,13 +114,13 @@ def _submit(master: str, *args: str) -> subprocess.CompletedProcess:
     return _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, spark_submit.__file__, *args])
 
 
-def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cluster, tmp_path):
+def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cluster, spark, tmp_path):
     generate(3000, 11, tmp_path / "corpus", workers=0)
     docs = tmp_path / "corpus" / "docs.jsonl"
     outputs = {}
     # A staging folder that does not exist yet is made (as the outputs' folders are).
     common = ("--threshold", "0.7", "--staging-dir", str(tmp_path / "staging" / "not-yet"))
-    _cli("spark", "dedup", str(docs), "--out", str(tmp_path / "pairs-local.tsv"), "--master", "local[2]", *common)
+    _local("spark", "dedup", str(docs), "--out", str(tmp_path / "pairs-local.tsv"), *common)
     submitted = _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster.tsv"), *common)
     assert " pairs with jaccard >= 0.7 among 3000 records" in submitted.stdout
     # The worker sees the file here: its tasks read and sign it (locally, too, the default), not the driver.
@@ -128,9 +137,13 @@ def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cl
     left.write_text("".join(f"{i}\t{t}\n" for i, t in rows if int(i) <= FODORS), encoding="utf-8")
     right.write_text("".join(f"{i}\t{t}\n" for i, t in rows if int(i) > FODORS), encoding="utf-8")
     joined = {}
-    for name, master in (("local", "local[2]"), ("cluster", cluster)):
+    for name in ("local", "cluster"):
         out = tmp_path / f"join-{name}.tsv"
-        _cli("spark", "join", str(left), str(right), "--threshold", "0.5", "--out", str(out), "--master", master,
-             "--staging-dir", str(tmp_path))
+        args = ("spark", "join", str(left), str(right), "--threshold", "0.5", "--out", str(out),
+                "--staging-dir", str(tmp_path))
+        if name == "local":
+            _local(*args)
+        else:
+            _cli(*args, "--master", cluster)
         joined[name] = out.read_text(encoding="utf-8")
     assert joined["cluster"] == joined["local"] and joined["local"].count("\n") > 30

@@ -28,20 +28,13 @@ from neardup_solr.pairs.groups import (  # noqa: E402
     write_groups_jsonl,
     write_keep_list,
 )
-from neardup_solr.spark.session import java_executable, spark_session  # noqa: E402
+from neardup_solr.spark.session import java_executable  # noqa: E402
 
 if java_executable() is None:
     pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark", allow_module_level=True)
 
 GENERATED_DOCS = 1500
 BOM = b"\xef\xbb\xbf"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", shuffle_partitions=4, app_name="neardup-solr-groups-tests")
-    yield session
-    session.stop()
 
 
 def _chains_and_a_big_component(path: Path) -> None:

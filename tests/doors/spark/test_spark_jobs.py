@@ -1,6 +1,7 @@
 """The Spark jobs (neardup_solr.spark) against the Solr side: the same pairs, signatures and join results.
 
-One local SparkSession (local[2], 4 shuffle partitions) serves the module, so the JVM start is paid once. The
+One local SparkSession (local[2], 4 shuffle partitions: ``spark`` in tests/conftest.py) serves every Spark
+module, so the JVM start is paid once. The
 corpus is benchmarks/corpus.py's generator: SPARK_TEST_DOCS documents. CI uses 5,000 to keep the file near two
 minutes; SPARK_TEST_DOCS=20000 runs the issue's size (passed: 20,000 documents, identical pairs and
 signatures); the benchmark runs 100,000 and more."""
@@ -29,7 +30,7 @@ from neardup_solr.pairs.lsh import LSHParams, band_tokens  # noqa: E402
 from neardup_solr.solr.searcher import Searcher  # noqa: E402
 from neardup_solr.solr.client import SolrClient  # noqa: E402
 from neardup_solr.spark import dedup, join, sign  # noqa: E402
-from neardup_solr.spark.session import java_executable, spark_session  # noqa: E402
+from neardup_solr.spark.session import java_executable  # noqa: E402
 from neardup_solr.engine.threshold import ThresholdFinder, join_pairs  # noqa: E402
 from neardup_solr.solr.verify import verify_file  # noqa: E402
 from repo_paths import REPO as ROOT
@@ -39,13 +40,6 @@ if java_executable() is None:
 
 DOCS = int(os.environ.get("SPARK_TEST_DOCS", "5000"))
 FODORS = 533  # restaurants: ids 1..533 are Fodor's, the rest Zagat's
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", shuffle_partitions=4, app_name="neardup-solr-tests")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -109,23 +109,17 @@ def test_a_version_2_collection_records_its_first_writers_unicode_and_refuses_an
 
 
 @pytest.mark.slow
-def test_a_spark_job_whose_executors_have_another_unicode_fails_with_that_reason():
-    pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup-solr[spark]')")
+def test_a_spark_job_whose_executors_have_another_unicode_fails_with_that_reason(spark):
+    """On the session's SparkSession (``spark`` in tests/conftest.py; this module shares the Spark modules'
+    worker)."""
     from neardup_solr.pairs.lsh import LSHParams
-    from neardup_solr.spark import sign, spark_session
-    from neardup_solr.spark.session import java_executable
+    from neardup_solr.spark import sign
 
-    if java_executable() is None:
-        pytest.skip("no Java runtime to start Spark")
-    spark = spark_session("local[1]", shuffle_partitions=1, app_name="neardup-solr-unicode-check")
-    try:
-        records = spark.createDataFrame(RECORDS, "id string, text string")
-        # The driver's settings say Unicode OTHER (as a driver on another Python, or the collection, would):
-        # the executor, on this Python, refuses to sign.
-        settings = IndexSettings(normalizer_version=2, unicode_version=OTHER)
-        with pytest.raises(Exception, match=f"SignatureDisagreementError.*Unicode {OTHER}"):
-            sign(records, settings, LSHParams(8, 4)).collect()
-        signed = sign(records, IndexSettings(normalizer_version=2), LSHParams(8, 4)).collect()
-        assert len(signed) == 3 and all(row.problem is None for row in signed)
-    finally:
-        spark.stop()
+    records = spark.createDataFrame(RECORDS, "id string, text string")
+    # The driver's settings say Unicode OTHER (as a driver on another Python, or the collection, would):
+    # the executor, on this Python, refuses to sign.
+    settings = IndexSettings(normalizer_version=2, unicode_version=OTHER)
+    with pytest.raises(Exception, match=f"SignatureDisagreementError.*Unicode {OTHER}"):
+        sign(records, settings, LSHParams(8, 4)).collect()
+    signed = sign(records, IndexSettings(normalizer_version=2), LSHParams(8, 4)).collect()
+    assert len(signed) == 3 and all(row.problem is None for row in signed)
