@@ -120,15 +120,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
     searcher = Searcher(client)
     rng = random.Random(args.seed)
     sample = rng.sample([doc_id for doc_id, _ in docs], min(args.lookups, n))
-    for doc_id in sample[:20]:  # warm-up
-        similar_by_meaning(searcher, args.threshold, doc_id=doc_id)
-    times, found_counts = [], []
-    for doc_id in sample:
-        started = time.perf_counter()
-        found_counts.append(len(similar_by_meaning(searcher, args.threshold, doc_id=doc_id)))
-        times.append(time.perf_counter() - started)
-    out["lookup_ms"] = percentiles(times)
-    out["lookup_matches_mean"] = round(float(np.mean(found_counts)), 2)
+    out.update(time_lookups(searcher, sample, args.threshold))
 
     # 3. pairs and planted recall by cosine, exactly
     ids, matrix = stored_vectors(searcher)
@@ -138,16 +130,57 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
 
     # 4. the report, exact and knn (knn is one graph walk a document: up to --knn-max documents)
     reports: dict = {}
-    for method in ("exact", "knn") if n <= args.knn_max else ("exact",):
+    for method in ("exact", "knn", "hybrid") if n <= args.knn_max else ("exact",):
         result = find_pairs(client, ThresholdOptions(threshold=args.threshold, similarity="cosine", method=method,
-                                                     workers=2 if method == "knn" else None))
+                                                     workers=None if method == "exact" else 2))
         reports[method] = {"seconds": round(result.seconds, 1), "pairs": len(result.pairs),
                            "set": {(p.id, p.neighbor_id) for p in result.pairs}}
     exact = reports["exact"].pop("set")
-    if "knn" in reports:
-        knn = reports["knn"].pop("set")
-        reports["knn"]["share_of_exact_pairs"] = round(len(exact & knn) / max(1, len(exact)), 4)
+    for method in ("knn", "hybrid"):
+        if method in reports:
+            found = reports[method].pop("set")
+            reports[method]["share_of_exact_pairs"] = round(len(exact & found) / max(1, len(exact)), 4)
     out["report_at_threshold"] = reports
+    return out
+
+
+def time_lookups(searcher: Searcher, sample: list[str], threshold: float) -> dict:
+    """p50/p99 of the lookups by meaning of ``sample`` (stored documents), by each method: knn (the graph walk)
+    and hybrid (the walk and the documents sharing an LSH band), and how many matches each found."""
+    out: dict = {}
+    for method in ("knn", "hybrid"):
+        for doc_id in sample[:20]:  # warm-up
+            similar_by_meaning(searcher, threshold, doc_id=doc_id, method=method)
+        times, found_counts = [], []
+        for doc_id in sample:
+            started = time.perf_counter()
+            found_counts.append(len(similar_by_meaning(searcher, threshold, doc_id=doc_id, method=method)))
+            times.append(time.perf_counter() - started)
+        key = "lookup" if method == "knn" else "hybrid_lookup"
+        out[f"{key}_ms"] = percentiles(times)
+        out[f"{key}_matches_mean"] = round(float(np.mean(found_counts)), 2)
+    return out
+
+
+def run_lookups_only(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> dict:
+    """At sizes where comparing every pair is out of reach (a million vectors): index with vectors (the default
+    token fields too, for the hybrid lookups), then the lookups' latencies; no exact counts, no reports."""
+    corpus = work / f"corpus-{n}"
+    if not (corpus / "docs.jsonl").exists():
+        generate(n, args.seed, corpus)
+    client = SolrClient(f"{solr.base_url}/{solr.core}")
+    client.delete_all()
+    encoder = in_package_encoder()
+    started = time.monotonic()
+    Indexer(client, IndexSettings(encoder=encoder.spec)).index_records(iter_documents(corpus))
+    seconds = time.monotonic() - started
+    client.get_json("update", {"optimize": "true", "maxSegments": "1", "waitSearcher": "true"}, timeout=7200)
+    out: dict = {"docs": n, "lookups_only": True,
+                 "with vectors": {"seconds": round(seconds, 1), "docs_per_s": round(n / seconds),
+                                  "index_bytes": index_bytes(solr.base_url, solr.core)}}
+    rng = random.Random(args.seed)
+    sample = [doc_id for doc_id, _ in rng.sample(list(iter_documents(corpus)), min(args.lookups, n))]
+    out.update(time_lookups(Searcher(client), sample, args.threshold))
     return out
 
 
@@ -159,13 +192,22 @@ def _encode_rate(encoder, texts: list[str]) -> int:
 
 def markdown(report: dict) -> str:
     lines = [f"# Near duplicates by meaning in Solr ({report['machine']})", "",
-             f"`python benchmarks/meaning_solr.py --docs {','.join(str(r['docs']) for r in report['results'])} "
+             f"`python benchmarks/meaning_solr.py --docs {','.join(str(r['docs']) for r in report['results'])}"
+             f"{' --lookups-only' if report.get('lookups_only') else ''} "
              f"--threshold {report['threshold']}`; encoder {report['encoder']}; Solr heap {report['solr_heap']}, one "
              f"core; load average at start {report['load_average']['start']}, at end {report['load_average']['end']}.",
              "", "The corpus is `benchmarks/corpus.py`'s planted one: pseudo-word texts with planted near-duplicate "
              "copies (Jaccard 0.5-1). Pseudo-words mean nothing to an encoder trained on real language, so this is "
              "the lexical case a cosine mode must not flood.", ""]
     for r in report["results"]:
+        if r.get("lookups_only"):
+            v = r["with vectors"]
+            lines += [f"## {r['docs']:,} documents (lookups only)", "",
+                      f"Indexed with vectors (`--encoder wordllama`, default token fields) at {v['docs_per_s']:,} "
+                      f"documents/s ({v['seconds']:,} s); index {v['index_bytes'] / 1e6:,.1f} MB after a merge to one "
+                      "segment. Every pair is out of reach for the exact count at this size, so only lookups "
+                      "were timed.", "", *_lookup_lines(r, report), ""]
+            continue
         w, v = r["words only"], r["with vectors"]
         lines += [f"## {r['docs']:,} documents", "",
                   "| | index docs/s | index size |", "|---|---:|---:|",
@@ -173,9 +215,7 @@ def markdown(report: dict) -> str:
                   f"| with vectors (`--encoder wordllama`) | {v['docs_per_s']:,} | {v['index_bytes'] / 1e6:,.1f} MB |",
                   "", f"A vector costs {r['growth_bytes_per_doc']:,} bytes of index a document (stored and HNSW); "
                   f"encoding alone runs at {r['encode_docs_per_s']:,} documents/s.", "",
-                  f"Lookups by meaning at cosine >= {report['threshold']} (graph walk, verified): p50 "
-                  f"{r['lookup_ms']['p50_ms']} ms, p99 {r['lookup_ms']['p99_ms']} ms over {report['lookups']} documents "
-                  f"({r['lookup_matches_mean']} matches on average).", "",
+                  *_lookup_lines(r, report), "",
                   f"Every pair by cosine, counted exactly ({r['count_seconds']} s), against the "
                   f"{r['planted_pairs']:,} planted pairs; Jaccard (`report --threshold 0.8 --method lsh`): "
                   f"{r['jaccard_0.8_lsh']['pairs']:,} pairs, planted recall "
@@ -185,12 +225,24 @@ def markdown(report: dict) -> str:
             lines.append(f"| {c} | {row['pairs']:,} | {row['planted_found']:,} | {row['planted_recall']} | "
                          f"{row['other_pairs']:,} |")
         rep = r["report_at_threshold"]
-        knn = (f"method knn {rep['knn']['seconds']} s ({rep['knn']['pairs']:,} pairs, "
-               f"{rep['knn']['share_of_exact_pairs']:.2%} of the exact ones)" if "knn" in rep else
-               f"method knn measured up to {report['knn_max']:,} documents (one graph walk a document)")
+        knn = ("; ".join(f"method {m} {rep[m]['seconds']} s ({rep[m]['pairs']:,} pairs, "
+                         f"{rep[m]['share_of_exact_pairs']:.2%} of the exact ones)" for m in ("knn", "hybrid")
+                         if m in rep)
+               or f"methods knn and hybrid measured up to {report['knn_max']:,} documents (one graph walk a "
+                  "document)")
         lines += ["", f"`report --similarity cosine --threshold {report['threshold']}`: method exact "
                   f"{rep['exact']['seconds']} s ({rep['exact']['pairs']:,} pairs), {knn}.", ""]
     return "\n".join(lines) + "\n"
+
+
+def _lookup_lines(r: dict, report: dict) -> list[str]:
+    lines = []
+    for key, what in (("lookup", "knn: the graph walk"), ("hybrid_lookup", "hybrid: the walk and the LSH bands")):
+        if f"{key}_ms" in r:
+            lines.append(f"- Lookups by meaning at cosine >= {report['threshold']}, method {what}, verified: p50 "
+                         f"{r[key + '_ms']['p50_ms']} ms, p99 {r[key + '_ms']['p99_ms']} ms over {report['lookups']} "
+                         f"documents ({r[key + '_matches_mean']} matches on average).")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--knn-max", type=int, default=20_000,
                         help="compare the exact and knn reports up to this many documents")
+    parser.add_argument("--lookups-only", action="store_true",
+                        help="index with vectors and time the lookups only (sizes where every pair is out of reach)")
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
@@ -213,14 +267,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     solr = LocalSolr(port=0, data_dir=work / "solr", heap=args.heap)
     solr.start()
     try:
-        results = [run_size(solr, n, work, args) for n in sizes]
+        results = [(run_lookups_only if args.lookups_only else run_size)(solr, n, work, args) for n in sizes]
     finally:
         solr.stop()
     report = {"benchmark": "meaning-solr", "machine": args.machine, "platform": platform.platform(),
-              "solr_heap": args.heap, "threshold": args.threshold, "lookups": args.lookups, "knn_max": args.knn_max,
+              "solr_heap": args.heap, "threshold": args.threshold, "lookups_only": args.lookups_only,
+              "lookups": args.lookups, "knn_max": args.knn_max,
               "encoder": in_package_encoder().spec,
               "load_average": {"start": load_at_start, "end": load_average_text()}, "results": results}
-    stem = args.out_dir / f"{date.today().isoformat()}-meaning-solr-{args.machine}"
+    stem = args.out_dir / (f"{date.today().isoformat()}-meaning-solr-{args.machine}"
+                           + ("-lookups" if args.lookups_only else ""))
     write_result_files(stem, report, markdown(report))
     print(markdown(report))
     return 0
