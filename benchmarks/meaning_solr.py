@@ -259,6 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--machine", default=f"{os.cpu_count()}core")
+    parser.add_argument("--suffix", default="", help="appended to the results' file names (a run beside another)")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.docs.split(",") if x.strip()]
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="neardup-bench-meaning-"))
@@ -276,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "encoder": in_package_encoder().spec,
               "load_average": {"start": load_at_start, "end": load_average_text()}, "results": results}
     stem = args.out_dir / (f"{date.today().isoformat()}-meaning-solr-{args.machine}"
-                           + ("-lookups" if args.lookups_only else ""))
+                           + ("-lookups" if args.lookups_only else "") + args.suffix)
     write_result_files(stem, report, markdown(report))
     print(markdown(report))
     return 0

@@ -115,20 +115,22 @@ def _submit(master: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_dedup_and_join_on_a_standalone_cluster_write_what_a_local_run_writes(cluster, spark, tmp_path):
-    generate(3000, 11, tmp_path / "corpus", workers=0)
+    # 1,000 documents (166 planted pairs): the cluster's cost is its JVMs (a driver and an executor a job), not
+    # the data; 3,000 made the test 210-330 s in the suite.
+    generate(1000, 11, tmp_path / "corpus", workers=0)
     docs = tmp_path / "corpus" / "docs.jsonl"
     outputs = {}
     # A staging folder that does not exist yet is made (as the outputs' folders are).
     common = ("--threshold", "0.7", "--staging-dir", str(tmp_path / "staging" / "not-yet"))
     _local("spark", "dedup", str(docs), "--out", str(tmp_path / "pairs-local.tsv"), *common)
     submitted = _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster.tsv"), *common)
-    assert " pairs with jaccard >= 0.7 among 3000 records" in submitted.stdout
+    assert " pairs with jaccard >= 0.7 among 1000 records" in submitted.stdout
     # The worker sees the file here: its tasks read and sign it (locally, too, the default), not the driver.
     _submit(cluster, "dedup", str(docs), "--out", str(tmp_path / "pairs-cluster-read.tsv"), "--read-on", "executors",
             *common)
     for name in ("local", "cluster", "cluster-read"):
         outputs[name] = (tmp_path / f"pairs-{name}.tsv").read_text(encoding="utf-8")
-    assert outputs["cluster"] == outputs["local"] == outputs["cluster-read"] and outputs["local"].count("\n") > 100
+    assert outputs["cluster"] == outputs["local"] == outputs["cluster-read"] and outputs["local"].count("\n") > 50
 
     path = tmp_path / "addresses.txt"
     restaurants.prepare_default(path)
