@@ -362,7 +362,8 @@ def dedupe_file(
         batch_size=batch_size, workers=workers, sign_processes=sign_processes, similarity=similarity,
         method=method))
     representative, dataset, resume = run.representative, run.dataset, run.resume
-    threshold = run.pair_options().threshold
+    pair_options = run.pair_options()
+    threshold = pair_options.threshold
     check_str("id_field", id_field)
     check_str("text_field", text_field)
     check_choice("on_decode_error", on_decode_error, DECODE_POLICIES)
@@ -372,12 +373,13 @@ def dedupe_file(
                       rejects_path=rejects_path)
     out = Path(out)
     rejects = Path(rejects_path) if rejects_path is not None else sibling(out, REJECTS_SUFFIX)
-    if settings is not None:
-        _check_settings_serve(run, settings)
     client = client or SolrClient()
     reading = _Reading(fmt, id_field, text_field, on_decode_error)
-    if settings is None and not resume:
-        # Before an hour of indexing, not after it: the settings the documents will carry must serve the pairs.
+    # Before an hour of indexing, not after it: the settings the documents will carry must serve the pairs. Only a
+    # run by meaning has a need to check, so only it asks Solr for the stored settings.
+    if settings is not None:
+        _check_settings_serve(run, settings)
+    elif run.similarity == "cosine" and not resume:
         _check_settings_serve(run, DEDUPE_SETTINGS if run.clear == "all" or holds_no_documents(client)
                               else read_index_settings(client))
 
@@ -409,7 +411,7 @@ def dedupe_file(
             bar.total = STAGES * records
             bar.bar_format = RUN_BAR_FORMAT
             bar.refresh()
-            pairs, engine_seconds = _find_pairs(client, state, run.pair_options(), work_dir, bar)
+            pairs, engine_seconds = _find_pairs(client, state, pair_options, work_dir, bar)
             bar.update(records)
             clock.lap("finding pairs")
             summary.stages.update(engine_seconds)
