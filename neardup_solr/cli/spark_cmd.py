@@ -101,7 +101,7 @@ _OUTPUT_FLAGS = {"pairs": "--out", "parquet": "--parquet", "groups": "--groups",
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Every pair of records of FILE with Jaccard >= --threshold, computed on Spark: one library call
     (:func:`neardup_solr.spark.runs.dedupe_on_spark`), printed."""
-    from neardup_solr.spark.runs import SparkDedupeOptions, SparkOutputs, dedupe_on_spark
+    from neardup_solr.spark.runs import SparkDedupeOptions, SparkDedupeRun, SparkOutputs, dedupe_on_spark
 
     if not args.to_solr and args.dataset is not None:
         raise UsageError("--dataset applies to --to-solr only")
@@ -119,16 +119,21 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     source.check()
     client = open_client(args) if args.to_solr else None
     staging = _staging_parent(args)
-    run = dedupe_on_spark(_session(args), source, outputs, options, client=client, staging_dir=staging)
-    s = run.stats
     measure = "IDF-weighted jaccard" if pair_options.similarity == "idf" else "jaccard"
-    print(f"{s.verified_pairs} pairs with {measure} >= {pair_options.threshold} among {s.documents} records "
-          f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {run.seconds:.1f} s "
-          f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
-    if s.oversized_buckets:
-        limit = args.max_bucket or DEFAULT_MAX_BUCKET
-        print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {limit} were split; "
-              f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
+
+    def say_pairs(run: "SparkDedupeRun", seconds: float) -> None:
+        # Said as soon as the pairs are written: the groups that follow can take as long again.
+        s = run.stats
+        print(f"{s.verified_pairs} pairs with {measure} >= {pair_options.threshold} among {s.documents} records "
+              f"({s.candidate_pairs} candidates, LSH {s.bands}x{s.rows}) in {seconds:.1f} s "
+              f"-> {args.out}" + (f" and {args.parquet}" if args.parquet else ""), flush=True)
+        if s.oversized_buckets:
+            limit = args.max_bucket or DEFAULT_MAX_BUCKET
+            print(f"warning: {s.oversized_buckets} band bucket(s) over --max-bucket {limit} were split; "
+                  f"{s.pairs_not_generated} pairs across their blocks were not generated", file=sys.stderr)
+
+    run = dedupe_on_spark(_session(args), source, outputs, options, client=client, staging_dir=staging,
+                          on_pairs=say_pairs)
     if run.groups is not None:
         said = [f"{run.groups} groups holding {run.grouped_documents} documents"
                 + (f" -> {args.groups}" if args.groups else "")]

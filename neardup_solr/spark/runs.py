@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from neardup_solr.engine.weighted_lsh import IdfSnapshot, snapshot_path
 from neardup_solr.errors import InvalidParameterError, ParameterTypeError
@@ -217,13 +217,18 @@ class SparkDedupeRun:
 
 def dedupe_on_spark(spark: "SparkSession", source: SparkInput, outputs: SparkOutputs,
                     options: SparkDedupeOptions | None = None, *, client: "SolrClient | None" = None,
-                    staging_dir: str | Path | None = None) -> SparkDedupeRun:
+                    staging_dir: str | Path | None = None,
+                    on_pairs: Callable[["SparkDedupeRun", float], None] | None = None) -> SparkDedupeRun:
     """Every pair of records of ``source`` at or above the threshold, written to ``outputs.pairs`` by the
     executors (the driver never holds the pairs), with the IDF snapshot beside them (``PAIRS.idf.json``, similarity
     idf); then the groups, keep list and kept records asked for. With a ``client`` the records also go to its
     collection as the indexer sends them, are checked there, and each document gets its group (``nd_group``,
     ``nd_keep``: see ``groups --to-solr``). Line-format inputs are staged under ``staging_dir`` (None: the
-    temporary directory; on a cluster, storage every executor reads), in a folder removed at the end."""
+    temporary directory; on a cluster, storage every executor reads), in a folder removed at the end.
+
+    ``on_pairs(run, seconds)`` is called once the pairs are written, before the groups (which can take as long
+    again at scale), with the job's stats in ``run.stats`` and the seconds so far: the command line says the pairs
+    there, so a user (and benchmarks/corpus_scale.py, which splits its memory peaks at that line) sees them early."""
     options = options or SparkDedupeOptions()
     if not isinstance(options, SparkDedupeOptions):
         raise ParameterTypeError("options", "SparkDedupeOptions", options)
@@ -250,6 +255,8 @@ def dedupe_on_spark(spark: "SparkSession", source: SparkInput, outputs: SparkOut
                                       **options.job_keywords)
         _write_pairs(result, outputs, staging)
         run = SparkDedupeRun(stats=result.stats)
+        if on_pairs is not None:
+            on_pairs(run, time.monotonic() - started)
         if outputs.groups or outputs.keep or outputs.records:
             _reduce(spark, source, outputs, options, result, read, staging, run, loading=client is not None)
         if client is not None:

@@ -572,6 +572,7 @@ def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list
     """The library's one call for a Spark dedupe (what `spark dedup` only prints): pairs, groups, keep list and the
     kept records written, the records loaded into Solr, and each document's group there kept by the same rule as
     the keep list (the longest text here: the command once wrote the earliest into Solr whatever it kept)."""
+    from neardup_solr.pairs.evaluate import read_pairs
     from neardup_solr.pairs.groups import Group
     from neardup_solr.solr.collection import SolrCollection
     from neardup_solr.spark.runs import SparkDedupeOptions, SparkInput, SparkOutputs, dedupe_on_spark
@@ -581,8 +582,18 @@ def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list
     path.write_text("".join(f"{i}\t{t}\n" for i, t in rows), encoding="utf-8")
     outputs = SparkOutputs(str(tmp_path / "pairs.tsv"), groups=str(tmp_path / "groups.jsonl"),
                            keep=str(tmp_path / "keep.txt"), records=str(tmp_path / "kept.tsv"))
+    at_pairs = []
+
+    def pairs_written(partial, seconds):
+        # Called between the pairs and the groups: the pairs file is whole, no group has been made yet.
+        at_pairs.append((partial.stats.verified_pairs, len(read_pairs(outputs.pairs)),
+                         partial.groups, Path(outputs.groups).exists(), seconds))
+
     run = dedupe_on_spark(spark, SparkInput(str(path)), outputs,
-                          SparkDedupeOptions.of(0.5, representative="longest"), client=solr)
+                          SparkDedupeOptions.of(0.5, representative="longest"), client=solr, on_pairs=pairs_written)
+    ((said_pairs, lines, groups_then, groups_file_then, seconds_then),) = at_pairs
+    assert said_pairs == run.stats.verified_pairs == lines > 0
+    assert groups_then is None and not groups_file_then and 0 < seconds_then <= run.seconds
     assert run.complete and run.load.sent == len(rows) and run.rejected_count == 0 and run.seconds > 0
     groups = [Group.from_dict(json.loads(line)) for line in Path(outputs.groups).read_text().splitlines()]
     assert run.groups == len(groups) > 30 and run.grouped_documents == sum(len(g.members) for g in groups)
