@@ -47,16 +47,16 @@ _SHARED_WORKER_GROUPS = {
 }
 
 
-# The longest groups, in worker-seconds (measured one group at a time on the 2-core machine, December 2026): the
-# workers take them first, and the many short modules fill in behind them, so that both workers end at about the
-# same time. xdist would otherwise order the groups by their number of tests (``--loadscope-reorder``, its
-# default), and a group of ten minutes could start last.
+# The longest groups, in worker-seconds (a whole run on two workers on the 2-core machine, 6 December 2026, with the
+# groups kept: see pytest_xdist_node_collection_finished): the workers take them first, and the many short modules
+# fill in behind them, so that both workers end at about the same time. xdist would otherwise order the groups by
+# their number of tests (``--loadscope-reorder``, its default), and a group of ten minutes could start last.
 _GROUP_SECONDS = {
-    "spark": 750,
-    "faults": 690,
-    "shared-cloud": 450,
-    "tests/doors/docs/test_docs_examples.py": 390,
-    "tree-builds": 150,
+    "spark": 850,
+    "faults": 680,
+    "tests/doors/docs/test_docs_examples.py": 355,
+    "shared-cloud": 255,
+    "tree-builds": 85,
 }
 
 
@@ -160,13 +160,21 @@ def solr(solr_url) -> SolrClient:
 
 
 SPARK_SHUFFLE_PARTITIONS = 4
+# The shared session's driver runs the jobs of every Spark test module on data of a few thousand records, where
+# Spark's own machinery is the cost: the SQL tab of its web UI, the Java code it generates and compiles for each
+# query, and the re-planning of adaptive execution between stages. Off for this session only, they took
+# tests/doors/spark/test_spark_groups.py alone from 125 s to 97 s (each alone: UI and codegen 109 s). They change
+# how Spark evaluates a query, not what it returns; the Spark runs of the CLI, the docs pages, the standalone
+# cluster and the benchmarks' smoke runs are processes of their own and keep Spark's defaults.
+_SPARK_TEST_CONFIG = {"spark.ui.enabled": "false", "spark.sql.codegen.wholeStage": "false",
+                      "spark.sql.adaptive.enabled": "false"}
 
 
 @pytest.fixture(scope="session")
 def spark():
-    """The one local SparkSession (local[2], 4 shuffle partitions, a driver of 2 GB) of the session, started when
-    the first test asks: one driver JVM for every Spark test module instead of one a module (the modules share a
-    worker).
+    """The one local SparkSession (local[2], 4 shuffle partitions, a driver of 2 GB; ``_SPARK_TEST_CONFIG``) of the
+    session, started when the first test asks: one driver JVM for every Spark test module instead of one a module
+    (the modules share a worker).
 
     Its driver compiles with C2 as well (NEARDUP_JAVA_OPTIONS is left out of its options): it lives for the whole
     Spark group, minutes of jobs, long enough for C2 to pay for itself, where the CLI's and the benchmarks'
@@ -181,7 +189,8 @@ def spark():
     session = spark_session("local[2]", shuffle_partitions=SPARK_SHUFFLE_PARTITIONS, app_name="neardup-solr-tests",
                             driver_memory="2g",
                             config={"spark.driver.extraJavaOptions":
-                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"})
+                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+                                    **_SPARK_TEST_CONFIG})
     yield session
     session.stop()
 
