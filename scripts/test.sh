@@ -2,10 +2,10 @@
 # The test command: sets everything up, then runs the whole suite against a real Solr that the test session
 # starts on a free 127.0.0.1 port and stops at the end (or against SOLR_URL when that is set).
 #
-#   ./scripts/test.sh [pytest args]    the whole suite, on 2 pytest-xdist workers, each with a Solr of its own
+#   ./scripts/test.sh [pytest args]    the whole suite, on 3 pytest-xdist workers, each with a Solr of its own
 #                                      (the groups are in tests/conftest.py); NEARDUP_TEST_WORKERS=N runs it on
-#                                      N, and 1 in one process. On 2 cores, with the suite's JVMs on C1 only:
-#                                      44 min on 2 workers against 57 min in one process
+#                                      N, and 1 in one process. On 2 cores: 15 min on 3 workers, 21 min on 2
+#                                      (tests/README.md)
 #   ./scripts/test.sh --fast [args]    the fast tier: pure-Python tests that need neither Java nor Solr, nor
 #                                      minutes (those marked slow: the other Pythons' virtualenvs)
 set -euo pipefail
@@ -18,7 +18,7 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 
 bash scripts/setup.sh
-workers="${NEARDUP_TEST_WORKERS:-2}"
+workers="${NEARDUP_TEST_WORKERS:-3}"
 parallel=()
 # A SOLR_URL names one Solr that workers would share (and empty under each other), so it runs in one process.
 if [ "$workers" != 1 ] && [ -z "${SOLR_URL:-}" ]; then

@@ -47,16 +47,16 @@ _SHARED_WORKER_GROUPS = {
 }
 
 
-# The longest groups, in worker-seconds (a whole run on two workers on the 2-core machine, 6 December 2026, with the
-# groups kept: see pytest_xdist_node_collection_finished): the workers take them first, and the many short modules
-# fill in behind them, so that both workers end at about the same time. xdist would otherwise order the groups by
-# their number of tests (``--loadscope-reorder``, its default), and a group of ten minutes could start last.
+# The longest groups, in worker-seconds (a whole run on two workers on the 2-core machine, 6 December 2026, the
+# groups kept and the shared Spark session tuned): the workers take them first, and the many short modules fill in
+# behind them, so that both workers end at about the same time. xdist would otherwise order the groups by their
+# number of tests (``--loadscope-reorder``, its default), and a group of ten minutes could start last.
 _GROUP_SECONDS = {
-    "spark": 850,
-    "faults": 680,
-    "tests/doors/docs/test_docs_examples.py": 355,
-    "shared-cloud": 255,
-    "tree-builds": 85,
+    "faults": 626,
+    "spark": 436,
+    "tests/doors/docs/test_docs_examples.py": 287,
+    "shared-cloud": 150,
+    "tree-builds": 68,
 }
 
 
