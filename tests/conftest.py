@@ -29,7 +29,7 @@ from neardup_solr.solr.backends.local import LocalSolr
 # commands it runs) compiles with C1 only. They live for seconds to minutes, and C2's compiler threads spent more
 # CPU than they saved: on 2 cores the cloud-parity module took 111 s and 166 s of CPU with it, 183 s and 320 s
 # without. The whole suite in one process: 38.9 min of user CPU instead of 47.0, but not shorter (57 min); what
-# it made worth while is two workers (44 min, tests/README.md). Some Spark tests got slower (their jobs run in the
+# it made worth while is two workers (44 min then). Some Spark tests got slower (their jobs run in the
 # driver on C1 code: 37 s -> 53 s for the IDF dedup), others faster (the docs' Spark page, 194 s -> 166 s), so the
 # driver keeps it too. NEARDUP_JAVA_OPTIONS set outside the suite (even empty) is kept.
 os.environ.setdefault("NEARDUP_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
