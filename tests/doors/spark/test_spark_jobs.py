@@ -591,8 +591,8 @@ def test_dedupe_on_spark_is_one_call_and_the_collection_keeps_what_the_keep_list
 
     run = dedupe_on_spark(spark, SparkInput(str(path)), outputs,
                           SparkDedupeOptions.of(0.5, representative="longest"), client=solr, on_pairs=pairs_written)
-    ((said_pairs, lines, groups_then, groups_file_then, seconds_then),) = at_pairs
-    assert said_pairs == run.stats.verified_pairs == lines > 0
+    ((said_pairs, pairs_in_file, groups_then, groups_file_then, seconds_then),) = at_pairs
+    assert said_pairs == run.stats.verified_pairs == pairs_in_file > 0
     assert groups_then is None and not groups_file_then and 0 < seconds_then <= run.seconds
     assert run.complete and run.load.sent == len(rows) and run.rejected_count == 0 and run.seconds > 0
     groups = [Group.from_dict(json.loads(line)) for line in Path(outputs.groups).read_text().splitlines()]
