@@ -138,6 +138,12 @@ def index_bytes(base_url: str, core: str) -> int:
     return int(resp.json()["status"][core]["index"]["sizeInBytes"])
 
 
+# How long a real run lets Solr settle between its steps (merges after a commit, a quiet CPU before a timed step).
+# The smoke runs in the test suite pass --settle-pause 0.5: they check that every figure is measured and written,
+# not the figures, and at 10 s a smoke run spent most of its 75 s waiting.
+SETTLE_PAUSE_S = 10.0
+
+
 def settled_bytes(base_url: str, core: str, *, quiet_s: float = 2.0, max_wait_s: float = 120.0) -> int:
     """``sizeInBytes`` once two reads ``quiet_s`` apart agree (a merge finishing after the commit changes it)."""
     last = index_bytes(base_url, core)
@@ -151,14 +157,14 @@ def settled_bytes(base_url: str, core: str, *, quiet_s: float = 2.0, max_wait_s:
     return last
 
 
-def wait_quiet(pid: int, *, cores: float = 0.3, max_wait_s: float = 60.0) -> float:
-    """Wait until Solr uses less than ``cores`` CPUs over a second (merges, GC after the previous step); the
+def wait_quiet(pid: int, *, cores: float = 0.3, sample_s: float = 1.0, max_wait_s: float = 60.0) -> float:
+    """Wait until Solr uses less than ``cores`` CPUs over ``sample_s`` (merges, GC after the previous step); the
     seconds waited."""
     started = time.monotonic()
     while time.monotonic() - started < max_wait_s:
         cpu = cpu_seconds(pid)
-        time.sleep(1.0)
-        if cpu_seconds(pid) - cpu < cores:
+        time.sleep(sample_s)
+        if cpu_seconds(pid) - cpu < cores * sample_s:
             break
     return round(time.monotonic() - started, 1)
 
@@ -178,7 +184,7 @@ class Meter:
                 "load_1m": [self.load_start, load_1m()]}
 
 
-def settle_core(pid: int, base_url: str, core_url: str, core: str, *, pause_s: float = 10.0,
+def settle_core(pid: int, base_url: str, core_url: str, core: str, *, pause_s: float = SETTLE_PAUSE_S,
                 max_wait_s: float = 900.0) -> float:
     """Commit, wait for Solr's CPU to go quiet, and repeat until the core's size, segments and commit stay the same
     across ``pause_s``: the merges the user's own posting started are done and committed, so that they are not
@@ -187,7 +193,7 @@ def settle_core(pid: int, base_url: str, core_url: str, core: str, *, pause_s: f
     last = None
     while time.monotonic() - started < max_wait_s:
         requests.get(f"{core_url}/update", params={"commit": "true", "wt": "json"}, timeout=600).raise_for_status()
-        wait_quiet(pid)
+        wait_quiet(pid, sample_s=min(1.0, pause_s))
         index = requests.get(f"{base_url}/admin/cores", params={"action": "STATUS", "core": core, "wt": "json"},
                              timeout=60).json()["status"][core]["index"]
         state = (index.get("sizeInBytes"), index.get("segmentCount"), index.get("version"))
@@ -645,6 +651,13 @@ def combine(rounds: list[dict], count: str) -> dict:
 def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> dict:
     pid = solr.pid()
     assert pid is not None
+
+    def wait_quiet_here() -> float:
+        return wait_quiet(pid, sample_s=min(1.0, args.settle_pause))
+
+    def settled_bytes_here(core_name: str) -> int:
+        return settled_bytes(solr.base_url, core_name, quiet_s=min(2.0, args.settle_pause))
+
     rng = random.Random(45)
     load_start = load_1m()
     corpus_dir = work / f"corpus-{n}"
@@ -668,11 +681,11 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
         post = meter.read()
         post["docs_per_s"] = round(n / post["seconds"], 1)
         post["solr_cpu_per_s"] = round(post["solr_cpu_s"] / post["seconds"], 3)
-        post["settle_s"] = settle_core(pid, solr.base_url, core.url, core.name)
+        post["settle_s"] = settle_core(pid, solr.base_url, core.url, core.name, pause_s=args.settle_pause)
         user_before = core_status(solr.base_url, core.url, core.name)
 
         # 2. The user's search before install.
-        wait_quiet(pid)
+        wait_quiet_here()
         search_before = search_round(solr.base_url, core.name, queries, warm, args.search_repeats)
 
         # 3. install and backfill into the companion.
@@ -688,7 +701,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
             if again:  # a fresh companion: uninstall drops it, install makes it empty again
                 uninstall(client)
                 install(client, "body", settings)
-            wait_quiet(pid)
+            wait_quiet_here()
             meter = Meter(pid)
             with backfill_timings() as where:
                 summary = backfill(client, batch_size=args.batch_size, progress=args.progress)
@@ -696,20 +709,20 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
             m.update({"signed": summary.signed, "refused": summary.refused, "passes": summary.passes,
                       "docs_per_s": round(summary.signed / m["seconds"], 1), "where": where})
             companion.commit()
-            m["companion_bytes"] = settled_bytes(solr.base_url, companion.collection)
+            m["companion_bytes"] = settled_bytes_here(companion.collection)
             return m
 
         def run_index(_again: bool) -> dict:
             # 4. The same documents through index into our fresh core, with the companion's settings.
             ours.delete_all()
-            wait_quiet(pid)
+            wait_quiet_here()
             meter = Meter(pid)
             result = Indexer(ours, read_index_settings(companion), batch_size=args.batch_size,
                              progress=args.progress).index_records(indexed)
             ours.commit()
             m = meter.read()
             m.update({"indexed": result.indexed, "docs_per_s": round(result.indexed / m["seconds"], 1),
-                      "index_bytes": settled_bytes(solr.base_url, solr.core)})
+                      "index_bytes": settled_bytes_here(solr.core)})
             return m
 
         # An untimed warm-up of what both do, so that neither pays for the JVM's compiling of Solr's update and
@@ -729,7 +742,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
         indexing["index_bytes"] = rounds["index"][-1]["index_bytes"]
 
         # 5. Groups, as report + groups --to-solr write them: into the companion.
-        wait_quiet(pid)
+        wait_quiet_here()
         meter = Meter(pid)
         pairs = dedupe_collection(companion, args.threshold, progress=args.progress).pairs
         report_m = {**meter.read(), "pairs": len(pairs), "threshold": args.threshold}
@@ -740,10 +753,10 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
 
         # 6. Sizes: the user's core (after a commit, once merges settled), the companion, ours.
         companion.commit()
-        settle_core(pid, solr.base_url, core.url, core.name)
+        settle_core(pid, solr.base_url, core.url, core.name, pause_s=args.settle_pause)
         user_after = core_status(solr.base_url, core.url, core.name)
         user_after_bytes = user_after["sizeInBytes"]
-        companion_bytes = settled_bytes(solr.base_url, companion.collection)
+        companion_bytes = settled_bytes_here(companion.collection)
         growth = user_after_bytes - user_before["sizeInBytes"]
         untouched = {k: user_before[k] == user_after[k] for k in user_before if k != "sizeInBytes"}
         sizes = {"user_bytes_before": user_before["sizeInBytes"], "user_bytes_after": user_after_bytes,
@@ -755,13 +768,13 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                  "companion_after_backfill_vs_index": round(companion_after_backfill / indexing["index_bytes"], 3)}
 
         # 7. The user's search after: the same queries, the same way; then while sync --follow runs.
-        wait_quiet(pid)
+        wait_quiet_here()
         search_after = search_round(solr.base_url, core.name, queries, warm, args.search_repeats)
         with following(open_syncer(client), args.interval):
             search_following = search_round(solr.base_url, core.name, queries, warm, args.search_repeats)
 
         # 8. sync --follow's lag from a curl post to a lookup finding it (the default reconcile interval).
-        wait_quiet(pid)
+        wait_quiet_here()
         lag = measure_companion_lag(core.url, indexed, late, open_syncer(client, reconcile_interval=DEFAULT_RECONCILE_S),
                                     args.interval, rng)
         copies = lag.pop("copies")
@@ -775,7 +788,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                                   args.reconcile_interval, rng)
 
         # 10. One reconcile pass at N.
-        wait_quiet(pid)
+        wait_quiet_here()
         reconcile = measure_reconcile(client, pid, core.url, indexed[n // 3][0])
         reconcile["held"] = companion.count(params=filter_params([USER_DOCUMENTS]))
 
@@ -1038,6 +1051,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reconcile-interval", type=float, default=5.0,
                         help="sync's reconcile interval while the deletions are timed (seconds)")
     parser.add_argument("--idle-seconds", type=float, default=60.0, help="each idle sync --follow window")
+    parser.add_argument("--settle-pause", type=float, default=SETTLE_PAUSE_S,
+                        help="seconds between the checks that Solr settled after a step (a core's merges done, its "
+                             "CPU quiet); the smoke run's 0.5 s checks the script, not the figures")
     parser.add_argument("--queries", type=int, default=300, help="the user's search: queries timed")
     parser.add_argument("--search-repeats", type=int, default=3,
                         help="the user's search: rounds of the same queries (each after a RELOAD); per-query median")
@@ -1079,7 +1095,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {"benchmark": "own_collection", "design": "companion index (issue 45)", "machine": machine,
               "cpus": os.cpu_count(), "platform": platform.platform(), "solr_heap": args.heap,
               "interval": args.interval, "reconcile_interval": args.reconcile_interval,
-              "batch_size": args.batch_size, "rate_rounds": args.rate_rounds, "warmup_docs": args.warmup_docs, "idle_seconds": args.idle_seconds, "work_dir": str(work),
+              "batch_size": args.batch_size, "rate_rounds": args.rate_rounds, "warmup_docs": args.warmup_docs, "idle_seconds": args.idle_seconds,
+              "settle_pause": args.settle_pause, "work_dir": str(work),
               "load_average": {"start": load_start, "end": load_average_text()}, "max_load": args.max_load,
               "load_waits": waits, "ran_above_max_load": above, "commit_at_start": commit_at_start,
               "backfill_writers": getattr(companion_sync, "_WRITERS", 1),

@@ -41,7 +41,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpus import generate, iter_documents  # noqa: E402
-from benchmarks.own_collection import POST_BATCH, cpu_seconds, load_1m, settle_core, user_doc, wait_quiet  # noqa: E402
+from benchmarks.own_collection import (POST_BATCH, SETTLE_PAUSE_S, cpu_seconds, load_1m, settle_core,  # noqa: E402
+                                       user_doc, wait_quiet)
 from benchmarks.provenance import load_average_text, write_result_files  # noqa: E402
 from neardup_solr.solr.backends.local import LocalSolr  # noqa: E402
 from neardup_solr.solr.client import SolrClient  # noqa: E402
@@ -72,8 +73,8 @@ WAYS: dict[str, Callable[[SolrClient, int], int]] = {
 }
 
 
-def timed(pid: int, read: Callable[[], int]) -> dict:
-    wait_quiet(pid)
+def timed(pid: int, read: Callable[[], int], settle_pause: float) -> dict:
+    wait_quiet(pid, sample_s=min(1.0, settle_pause))
     load, solr0, client0, t0 = load_1m(), cpu_seconds(pid), time.process_time(), time.perf_counter()
     count = read()
     return {"docs": count, "seconds": round(time.perf_counter() - t0, 3),
@@ -98,13 +99,13 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                 batch = []
         if batch:
             session.post(f"{core.url}/update", json=batch, timeout=600).raise_for_status()
-        settle_core(pid, solr.base_url, core.url, core.name)
+        settle_core(pid, solr.base_url, core.url, core.name, pause_s=args.settle_pause)
         client = SolrClient(core.url, timeout=600)
-        warm = {name: timed(pid, lambda: way(client, args.page)) for name, way in WAYS.items()}
+        warm = {name: timed(pid, lambda: way(client, args.page), args.settle_pause) for name, way in WAYS.items()}
         rounds: dict[str, list[dict]] = {name: [] for name in WAYS}
         for _ in range(args.rounds):
             for name, way in WAYS.items():
-                rounds[name].append(timed(pid, lambda: way(client, args.page)))
+                rounds[name].append(timed(pid, lambda: way(client, args.page), args.settle_pause))
         for name, runs in rounds.items():
             if any(r["docs"] != n for r in runs):
                 raise SystemExit(f"{name} read {[r['docs'] for r in runs]} documents of {n}")
@@ -140,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="documents a page (backfill's pages of ~900-character documents hold ~9,000)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--heap", default="4g")
+    parser.add_argument("--settle-pause", type=float, default=SETTLE_PAUSE_S,
+                        help="seconds between the checks that Solr settled (see benchmarks/own_collection.py)")
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--machine", default=f"{os.cpu_count()}core")

@@ -251,6 +251,13 @@ class NetCloud:
         live = next(n for n in self.nodes if self.answers(n))
         wait_for_active(self.node_url(live), name, timeout=timeout)
 
+    def is_live(self, name: str, asking: str) -> bool:
+        """Whether ZooKeeper's live_nodes, as the node ``asking`` reads them, still hold ``name``."""
+        from neardup_solr.solr.cluster import cluster_status
+
+        hosts = {node.split(":")[0] for node in cluster_status(self.node_url(asking)).get("live_nodes", [])}
+        return self.lab.address[name] in hosts
+
     def leader_node(self, shard: str, name: str = "neardup") -> str:
         """The lab name of the node holding ``shard``'s leader."""
         from neardup_solr.solr.cluster import cluster_status

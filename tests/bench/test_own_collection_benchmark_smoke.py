@@ -21,10 +21,11 @@ def test_tiny_run_writes_every_figure_of_the_companion(tmp_path):
     report, json_path = run_benchmark("own_collection.py", "own-collection", "--docs", "200", "--lag-posts", "3",
                                       "--deletes", "2", "--reconcile-interval", "1", "--idle-seconds", "2",
                                       "--queries", "10", "--warmup", "3", "--search-repeats", "2", "--rate-rounds",
-                                      "2", "--heap", "1g", "--max-load", "1000", tmp_path=tmp_path)
+                                      "2", "--heap", "1g", "--max-load", "1000", "--settle-pause", "0.5",
+                                      tmp_path=tmp_path)
     out_dir = json_path.parent
     (result,) = report["results"]
-    assert result["docs"] == 200 and len(result["load_1m_start_end"]) == 2
+    assert result["docs"] == 200 and len(result["load_1m_start_end"]) == 2 and report["settle_pause"] == 0.5
 
     # The user's core: nothing of theirs moved (size, counts, version, schema); the companion holds our index.
     sizes = result["sizes"]

@@ -12,7 +12,8 @@ pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 def test_tiny_run_reads_every_document_each_way(tmp_path):
     report, json_path = run_benchmark("source_reads.py", "source-reads", "--docs", "300", "--page", "70",
-                                      "--rounds", "2", "--heap", "1g", tmp_path=tmp_path)
+                                      "--rounds", "2", "--heap", "1g", "--settle-pause", "0.5",
+                                      tmp_path=tmp_path)
     (size,) = report["results"]
     assert size["docs"] == 300 and size["page"] == 70
     assert set(size["rounds"]) == {"cursor over the documents", "keys, then documents by key",
