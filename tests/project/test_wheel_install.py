@@ -52,10 +52,12 @@ def test_wheel_installs_starts_solr_indexes_and_serves(tmp_path):
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], timeout=120)
     python, cli = venv / "bin" / "python", venv / "bin" / "neardup-solr"
-    run([str(python), "-m", "pip", "install", "-q", f"{wheel}[service]"], timeout=600)
+    # Without PYTHONPATH: pointing at a checkout (as a run from a worktree does), it shows pip the checkout's
+    # neardup_solr.egg-info (written by the wheel build), and pip takes the package for installed already.
+    env = {k: v for k, v in os.environ.items() if k not in ("SOLR_URL", "PYTHONPATH", "NEARDUP_SOLR_CONFIG")}
+    run([str(python), "-m", "pip", "install", "-q", f"{wheel}[service]"], env=env, timeout=600)
 
     port, service_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("SOLR_URL", "PYTHONPATH", "NEARDUP_SOLR_CONFIG")}
     env.update(NEARDUP_SOLR_PORT=str(port), NEARDUP_SOLR_HOME=str(tmp_path / "solr"),
                NEARDUP_SOLR_RUN_DIR=str(tmp_path / "run"), HOME=os.environ.get("HOME", str(tmp_path)))
     work = tmp_path / "work"  # outside the checkout: nothing of the source tree is importable from here
