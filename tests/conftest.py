@@ -47,16 +47,17 @@ _SHARED_WORKER_GROUPS = {
 }
 
 
-# The longest groups, in worker-seconds (a whole run on two workers on the 2-core machine, 6 December 2026, the
-# groups kept and the shared Spark session tuned): the workers take them first, and the many short modules fill in
-# behind them, so that both workers end at about the same time. xdist would otherwise order the groups by their
-# number of tests (``--loadscope-reorder``, its default), and a group of ten minutes could start last.
+# The longest groups, in worker-seconds (a whole run on three workers on the 2-core machine, 6 December 2026 late, the
+# machine busy throughout): the workers take them first, and the many short modules fill in behind them, so that
+# the workers end at about the same time. xdist would otherwise order the groups by their number of tests
+# (``--loadscope-reorder``, its default), and a group of ten minutes could start last.
 _GROUP_SECONDS = {
-    "faults": 626,
-    "spark": 436,
-    "tests/doors/docs/test_docs_examples.py": 287,
-    "shared-cloud": 150,
-    "tree-builds": 68,
+    "spark": 639,
+    "faults": 552,
+    "tests/doors/docs/test_docs_examples.py": 411,
+    "shared-cloud": 235,
+    "tree-builds": 151,
+    "tests/doors/test_front_doors.py": 129,
 }
 
 
@@ -168,6 +169,12 @@ SPARK_SHUFFLE_PARTITIONS = 4
 # cluster and the benchmarks' smoke runs are processes of their own and keep Spark's defaults.
 _SPARK_TEST_CONFIG = {"spark.ui.enabled": "false", "spark.sql.codegen.wholeStage": "false",
                       "spark.sql.adaptive.enabled": "false"}
+# The shared driver collects with the parallel collector instead of G1: it ends each test with a full collection
+# (``_spark_partitions``) and keeps about 1 GB live by the end of a module, and on 2 cores G1's concurrent marking
+# was a fifth of its CPU. Measured on test_spark_jobs.py + test_spark_groups.py alone (per-thread CPU from /proc, 6
+# December): 292 CPU-seconds with G1 (compilers 91, tasks 65, G1's marking and GC threads 78), 250 serial, 239
+# parallel. A collector changes when memory is reclaimed, never a result.
+_SPARK_TEST_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 
 @pytest.fixture(scope="session")
@@ -177,9 +184,10 @@ def spark():
     (the modules share a worker).
 
     Its driver compiles with C2 as well (NEARDUP_JAVA_OPTIONS is left out of its options): it lives for the whole
-    Spark group, minutes of jobs, long enough for C2 to pay for itself, where the CLI's and the benchmarks'
-    short-lived drivers stay on C1. A CLI run in this process (``main(["spark", ...])``) reuses it (getOrCreate)
-    and sets its own shuffle partitions: ``_spark_partitions`` sets them back before each test."""
+    Spark group, minutes of jobs, long enough for C2 to pay for itself (C1 alone: the same CPU, a tenth more wall),
+    where the CLI's and the benchmarks' short-lived drivers stay on C1. A CLI run in this process
+    (``main(["spark", ...])``) reuses it (getOrCreate) and sets its own shuffle partitions: ``_spark_partitions``
+    sets them back before each test."""
     pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup-solr[spark]')")
     pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'neardup-solr[spark]')")
     from neardup_solr.spark.session import LOG_CONFIG, java_executable, spark_session
@@ -188,8 +196,8 @@ def spark():
         pytest.skip("no Java runtime (java on PATH or JAVA_HOME) to start Spark")
     session = spark_session("local[2]", shuffle_partitions=SPARK_SHUFFLE_PARTITIONS, app_name="neardup-solr-tests",
                             driver_memory="2g",
-                            config={"spark.driver.extraJavaOptions":
-                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+                            config={"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile="
+                                    f"{LOG_CONFIG.as_uri()} {_SPARK_TEST_DRIVER_JAVA_OPTIONS}",
                                     **_SPARK_TEST_CONFIG})
     yield session
     session.stop()

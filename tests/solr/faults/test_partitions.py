@@ -197,7 +197,7 @@ def test_a_node_cut_off_during_a_report_loses_or_invents_no_pair(cloud, tmp_path
 
 # Longer than a node's ZooKeeper session (zkClientTimeout, 15 s in solr-cloud.xml) with room for ZooKeeper to notice,
 # so the cluster gives the cut node up during the race: adds then end while it is away, the rest after the heal,
-# during its replicas' recovery. (45 s until 7 December, written for Solr's 30 s default, which solr-cloud.xml
+# during its replicas' recovery. (45 s until 6 December, written for Solr's 30 s default, which solr-cloud.xml
 # does not use.)
 _CUT_SECONDS = float(os.environ.get("NEARDUP_CUT_SECONDS", "25"))
 
