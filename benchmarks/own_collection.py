@@ -878,8 +878,10 @@ def markdown(report: dict) -> str:
              f"`sync --follow` interval {report['interval']} s; reconcile interval for the deletions "
              f"{report['reconcile_interval']} s (default 60 s elsewhere). Load average (1/5/15 min) at start "
              f"{report['load_average']['start']}, at end {report['load_average']['end']}"
-             + (f"; waited for the load: {report['load_waits']}" if report.get("load_waits") else "") + ".",
-             ""]
+             + (f"; waited for the load: {report['load_waits']}" if report.get("load_waits") else "")
+             + (f"; Solr let settle {report['settle_pause']} s between steps, not {SETTLE_PAUSE_S:g} (sizes and "
+                "timings less settled)" if report.get("settle_pause", SETTLE_PAUSE_S) != SETTLE_PAUSE_S else "")
+             + ".", ""]
     if report.get("ran_above_max_load"):
         lines += [f"**The load average was above {report['max_load']} at start after "
                   f"{len(report['load_waits'])} wait(s); run anyway.**", ""]
@@ -1095,8 +1097,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {"benchmark": "own_collection", "design": "companion index (issue 45)", "machine": machine,
               "cpus": os.cpu_count(), "platform": platform.platform(), "solr_heap": args.heap,
               "interval": args.interval, "reconcile_interval": args.reconcile_interval,
-              "batch_size": args.batch_size, "rate_rounds": args.rate_rounds, "warmup_docs": args.warmup_docs, "idle_seconds": args.idle_seconds,
-              "settle_pause": args.settle_pause, "work_dir": str(work),
+              "batch_size": args.batch_size, "rate_rounds": args.rate_rounds, "warmup_docs": args.warmup_docs,
+              "idle_seconds": args.idle_seconds, "settle_pause": args.settle_pause, "work_dir": str(work),
               "load_average": {"start": load_start, "end": load_average_text()}, "max_load": args.max_load,
               "load_waits": waits, "ran_above_max_load": above, "commit_at_start": commit_at_start,
               "backfill_writers": getattr(companion_sync, "_WRITERS", 1),

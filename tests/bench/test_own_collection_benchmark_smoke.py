@@ -74,6 +74,7 @@ def test_tiny_run_writes_every_figure_of_the_companion(tmp_path):
     md = json_path.with_suffix(".md").read_text()
     assert md.startswith("# Near-duplicate detection on a user's own collection")
     assert "Load average (1/5/15 min) at start" in md and "| the user's index growth" in md
+    assert "Solr let settle 0.5 s between steps, not 10" in md
 
     # sync_lag.py on what that run left: our core's 200 documents (from index), the 3 late ones posted again.
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "sync_lag.py"), "--work-dir",
