@@ -144,8 +144,10 @@ def index_bytes(base_url: str, core: str) -> int:
 SETTLE_PAUSE_S = 10.0
 
 
-def settled_bytes(base_url: str, core: str, *, quiet_s: float = 2.0, max_wait_s: float = 120.0) -> int:
-    """``sizeInBytes`` once two reads ``quiet_s`` apart agree (a merge finishing after the commit changes it)."""
+def settled_bytes(base_url: str, core: str, *, settle_pause: float = SETTLE_PAUSE_S, max_wait_s: float = 120.0) -> int:
+    """``sizeInBytes`` once two reads agree (a merge finishing after the commit changes it), 2 s apart (or
+    ``settle_pause`` when shorter)."""
+    quiet_s = min(2.0, settle_pause)
     last = index_bytes(base_url, core)
     deadline = time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
@@ -157,9 +159,11 @@ def settled_bytes(base_url: str, core: str, *, quiet_s: float = 2.0, max_wait_s:
     return last
 
 
-def wait_quiet(pid: int, *, cores: float = 0.3, sample_s: float = 1.0, max_wait_s: float = 60.0) -> float:
-    """Wait until Solr uses less than ``cores`` CPUs over ``sample_s`` (merges, GC after the previous step); the
-    seconds waited."""
+def wait_quiet(pid: int, *, cores: float = 0.3, settle_pause: float = SETTLE_PAUSE_S,
+               max_wait_s: float = 60.0) -> float:
+    """Wait until Solr uses less than ``cores`` CPUs over a second, or over ``settle_pause`` when shorter (merges,
+    GC after the previous step); the seconds waited."""
+    sample_s = min(1.0, settle_pause)
     started = time.monotonic()
     while time.monotonic() - started < max_wait_s:
         cpu = cpu_seconds(pid)
@@ -184,23 +188,23 @@ class Meter:
                 "load_1m": [self.load_start, load_1m()]}
 
 
-def settle_core(pid: int, base_url: str, core_url: str, core: str, *, pause_s: float = SETTLE_PAUSE_S,
+def settle_core(pid: int, base_url: str, core_url: str, core: str, *, settle_pause: float = SETTLE_PAUSE_S,
                 max_wait_s: float = 900.0) -> float:
     """Commit, wait for Solr's CPU to go quiet, and repeat until the core's size, segments and commit stay the same
-    across ``pause_s``: the merges the user's own posting started are done and committed, so that they are not
+    across ``settle_pause``: the merges the user's own posting started are done and committed, so that they are not
     taken for growth. The seconds it took."""
     started = time.monotonic()
     last = None
     while time.monotonic() - started < max_wait_s:
         requests.get(f"{core_url}/update", params={"commit": "true", "wt": "json"}, timeout=600).raise_for_status()
-        wait_quiet(pid, sample_s=min(1.0, pause_s))
+        wait_quiet(pid, settle_pause=settle_pause)
         index = requests.get(f"{base_url}/admin/cores", params={"action": "STATUS", "core": core, "wt": "json"},
                              timeout=60).json()["status"][core]["index"]
         state = (index.get("sizeInBytes"), index.get("segmentCount"), index.get("version"))
         if state == last:
             break
         last = state
-        time.sleep(pause_s)
+        time.sleep(settle_pause)
     return round(time.monotonic() - started, 1)
 
 
@@ -653,10 +657,10 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
     assert pid is not None
 
     def wait_quiet_here() -> float:
-        return wait_quiet(pid, sample_s=min(1.0, args.settle_pause))
+        return wait_quiet(pid, settle_pause=args.settle_pause)
 
     def settled_bytes_here(core_name: str) -> int:
-        return settled_bytes(solr.base_url, core_name, quiet_s=min(2.0, args.settle_pause))
+        return settled_bytes(solr.base_url, core_name, settle_pause=args.settle_pause)
 
     rng = random.Random(45)
     load_start = load_1m()
@@ -681,7 +685,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
         post = meter.read()
         post["docs_per_s"] = round(n / post["seconds"], 1)
         post["solr_cpu_per_s"] = round(post["solr_cpu_s"] / post["seconds"], 3)
-        post["settle_s"] = settle_core(pid, solr.base_url, core.url, core.name, pause_s=args.settle_pause)
+        post["settle_s"] = settle_core(pid, solr.base_url, core.url, core.name, settle_pause=args.settle_pause)
         user_before = core_status(solr.base_url, core.url, core.name)
 
         # 2. The user's search before install.
@@ -753,7 +757,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
 
         # 6. Sizes: the user's core (after a commit, once merges settled), the companion, ours.
         companion.commit()
-        settle_core(pid, solr.base_url, core.url, core.name, pause_s=args.settle_pause)
+        settle_core(pid, solr.base_url, core.url, core.name, settle_pause=args.settle_pause)
         user_after = core_status(solr.base_url, core.url, core.name)
         user_after_bytes = user_after["sizeInBytes"]
         companion_bytes = settled_bytes_here(companion.collection)

@@ -74,7 +74,7 @@ WAYS: dict[str, Callable[[SolrClient, int], int]] = {
 
 
 def timed(pid: int, read: Callable[[], int], settle_pause: float) -> dict:
-    wait_quiet(pid, sample_s=min(1.0, settle_pause))
+    wait_quiet(pid, settle_pause=settle_pause)
     load, solr0, client0, t0 = load_1m(), cpu_seconds(pid), time.process_time(), time.perf_counter()
     count = read()
     return {"docs": count, "seconds": round(time.perf_counter() - t0, 3),
@@ -99,7 +99,7 @@ def run_size(solr: LocalSolr, n: int, work: Path, args: argparse.Namespace) -> d
                 batch = []
         if batch:
             session.post(f"{core.url}/update", json=batch, timeout=600).raise_for_status()
-        settle_core(pid, solr.base_url, core.url, core.name, pause_s=args.settle_pause)
+        settle_core(pid, solr.base_url, core.url, core.name, settle_pause=args.settle_pause)
         client = SolrClient(core.url, timeout=600)
         warm = {name: timed(pid, lambda: way(client, args.page), args.settle_pause) for name, way in WAYS.items()}
         rounds: dict[str, list[dict]] = {name: [] for name in WAYS}

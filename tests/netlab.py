@@ -28,7 +28,7 @@ from pathlib import Path
 import requests
 
 from neardup_solr.solr.backends.local import _LAUNCHER_CLASS, LocalSolr, java_command
-from neardup_solr.solr.cluster import create_collection, wait_for_active
+from neardup_solr.solr.cluster import cluster_status, create_collection, wait_for_active
 from neardup_solr.solr.settings import solr_config_dir
 
 HERE = Path(__file__).resolve().parent
@@ -253,15 +253,11 @@ class NetCloud:
 
     def is_live(self, name: str, asking: str) -> bool:
         """Whether ZooKeeper's live_nodes, as the node ``asking`` reads them, still hold ``name``."""
-        from neardup_solr.solr.cluster import cluster_status
-
         hosts = {node.split(":")[0] for node in cluster_status(self.node_url(asking)).get("live_nodes", [])}
         return self.lab.address[name] in hosts
 
     def leader_node(self, shard: str, name: str = "neardup") -> str:
         """The lab name of the node holding ``shard``'s leader."""
-        from neardup_solr.solr.cluster import cluster_status
-
         live = next(n for n in self.nodes if self.answers(n))
         shards = cluster_status(self.node_url(live), name)["collections"][name]["shards"]
         leader = next(r for r in shards[shard]["replicas"].values() if str(r.get("leader")) == "true")
