@@ -167,13 +167,22 @@ SPARK_SHUFFLE_PARTITIONS = 4
 # tests/doors/spark/test_spark_groups.py alone from 125 s to 97 s (each alone: UI and codegen 109 s). They change
 # how Spark evaluates a query, not what it returns; the Spark runs of the CLI, the docs pages, the standalone
 # cluster and the benchmarks' smoke runs are processes of their own and keep Spark's defaults.
+# Two more, measured on test_spark_jobs.py + test_spark_groups.py alone (CPU of every process, 7 December 2026):
+# - Expressions interpreted instead of compiled (codegen.factoryMode, which Spark's own tests set): with whole-stage
+#   codegen off, Janino still compiled each query's projections and orderings, 27% of the driver's profile
+#   (JFR); 281 -> 220 CPU-seconds, 180 -> 150 s.
+# - Pages of 1 MB instead of 64 (a 2 GB driver on 2 cores): each broadcast join's hash relation takes a whole
+#   page, and the block manager keeps it for as long as a plan that built it lives. Of the ~1 GB live at the end of
+#   test_spark_jobs.py, 890 MB were long arrays, most of them such 64 MB pages (JFR's old-object samples, with
+#   their paths to the block manager's memory store); 312 -> 281 CPU-seconds, GC pauses 29 -> 12 s.
 _SPARK_TEST_CONFIG = {"spark.ui.enabled": "false", "spark.sql.codegen.wholeStage": "false",
-                      "spark.sql.adaptive.enabled": "false"}
+                      "spark.sql.adaptive.enabled": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                      "spark.buffer.pageSize": "1m"}
 # The shared driver collects with the parallel collector instead of G1: it ends each test with a full collection
-# (``_spark_partitions``) and keeps about 1 GB live by the end of a module, and on 2 cores G1's concurrent marking
-# was a fifth of its CPU. Measured on test_spark_jobs.py + test_spark_groups.py alone (per-thread CPU from /proc, 6
-# December): 292 CPU-seconds with G1 (compilers 91, tasks 65, G1's marking and GC threads 78), 250 serial, 239
-# parallel. A collector changes when memory is reclaimed, never a result.
+# (``_spark_partitions``) and kept about 1 GB live by the end of a module (450 MB with the smaller pages), and on
+# 2 cores G1's concurrent marking was a fifth of its CPU. Measured on test_spark_jobs.py + test_spark_groups.py
+# alone (per-thread CPU from /proc, 6 December): 292 CPU-seconds with G1 (compilers 91, tasks 65, G1's marking and
+# GC threads 78), 250 serial, 239 parallel. A collector changes when memory is reclaimed, never a result.
 _SPARK_TEST_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 
