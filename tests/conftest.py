@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -111,8 +110,9 @@ def pytest_xdist_node_collection_finished(node, ids):
 
 
 @pytest.fixture(scope="session")
-def local_solr():
-    """The LocalSolr (or LocalSolrCloud) this session started, or None when SOLR_URL points elsewhere.
+def local_solr(tmp_path_factory):
+    """The LocalSolr (or LocalSolrCloud) this session started, or None when SOLR_URL points elsewhere. Its home is
+    in pytest's temporary directory (kept for the last three sessions, with Solr's log, then removed).
 
     ``NEARDUP_TEST_BACKEND=docker`` runs the suite against a Solr container instead (machines with an engine);
     ``NEARDUP_TEST_BACKEND=cloud`` against a local SolrCloud, whose ``core_url`` is the collection's URL.
@@ -135,10 +135,10 @@ def local_solr():
             container.stop()
         return
     if os.environ.get("NEARDUP_TEST_BACKEND") == "cloud":
-        with _local_cloud("neardup-test-cloud-") as cloud:
+        with _local_cloud(tmp_path_factory.mktemp("cloud")) as cloud:
             yield cloud
         return
-    data_dir = Path(tempfile.mkdtemp(prefix="neardup-test-solr-"))
+    data_dir = tmp_path_factory.mktemp("solr")
     solr = LocalSolr(port=0, data_dir=data_dir)
     solr.start()
     try:
@@ -231,13 +231,13 @@ def _spark_partitions(request):
 
 
 @pytest.fixture(scope="session")
-def shared_cloud():
+def shared_cloud(tmp_path_factory):
     """One local SolrCloud (ZooKeeper, 2 nodes; collection ``neardup`` of 2 shards x 1 replica) for the test
     modules that need a cluster and leave its nodes running: started when the first of them asks, stopped at the
     end of the session. One start instead of one a module (each about half a minute on 2 cores). A module empties
     the ``neardup`` collection before it uses it, or makes a collection of its own; the fault tests, which stop
     and starve nodes, start their own clusters."""
-    with _local_cloud("neardup-test-shared-cloud-") as cloud:
+    with _local_cloud(tmp_path_factory.mktemp("shared-cloud")) as cloud:
         yield cloud
 
 
@@ -251,12 +251,12 @@ def shared_cloud_client(shared_cloud) -> SolrClient:
 
 
 @contextlib.contextmanager
-def _local_cloud(prefix: str):
-    """A local SolrCloud (ZooKeeper, 2 nodes; collection ``neardup`` of 2 shards x 1 replica) in a throwaway
-    directory, stopped when the block ends."""
+def _local_cloud(data_dir: Path):
+    """A local SolrCloud (ZooKeeper, 2 nodes; collection ``neardup`` of 2 shards x 1 replica) in ``data_dir``,
+    stopped when the block ends."""
     from neardup_solr.solr.backends.cloud import LocalSolrCloud
 
-    cloud = LocalSolrCloud(port=0, data_dir=Path(tempfile.mkdtemp(prefix=prefix)), nodes=2, shards=2, replicas=1)
+    cloud = LocalSolrCloud(port=0, data_dir=data_dir, nodes=2, shards=2, replicas=1)
     cloud.start()
     try:
         yield cloud
