@@ -30,8 +30,12 @@ from neardup_solr.solr.backends.local import LocalSolr
 # without. The whole suite in one process: 38.9 min of user CPU instead of 47.0, but not shorter (57 min); what
 # it made worth while is two workers (44 min then). Some Spark tests got slower (their jobs run in the
 # driver on C1 code: 37 s -> 53 s for the IDF dedup), others faster (the docs' Spark page, 194 s -> 166 s), so the
-# driver keeps it too. NEARDUP_JAVA_OPTIONS set outside the suite (even empty) is kept.
-os.environ.setdefault("NEARDUP_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+# driver keeps it too. They also collect with the serial collector instead of G1 (Solr's choice, which
+# java_command passes first): on 2 cores G1's concurrent threads cost more than its short pauses save in JVMs that
+# live minutes; test_cloud_faults.py + test_durability.py took 87.4 CPU-seconds with G1, 83.6 serial, the session's
+# Solrs 179 and 173 over tests/solr/engine (7 December 2026). NEARDUP_JAVA_OPTIONS set outside the suite (even
+# empty) is kept.
+os.environ.setdefault("NEARDUP_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC")
 
 _SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
 # Modules that should not run beside each other share a worker. Those that start JVMs of their own (Spark sessions and
