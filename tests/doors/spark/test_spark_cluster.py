@@ -51,10 +51,10 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, seconds: float 
 @pytest.fixture(scope="module")
 def spark_env(tmp_path_factory) -> dict:
     """The environment of the cluster's processes. Every JVM of theirs gets the suite's JVM options
-    (NEARDUP_JAVA_OPTIONS: C1 only, the serial collector; tests/conftest.py) as a cluster's operator would give them: the master and the
-    worker through SPARK_DAEMON_JAVA_OPTS, the drivers and executors through a spark-defaults.conf in
-    SPARK_CONF_DIR; no command line changes. With Spark's default (C2 as well) the test took 129 CPU-seconds alone
-    on 2 cores, with these 93 (7 December 2026)."""
+    (NEARDUP_JAVA_OPTIONS: C1 only, the serial collector; tests/conftest.py) as a cluster's operator would give
+    them: the master and the worker through SPARK_DAEMON_JAVA_OPTS, the drivers and executors through a
+    spark-defaults.conf in SPARK_CONF_DIR; no command line changes. With Spark's defaults (C2 as well) the test
+    took 129 CPU-seconds alone on 2 cores, with C1 only 94 (7 December 2026)."""
     conf_dir = tmp_path_factory.mktemp("spark-conf")
     options = os.environ.get("NEARDUP_JAVA_OPTIONS", "").strip()
     if options:
