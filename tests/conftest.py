@@ -50,17 +50,17 @@ _SHARED_WORKER_GROUPS = {
 }
 
 
-# The longest groups, in worker-seconds (a whole run on three workers on the 2-core machine, 6 December 2026 late, the
+# The longest groups, in worker-seconds (a whole run on three workers on the 2-core machine, 7 December 2026, the
 # machine busy throughout): the workers take them first, and the many short modules fill in behind them, so that
 # the workers end at about the same time. xdist would otherwise order the groups by their number of tests
 # (``--loadscope-reorder``, its default), and a group of ten minutes could start last.
 _GROUP_SECONDS = {
-    "spark": 639,
-    "faults": 552,
-    "tests/doors/docs/test_docs_examples.py": 411,
-    "shared-cloud": 235,
-    "tree-builds": 151,
-    "tests/doors/test_front_doors.py": 129,
+    "faults": 537,
+    "spark": 384,
+    "tests/doors/docs/test_docs_examples.py": 349,
+    "shared-cloud": 187,
+    "tree-builds": 166,
+    "tests/doors/test_front_doors.py": 105,
 }
 
 
