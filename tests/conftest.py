@@ -33,8 +33,8 @@ from neardup_solr.solr.backends.local import LocalSolr
 # driver keeps it too. They also collect with the serial collector instead of G1 (Solr's choice, which
 # java_command passes first): on 2 cores G1's concurrent threads cost more than its short pauses save in JVMs that
 # live minutes; test_cloud_faults.py + test_durability.py took 87.4 CPU-seconds with G1, 83.6 serial, the session's
-# Solrs 179 and 173 over tests/solr/engine (7 December 2026). NEARDUP_JAVA_OPTIONS set outside the suite (even
-# empty) is kept.
+# Solrs 179 and 173 over tests/solr/engine and the front doors (7 December 2026). NEARDUP_JAVA_OPTIONS set outside
+# the suite (even empty) is kept.
 os.environ.setdefault("NEARDUP_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC")
 
 _SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
