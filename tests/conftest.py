@@ -22,6 +22,7 @@ import pytest
 
 from neardup_solr.solr.client import SolrClient
 from neardup_solr.solr.backends.local import LocalSolr
+from solr_key_pair import key_pair_java_options
 
 
 # Every JVM the suite starts (Solr, its cloud nodes and ZooKeeper, the Spark driver; in this process and in the
@@ -33,9 +34,12 @@ from neardup_solr.solr.backends.local import LocalSolr
 # driver keeps it too. They also collect with the serial collector instead of G1 (Solr's choice, which
 # java_command passes first): on 2 cores G1's concurrent threads cost more than its short pauses save in JVMs that
 # live minutes; test_cloud_faults.py + test_durability.py took 87.4 CPU-seconds with G1, 83.6 serial, the session's
-# Solrs 179 and 173 over tests/solr/engine and the front doors (7 December 2026). NEARDUP_JAVA_OPTIONS set outside
-# the suite (even empty) is kept.
-os.environ.setdefault("NEARDUP_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC")
+# Solrs 179 and 173 over tests/solr/engine and the front doors (7 December 2026). Every Solr node gets the suite's
+# RSA key pair instead of generating one (tests/solr_key_pair.py). NEARDUP_JAVA_OPTIONS set outside the suite (even
+# empty) is kept.
+if "NEARDUP_JAVA_OPTIONS" not in os.environ:
+    os.environ["NEARDUP_JAVA_OPTIONS"] = " ".join(["-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC",
+                                                   *key_pair_java_options()])
 
 _SOLR_FIXTURES = {"local_solr", "solr_url", "shared_cloud"}
 # Modules that should not run beside each other share a worker. Those that start JVMs of their own (Spark sessions and

@@ -289,7 +289,7 @@ class LocalSolr:
                 self.pid_file.unlink(missing_ok=True)
                 raise LauncherError(
                     f"Solr exited during start-up (code {proc.returncode}); see {self.log_file}:\n"
-                    + _tail(self.log_file)
+                    + _tail(self.log_file) + _start_errors(self.data_dir / "logs" / "solr.log")
                 )
             if time.monotonic() > deadline:
                 self.stop()
@@ -465,6 +465,24 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+_EXCEPTION_LINE = re.compile(r"[\w.$]+(Exception|Error)\b")
+
+
+def _start_errors(solr_log: Path, limit: int = 8) -> str:
+    """Solr's own account of a failed start: its log's ERROR lines and the causes under them (the launcher's
+    trace names only the symptom, e.g. "The CoreContainer is unavailable!")."""
+    try:
+        text = solr_log.read_text(errors="replace")
+    except OSError:
+        return ""
+    lines = text.splitlines()
+    # An ERROR line, the exception it logged (the next line), and that exception's causes.
+    said = [line for before, line in zip([""] + lines, lines)
+            if " ERROR " in line or line.startswith("Caused by:")
+            or (" ERROR " in before and _EXCEPTION_LINE.match(line))][:limit]
+    return f"\n{solr_log} says:\n" + "\n".join(said) if said else ""
 
 
 def crash_cause(port: int) -> str | None:

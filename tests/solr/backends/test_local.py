@@ -3,6 +3,7 @@ exits on OOM, buffers fit the heap, and start() waits out an update-log replay a
 
 from __future__ import annotations
 
+import base64
 import os
 import shlex
 import signal
@@ -15,6 +16,7 @@ import pytest
 import requests
 
 from netutil import free_port, listening_addresses
+from solr_key_pair import PUBLIC_KEY, key_pair_java_options
 
 from neardup_solr.solr.backends.local import LocalSolr, ram_buffer_mb
 from neardup_solr.errors import LauncherError
@@ -136,3 +138,31 @@ def test_start_returns_only_when_the_core_accepts_updates_after_a_crash(tmp_path
         stopped = _cli("solr", "stop", "--port", str(port))
     assert stopped.returncode == 0 and f"Solr on port {port} stopped" in stopped.stdout
     assert not solr.is_running()
+
+
+def test_a_node_given_a_key_pair_signs_with_it_and_one_it_cannot_read_fails_the_start_at_once(tmp_path,
+                                                                                              monkeypatch):
+    """solr.xml's pkiHandler*KeyPath properties (what the suite gives every node: tests/solr_key_pair.py). A key
+    Solr cannot read ends the launcher's JVM with the reason in the log tail, instead of the start waiting for its
+    deadline with Jetty's threads alive."""
+    options = key_pair_java_options()
+    if not options:
+        pytest.skip("openssl is not on PATH to make a key pair")
+    base = os.environ.get("NEARDUP_JAVA_OPTIONS", "")
+    monkeypatch.setenv("NEARDUP_JAVA_OPTIONS", " ".join([base, *options]))
+    solr = LocalSolr(port=free_port(), data_dir=tmp_path / "given", heap="512m")
+    solr.start()
+    try:
+        served = requests.get(f"{solr.base_url}/admin/info/key", params={"wt": "json"}, timeout=10)
+        assert served.json()["key"] == base64.b64encode(PUBLIC_KEY.read_bytes()).decode()
+    finally:
+        solr.stop()
+
+    unreadable = tmp_path / "not-a-key.pem"
+    unreadable.write_text("-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n")
+    monkeypatch.setenv("NEARDUP_JAVA_OPTIONS", f"{base} -DpkiHandlerPrivateKeyPath={unreadable.as_uri()} "
+                                               f"-DpkiHandlerPublicKeyPath={PUBLIC_KEY.as_uri()}")
+    broken = LocalSolr(port=free_port(), data_dir=tmp_path / "unreadable", heap="512m")
+    with pytest.raises(LauncherError, match=r"(?s)exited during start-up \(code 1\).*Bad PublicKeyHandler"):
+        broken.start(timeout=120)
+    assert not broken.is_running()

@@ -50,7 +50,14 @@ public final class Launcher {
                   }
                 }));
 
-    runner.start();
+    try {
+      runner.start();
+    } catch (Exception e) {
+      // Jetty's threads outlive a failed start and would keep this JVM up until the caller's deadline (three
+      // minutes for `neardup-solr solr start`); exiting lets it report the failure at once, with this trace.
+      e.printStackTrace();
+      System.exit(1);
+    }
     Path tmp = portFile.resolveSibling(portFile.getFileName() + ".tmp");
     Files.writeString(tmp, Integer.toString(runner.getLocalPort()));
     Files.move(tmp, portFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
