@@ -53,6 +53,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         if stop_sync is not None:
             stop_sync()
+        # The workers were given it as configured: removing a temporary one is this process's to do.
+        config.remove_temporary_jobs_dir()
     return 0
 
 

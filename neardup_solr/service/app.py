@@ -70,6 +70,7 @@ def create_app(config: ServiceConfig | None = None, client: SolrClient | None = 
     async def lifespan(app: FastAPI):
         yield
         client.close()
+        config.remove_temporary_jobs_dir()
 
     app = FastAPI(
         title="neardup-solr",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,9 @@ class ServiceConfig:
     check_strict: bool = True
     # Write concern of the service's writes (check-and-add, deletes): see SolrClient(min_replicas=).
     min_replicas: int = 1
+    # Whether jobs_dir is a temporary directory made for this process (none was configured): its jobs end with
+    # the process, which removes it (remove_temporary_jobs_dir).
+    jobs_dir_is_temporary: bool = field(default=False, init=False, repr=False)
 
     @classmethod
     def load(cls, **given) -> "ServiceConfig":
@@ -145,9 +149,15 @@ class ServiceConfig:
         """The jobs directory, created when missing (a fresh temporary one when none is configured)."""
         if self.jobs_dir is None:
             self.jobs_dir = Path(tempfile.mkdtemp(prefix="neardup-service-jobs-"))
+            self.jobs_dir_is_temporary = True
         try:
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InvalidParameterError("jobs_dir", "a directory the service can write", str(self.jobs_dir),
                                         str(exc)) from None
         return self.jobs_dir
+
+    def remove_temporary_jobs_dir(self) -> None:
+        """Remove the jobs directory if it is a temporary one this config made; a configured one keeps its jobs."""
+        if self.jobs_dir_is_temporary and self.jobs_dir is not None:
+            shutil.rmtree(self.jobs_dir, ignore_errors=True)

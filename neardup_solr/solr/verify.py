@@ -52,7 +52,9 @@ class SortedSpill:
 
     def __init__(self, chunk_size: int = 500_000, directory: str | Path | None = None):
         self.chunk_size = chunk_size
-        self._dir = Path(tempfile.mkdtemp(prefix="neardup-verify-", dir=directory))
+        self._parent = directory
+        # Made with the first run: most uses never spill, and a run killed before close() then leaves nothing.
+        self._dir: Path | None = None
         self._rows: list[tuple[str, int, str | None]] = []
         self._runs: list[Path] = []
         self.count = 0
@@ -71,6 +73,8 @@ class SortedSpill:
         if not self._rows:
             return
         self._rows.sort(key=lambda row: row[0])
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="neardup-verify-", dir=self._parent))
         path = self._dir / f"run-{len(self._runs):05d}.jsonl"
         with open(path, "w", encoding="utf-8") as fh:
             for row in self._rows:
@@ -93,7 +97,8 @@ class SortedSpill:
                 fh.close()
 
     def close(self) -> None:
-        shutil.rmtree(self._dir, ignore_errors=True)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> "SortedSpill":
         return self

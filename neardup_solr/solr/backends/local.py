@@ -159,9 +159,12 @@ class LocalSolr:
     def _classpath_file(self) -> Path:
         return self.launcher_dir / "target" / "classpath.txt"
 
+    def _main_class(self) -> Path:
+        return self.launcher_dir / "target" / "classes" / "io" / "neardup" / "solr" / "Launcher.class"
+
     def _is_built(self) -> bool:
         cp_file = self._classpath_file()
-        main_class = self.launcher_dir / "target" / "classes" / "io" / "neardup" / "solr" / "Launcher.class"
+        main_class = self._main_class()
         if not (cp_file.exists() and main_class.exists()):
             return False
         sources = [self.launcher_dir / "pom.xml", *self.launcher_dir.joinpath("src").rglob("*.java")]
@@ -187,6 +190,12 @@ class LocalSolr:
             if proc.returncode != 0:
                 tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
                 raise LauncherError(f"Maven could not build the Solr launcher in {self.launcher_dir}:\n{tail}")
+            # Maven leaves an output it finds up to date untouched (the classpath file when the jars are the same,
+            # a class whose source it judges unchanged), and _is_built compares their times with the sources':
+            # mark the build as of now, or every start after a source change would run Maven again.
+            for output in (self._classpath_file(), self._main_class()):
+                if output.exists():
+                    os.utime(output)
         jars = self._classpath_file().read_text().strip()
         return os.pathsep.join([str(self.launcher_dir / "target" / "classes"), jars])
 

@@ -1,13 +1,16 @@
 """Every backend has the shape of ``Backend``: start, stop, status and core_url, with a StartResult from start.
-Checked on instances that are not running (starting each is what the launcher, cloud and docker tests do)."""
+Checked on instances that are not running (starting each is what the launcher, cloud and docker tests do); and when
+the launcher counts as built.
 
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
 
 import pytest
 
-from neardup_solr.solr.backends import Backend, StartResult
+from neardup_solr.solr.backends import Backend, StartResult, local
 from neardup_solr.solr.backends.cloud import LocalSolrCloud
 from neardup_solr.solr.backends.docker import DockerSolr, docker_available
 from neardup_solr.solr.backends.local import LocalSolr
@@ -47,3 +50,29 @@ def test_something_else_is_not_a_backend():
             raise NotImplementedError
 
     assert not isinstance(HalfBackend(), Backend)
+
+
+def test_the_launcher_is_built_once_after_a_source_change_even_when_maven_rewrites_nothing(tmp_path, monkeypatch):
+    """Maven leaves the classpath file alone when the jars are the same: the build must still count as newer than
+    the changed source, or every start runs Maven again (it did, 3-4 CPU-seconds a start, after Launcher.java
+    changed)."""
+    launcher = tmp_path / "launcher"
+    source = launcher / "src" / "main" / "java" / "Launcher.java"
+    jar = tmp_path / "solr-core.jar"
+    for path in (launcher / "pom.xml", source, jar):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    solr = LocalSolr(port=1, data_dir=tmp_path / "data")
+    solr.launcher_dir = launcher
+    solr._main_class().parent.mkdir(parents=True)
+    solr._main_class().write_bytes(b"class")
+    solr._classpath_file().write_text(str(jar))
+    for built in (solr._main_class(), solr._classpath_file()):
+        os.utime(built, (1_000_000, 1_000_000))  # built long before the source was edited
+    runs = []
+    monkeypatch.setattr(local.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(local.subprocess, "run",
+                        lambda cmd, **kw: runs.append(cmd) or subprocess.CompletedProcess(cmd, 0, "", ""))
+    assert solr.build().endswith(str(jar))
+    assert solr.build().endswith(str(jar))
+    assert len(runs) == 1 and runs[0][0] == "/usr/bin/mvn"
