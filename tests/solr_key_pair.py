@@ -1,7 +1,8 @@
 """One RSA key pair for every Solr node the suite starts, so that no node spends a second of CPU generating its own
 at start (solr_config/solr_home/solr.xml says how a node is given one; Solr's own test framework gives its
-nodes a pre-generated pair the same way). Made once with openssl and kept in .pytest_cache/solr-key-pair; the
-key signs requests between the suite's nodes on 127.0.0.1 and nothing else.
+nodes a pre-generated pair the same way). Made once with openssl and kept in ~/.cache/neardup-solr-test-key-pair
+(not in .pytest_cache, which ``--cache-clear`` empties after this module has named the files to the JVMs); the key
+signs requests between the suite's nodes on 127.0.0.1 and nothing else.
 
 Measured on 2 cores (a single node started and stopped with the suite's JVM options, three runs each,
 7 December 2026): 3.1-3.5 CPU-seconds and 2.7-3.0 s of wall time with the pair generated, 2.3 and 1.9 given.
@@ -15,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-KEY_PAIR_DIR = Path(__file__).resolve().parent.parent / ".pytest_cache" / "solr-key-pair"
+KEY_PAIR_DIR = Path.home() / ".cache" / "neardup-solr-test-key-pair"
 PRIVATE_KEY = KEY_PAIR_DIR / "private.pem"  # PKCS#8 PEM, as Solr reads it
 PUBLIC_KEY = KEY_PAIR_DIR / "public.der"  # X.509 DER, as Solr reads it
 

@@ -1,6 +1,6 @@
 """Every backend has the shape of ``Backend``: start, stop, status and core_url, with a StartResult from start.
 Checked on instances that are not running (starting each is what the launcher, cloud and docker tests do); and when
-the launcher counts as built.
+the launcher counts as built."""
 
 from __future__ import annotations
 
