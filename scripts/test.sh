@@ -4,7 +4,7 @@
 #
 #   ./scripts/test.sh [pytest args]    the whole suite, on 3 pytest-xdist workers, each with a Solr of its own
 #                                      (the groups are in tests/conftest.py); NEARDUP_TEST_WORKERS=N runs it on
-#                                      N, and 1 in one process. On 2 cores: about 15 min on 3 workers (busy)
+#                                      N, and 1 in one process. On 2 cores: 13-15 min on 3 workers (busy)
 #                                      (tests/README.md)
 #   ./scripts/test.sh --fast [args]    the fast tier: pure-Python tests that need neither Java nor Solr, nor
 #                                      minutes (those marked slow: the other Pythons' virtualenvs)
