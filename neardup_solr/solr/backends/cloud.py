@@ -51,6 +51,7 @@ from neardup_solr.solr.backends.local import (
     CLOUD_STATE_FILE,
     LocalSolr,
     _LAUNCHER_CLASS,
+    _start_errors,
     _tail,
     java_command,
     probe_update,
@@ -103,12 +104,13 @@ def _cmdline(pid: int) -> list[bytes]:
 
 
 def _wait_for_start(proc: subprocess.Popen, ready: Callable[[], bool], name: str, out_file: Path, deadline: float,
-                    late_message: str, interval: float) -> None:
-    """Poll ``ready`` until it holds; a process that exits first, or the deadline, raises LauncherError."""
+                    late_message: str, interval: float, solr_log: Path | None = None) -> None:
+    """Poll ``ready`` until it holds; a process that exits first, or the deadline, raises LauncherError (with the
+    errors of ``solr_log``, a Solr node's log, when given)."""
     while not ready():
         if proc.poll() is not None:
             raise LauncherError(f"{name} exited during start-up (code {proc.returncode}); see {out_file}:\n"
-                                + _tail(out_file))
+                                + _tail(out_file) + (_start_errors(solr_log) if solr_log else ""))
         if time.monotonic() > deadline:
             raise LauncherError(late_message)
         time.sleep(interval)
@@ -408,7 +410,8 @@ class LocalSolrCloud:
         home = self.node_home(i)
         out_file = home / "logs" / "launcher.out"
         _wait_for_start(proc, (home / "solr.port").exists, f"Solr node {i}", out_file, deadline,
-                        f"Solr node {i} did not start in time; see {home / 'logs' / 'solr.log'}", 0.2)
+                        f"Solr node {i} did not start in time; see {home / 'logs' / 'solr.log'}", 0.2,
+                        solr_log=home / "logs" / "solr.log")
 
     def _ensure_collection(self, node: str, deadline: float) -> None:
         state = self._state()

@@ -1,6 +1,6 @@
 """Every backend has the shape of ``Backend``: start, stop, status and core_url, with a StartResult from start.
 Checked on instances that are not running (starting each is what the launcher, cloud and docker tests do); and when
-the launcher counts as built."""
+the launcher counts as built, and what a node that ends during its start is reported with."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from neardup_solr.solr.backends import Backend, StartResult, local
-from neardup_solr.solr.backends.cloud import LocalSolrCloud
+from neardup_solr.errors import LauncherError
+from neardup_solr.solr.backends.cloud import LocalSolrCloud, _wait_for_start
 from neardup_solr.solr.backends.docker import DockerSolr, docker_available
 from neardup_solr.solr.backends.local import LocalSolr
 
@@ -76,3 +77,25 @@ def test_the_launcher_is_built_once_after_a_source_change_even_when_maven_rewrit
     assert solr.build().endswith(str(jar))
     assert solr.build().endswith(str(jar))
     assert len(runs) == 1 and runs[0][0] == "/usr/bin/mvn"
+
+
+def test_a_node_that_exits_during_start_up_is_reported_with_the_errors_of_its_solr_log(tmp_path):
+    out_file, solr_log = tmp_path / "launcher.out", tmp_path / "solr.log"
+    out_file.write_text("java.lang.IllegalStateException: The CoreContainer is unavailable!\n")
+    solr_log.write_text(
+        "2026-12-07T04:01:24,100 INFO  (main) [o.a.s.c.CoreContainer] starting\n"
+        "2026-12-07T04:01:24,201 ERROR (main) [o.a.s.s.CoreContainerProvider] Could not start Solr.\n"
+        "java.lang.RuntimeException: Bad PublicKeyHandler configuration.\n"
+        "\tat org.apache.solr.security.SolrNodeKeyPair.createKeyPair(SolrNodeKeyPair.java:60)\n"
+        "Caused by: java.security.spec.InvalidKeySpecException: invalid key format\n")
+    exited = subprocess.Popen(["false"])
+    exited.wait()
+    with pytest.raises(LauncherError) as raised:
+        _wait_for_start(exited, lambda: False, "Solr node 1", out_file, float("inf"), "late", 0.01,
+                        solr_log=solr_log)
+    said = str(raised.value)
+    assert said.startswith("Solr node 1 exited during start-up (code 1)") and "CoreContainer is unavailable" in said
+    assert said.endswith(f"{solr_log} says:\n"
+                         "2026-12-07T04:01:24,201 ERROR (main) [o.a.s.s.CoreContainerProvider] Could not start Solr.\n"
+                         "java.lang.RuntimeException: Bad PublicKeyHandler configuration.\n"
+                         "Caused by: java.security.spec.InvalidKeySpecException: invalid key format")
