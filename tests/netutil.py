@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import socket
 
+from neardup_solr.solr.backends.ports import free_ports
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range (neardup_solr/solr/backends/ports.py says why): a test
+    binds it seconds later, by then another process's outgoing connection may hold a port the kernel picked."""
+    return free_ports(1)[0]
 
 
 def _tcp_rows(with_inode: bool = False):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +15,10 @@ import urllib.request
 
 import pytest
 
+from netutil import free_port
 from repo_paths import REPO
 
 pytestmark = [pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:

@@ -46,6 +46,7 @@ from neardup_solr.solr.cluster import (
     wait_for_active_nodes,
 )
 from neardup_solr.solr.backends.base import StartResult
+from neardup_solr.solr.backends.ports import free_ports
 from neardup_solr.processes import process_alive
 from neardup_solr.solr.backends.local import (
     CLOUD_STATE_FILE,
@@ -81,19 +82,6 @@ def _port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _free_ports(count: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _cmdline(pid: int) -> list[bytes]:
@@ -287,11 +275,11 @@ class LocalSolrCloud:
                 f"nothing); use --nodes {self.replicas} or fewer --replicas"
             )
         if self.port == 0:
-            ports = _free_ports(self.nodes + 1)
+            ports = free_ports(self.nodes + 1)
             node_ports, zk_port = ports[:-1], self.zk_port or ports[-1]
         else:
             node_ports = [self.port + i for i in range(self.nodes)]
-            zk_port = self.zk_port or (self.port + 1000 if self.port + 1000 <= 65535 else _free_ports(1)[0])
+            zk_port = self.zk_port or (self.port + 1000 if self.port + 1000 <= 65535 else free_ports(1)[0])
         return {
             "solr_version": settings.SOLR_VERSION,
             "collection": self.collection,

@@ -4,22 +4,17 @@ the default core ready, and every command the demo prints at the end works as pr
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from netutil import free_port
+
 pytestmark = [pytest.mark.solr, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_demo_leaves_the_default_core_ready_and_its_next_commands_work(tmp_path):

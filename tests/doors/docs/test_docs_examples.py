@@ -41,9 +41,11 @@ def starts_its_own_solr(blocks: list[Block]) -> bool:
 
 
 def free_base_port() -> int:
-    """A port P with P, P+1 (a second cloud node) and P+1000 (ZooKeeper) free, as the local cloud lays them out."""
+    """A port P with P, P+1 (a second cloud node) and P+1000 (ZooKeeper) free, as the local cloud lays them out;
+    all three below the kernel's ephemeral range (32768 up by default), where no outgoing connection takes them
+    while the page's Solr starts (neardup_solr/solr/backends/ports.py)."""
     for _ in range(200):
-        port = random.randint(20000, 40000)
+        port = random.randint(20000, 31000)
         try:
             for candidate in (port, port + 1, port + 1000):
                 with socket.socket() as probe:
@@ -51,7 +53,7 @@ def free_base_port() -> int:
         except OSError:
             continue
         return port
-    raise RuntimeError("no free port triple between 20000 and 41000")
+    raise RuntimeError("no free port triple between 20000 and 32000")
 
 
 def page_directory(tmp_path: Path) -> Path:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from netutil import free_port
 
 pytest.importorskip("fastapi", reason="the service extra is not installed (pip install '.[service]')")
 selenium = pytest.importorskip("selenium", reason="selenium is not installed (scripts/setup.sh installs it)")
@@ -53,9 +54,7 @@ def server(solr, tmp_path):
     import uvicorn
 
     Indexer(solr).index_records(RECORDS)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     app = create_app(ServiceConfig(solr_url=solr.url, jobs_dir=tmp_path / "jobs"))
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from netutil import free_port
+
 fastapi = pytest.importorskip("fastapi", reason="the service extra is not installed (pip install '.[service]')")
 httpx = pytest.importorskip("httpx")
 schemathesis = pytest.importorskip("schemathesis")
@@ -280,12 +282,6 @@ def test_check_strict_setting_from_environment_then_config_file_then_default(mon
     monkeypatch.setenv("NEARDUP_SERVICE_CHECK_STRICT", "sometimes")
     with pytest.raises(InvalidParameterError, match="NEARDUP_SERVICE_CHECK_STRICT"):
         ServiceConfig.load()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

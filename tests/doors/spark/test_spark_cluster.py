@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from netutil import free_port
+
 pyspark = pytest.importorskip("pyspark", reason="PySpark is not installed (pip install 'neardup-solr[spark]')")
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'neardup-solr[spark]')")
 
@@ -28,12 +30,6 @@ if java_executable() is None:
 
 SPARK_HOME = Path(pyspark.__file__).parent
 FODORS = 533
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, seconds: float = 120) -> None:
@@ -70,19 +66,19 @@ def cluster(tmp_path_factory, spark_env):
     """``spark://127.0.0.1:PORT``: one master, one worker with 2 cores and 2 GB."""
     work = tmp_path_factory.mktemp("spark-cluster")
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    master_port, worker_port = _free_port(), _free_port()
+    master_port, worker_port = free_port(), free_port()
     started: list[subprocess.Popen] = []
     try:
         master_log = work / "master.log"
         master = subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                   "--port", str(master_port), "--webui-port", str(_free_port())],
+                                   "--port", str(master_port), "--webui-port", str(free_port())],
                                   stdout=open(master_log, "w"), stderr=subprocess.STDOUT, env=spark_env)
         started.append(master)
         _wait_for_port(master_port, master, master_log)
         url = f"spark://127.0.0.1:{master_port}"
         worker_log = work / "worker.log"
         worker = subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                                   "--port", str(worker_port), "--webui-port", str(_free_port()), "--cores", "2",
+                                   "--port", str(worker_port), "--webui-port", str(free_port()), "--cores", "2",
                                    "--memory", "2g", "--work-dir", str(work / "worker")],
                                   stdout=open(worker_log, "w"), stderr=subprocess.STDOUT, env=spark_env)
         started.append(worker)

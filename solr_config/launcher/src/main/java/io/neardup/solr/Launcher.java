@@ -56,6 +56,11 @@ public final class Launcher {
       // Jetty's threads outlive a failed start and would keep this JVM up until the caller's deadline (three
       // minutes for `neardup-solr solr start`); exiting lets it report the failure at once, with this trace.
       e.printStackTrace();
+      // When the port is taken, Solr's retry stops Jetty and throws what that stop says ("STOPPED"), not the
+      // bind failure: name it.
+      if (port != 0 && !portIsFree(port)) {
+        System.err.println("port " + port + " on 127.0.0.1 is in use by another program");
+      }
       System.exit(1);
     }
     Path tmp = portFile.resolveSibling(portFile.getFileName() + ".tmp");
@@ -63,5 +68,15 @@ public final class Launcher {
     Files.move(tmp, portFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
     System.out.println("Solr listening on " + runner.getBaseUrl());
     stopped.await();
+  }
+
+  private static boolean portIsFree(int port) {
+    try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+      probe.setReuseAddress(true); // as Jetty binds: a connection in TIME_WAIT does not hold the port
+      probe.bind(new java.net.InetSocketAddress("127.0.0.1", port));
+      return true;
+    } catch (java.io.IOException e) {
+      return false;
+    }
   }
 }
