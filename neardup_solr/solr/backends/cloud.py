@@ -46,7 +46,7 @@ from neardup_solr.solr.cluster import (
     wait_for_active_nodes,
 )
 from neardup_solr.solr.backends.base import StartResult
-from neardup_solr.solr.backends.ports import free_ports
+from neardup_solr.solr.backends.ports import free_ports, port_is_free
 from neardup_solr.processes import process_alive
 from neardup_solr.solr.backends.local import (
     CLOUD_STATE_FILE,
@@ -72,17 +72,6 @@ DEFAULT_NODE_HEAP = "1g"
 # =====================================================================================================
 # The local cluster
 # =====================================================================================================
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        # As Jetty and ZooKeeper bind: connections of a previous run in TIME_WAIT do not block the port.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
 
 def _cmdline(pid: int) -> list[bytes]:
     try:
@@ -296,7 +285,8 @@ class LocalSolrCloud:
         wanted = [("ZooKeeper", state["zk"]["port"], self.zk_pid())]
         wanted += [(f"node {i}", n["port"], self.node_pid(i)) for i, n in enumerate(state["nodes"], 1)]
         for what, port, pid in wanted:
-            if pid is None and not _port_is_free(port):
+            # As Jetty and ZooKeeper bind: connections of a previous run in TIME_WAIT do not block the port.
+            if pid is None and not port_is_free(port, reuse_address=True):
                 raise LauncherError(
                     f"port {port} (for {what}) is in use by another program; choose another --port "
                     f"(the cluster uses --port .. --port+{len(state['nodes']) - 1} and --port+1000)"

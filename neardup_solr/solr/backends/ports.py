@@ -1,5 +1,6 @@
 """Free TCP ports on 127.0.0.1 for the JVMs the launchers start at ports they choose (the local SolrCloud's nodes
-and ZooKeeper, whose ports must be known before they start and stay the same across restarts).
+and ZooKeeper, whose ports must be known before they start and stay the same across restarts), and whether a
+port can be bound.
 
 A port the kernel hands out for ``bind(port 0)`` lies in its ephemeral range, the range it also takes the local
 port of every outgoing connection from. Chosen that way and bound a few seconds later by a starting JVM, the port
@@ -26,9 +27,12 @@ def _ephemeral_start() -> int | None:
         return None
 
 
-def port_is_free(port: int) -> bool:
-    """Whether nothing is bound to ``port`` on 127.0.0.1 (a connection in TIME_WAIT counts as bound)."""
+def port_is_free(port: int, reuse_address: bool = False) -> bool:
+    """Whether ``port`` on 127.0.0.1 can be bound: nothing bound to it, a connection in TIME_WAIT included, or with
+    ``reuse_address`` as a server binds (SO_REUSEADDR: a connection in TIME_WAIT does not hold the port)."""
     with socket.socket() as probe:
+        if reuse_address:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

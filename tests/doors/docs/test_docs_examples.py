@@ -12,7 +12,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,8 @@ import pytest
 
 from docs_runner import Block, PageRun, console_steps, line_matches, output_mismatch, page_blocks, rewrite_page
 from repo_paths import REPO as ROOT
+
+from neardup_solr.solr.backends.ports import port_is_free
 
 # Pages with a test of their own, which also checks what their blocks print.
 OWN_TESTS = {"coming-from-datasketch.md": "tests/doors/docs/test_docs_datasketch.py"}
@@ -46,13 +47,8 @@ def free_base_port() -> int:
     while the page's Solr starts (neardup_solr/solr/backends/ports.py)."""
     for _ in range(200):
         port = random.randint(20000, 31000)
-        try:
-            for candidate in (port, port + 1, port + 1000):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", candidate))
-        except OSError:
-            continue
-        return port
+        if all(port_is_free(candidate) for candidate in (port, port + 1, port + 1000)):
+            return port
     raise RuntimeError("no free port triple between 20000 and 32000")
 
 

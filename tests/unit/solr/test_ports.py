@@ -38,3 +38,17 @@ def test_without_room_below_the_range_or_without_the_file_the_kernel_chooses(tmp
     assert all(port >= 10500 for port in ports.free_ports(3))
     monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", tmp_path / "absent")
     assert len(set(ports.free_ports(3))) == 3
+
+
+def test_a_port_in_time_wait_is_taken_unless_bound_as_a_server_binds():
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        accepted.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+        client.close()
+    assert not ports.port_is_free(port)
+    assert ports.port_is_free(port, reuse_address=True)
